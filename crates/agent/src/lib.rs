@@ -1,0 +1,1 @@
+//! dw-agent: placeholder until the agent issue lands.

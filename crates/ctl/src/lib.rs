@@ -1,0 +1,1 @@
+//! dwctl: placeholder until the control-plane issue lands.

@@ -1,0 +1,1 @@
+//! dw_router: the PHP extension
