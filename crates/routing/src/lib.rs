@@ -1,17 +1,36 @@
-//! dw-routing: the routing core. See docs/routing.md for the semantics.
+//! dw-routing: the routing core of dw-router.
+//!
+//! It turns the bytes of a snapshot file (docs/snapshot-format.md) into an immutable, compiled
+//! [`Table`] and answers "which shard and origin serves this country (and this sticky key)?"
+//! with the semantics of docs/routing.md:
+//!
+//! - [`Snapshot`]: the file as parsed, every key under the prefix with its raw value.
+//! - [`Region`] and [`Policy`]: one key's value, validated exactly as the PHP userland twin
+//!   (`php/RegionRouter.php`) validates it, JSON quirks included (PHP's nesting limit, `-0`
+//!   as an integer, duplicate keys: last value wins).
+//! - [`legacy_pick`] (bit for bit the original PHP router's crc32 walk) and
+//!   [`rendezvous_pick`] (weighted highest-random-weight hashing).
+//! - [`Table`]: every valid region compiled into a hash lookup keyed by the geo's bytes,
+//!   with the policy's fallback chain resolved in advance, so that [`Table::resolve`] does
+//!   one hash lookup, one pick and no allocation. An invalid key never fails the table: it
+//!   is left out and listed in [`Table::invalid_keys`].
+//!
+//! The crate does no I/O and knows nothing of PHP, etcd or tokio: the extension, the agent
+//! (`dw-agent`) and the control CLI (`dwctl`) bring the bytes and use the answers.
+
+mod error;
+mod json;
+mod pick;
+mod policy;
+mod region;
 mod snapshot;
+mod table;
 
-pub use crate::snapshot::{DEFAULT_PREFIX, SNAPSHOT_FORMAT, Snapshot};
-
-#[derive(Debug)]
-pub enum Error {
-    Snapshot(String),
-}
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Snapshot(m) => write!(f, "snapshot: {m}"),
-        }
-    }
-}
-impl std::error::Error for Error {}
+pub use crate::{
+    error::Error,
+    pick::{legacy_pick, rendezvous_pick},
+    policy::{PickMode, Policy},
+    region::{MAX_WEIGHT, Region},
+    snapshot::{DEFAULT_PREFIX, SNAPSHOT_FORMAT, Snapshot},
+    table::{InvalidKey, Route, Table},
+};

@@ -43,7 +43,11 @@ struct WireOut<'a> {
 
 impl Snapshot {
     pub fn new(revision: u64, prefix: impl Into<String>) -> Snapshot {
-        Snapshot { revision, prefix: prefix.into(), kvs: BTreeMap::new() }
+        Snapshot {
+            revision,
+            prefix: prefix.into(),
+            kvs: BTreeMap::new(),
+        }
     }
 
     /// Parses a snapshot file's bytes. Unknown top-level fields are ignored.
@@ -60,7 +64,10 @@ impl Snapshot {
             )));
         }
         let revision = wire.revision.as_u64().ok_or_else(|| {
-            Error::Snapshot(format!("revision {} is not a non-negative integer", wire.revision))
+            Error::Snapshot(format!(
+                "revision {} is not a non-negative integer",
+                wire.revision
+            ))
         })?;
         Ok(Snapshot {
             revision,
@@ -89,7 +96,9 @@ mod tests {
     #[test]
     fn round_trips() {
         let mut snapshot = Snapshot::new(42, DEFAULT_PREFIX);
-        snapshot.kvs.insert("/dw/routing/region/DE".into(), r#"{"shard":"eu-1"}"#.into());
+        snapshot
+            .kvs
+            .insert("/dw/routing/region/DE".into(), r#"{"shard":"eu-1"}"#.into());
         let parsed = Snapshot::parse(&snapshot.to_json()).unwrap();
         assert_eq!(parsed, snapshot);
     }
@@ -108,7 +117,11 @@ mod tests {
             b"{\"format\":1,\"kvs\":{}}",
             b"{\"format\":1,\"revision\":1,\"kvs\":{}",
         ] {
-            assert!(Snapshot::parse(bad).is_err(), "accepted {:?}", String::from_utf8_lossy(bad));
+            assert!(
+                Snapshot::parse(bad).is_err(),
+                "accepted {:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
