@@ -180,7 +180,9 @@ final class RegionRouter
     {
         $state = &self::$paths[$this->path];
         clearstatcache(true, $this->path);
-        $stat = @stat($this->path);
+        // file_exists() first: the common missing case then raises no (silenced) warning
+        // for error handlers that ignore `@`.
+        $stat = file_exists($this->path) ? @stat($this->path) : false;
         if ($stat === false) {
             // Fail open, as documented; counted once per disappearance.
             if (!$state['missing']) {

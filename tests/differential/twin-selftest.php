@@ -1,0 +1,392 @@
+<?php
+
+declare(strict_types=1);
+
+/*
+ * Known-answer test of the userland twin (php/RegionRouter.php), so the oracle of the
+ * differential test is itself checked against docs/routing.md, not only against the
+ * extension.
+ *
+ *   scripts/devenv exec -- php tests/differential/twin-selftest.php
+ *
+ * Every expected answer below was derived by hand from the rules. For the legacy pick the
+ * crc32 values were computed independently (Python's zlib.crc32) and walked by hand; for
+ * the rendezvous pick the xxh3 digests are listed and the scores w / -ln(u) were
+ * computed independently (Python's math.log). Ends with `twin-selftest: N passed, M
+ * failed` and exits 1 on any failure.
+ */
+
+require_once __DIR__ . '/../../php/RegionRouter.php';
+
+use DwRouter\RegionRouter;
+
+// Any diagnostic the twin lets through is a failure (an @-silenced one is not: it never
+// reaches a front controller's error log either).
+set_error_handler(static function (int $severity, string $message, string $file, int $line): bool {
+    if ((error_reporting() & $severity) === 0) {
+        return false;
+    }
+    throw new ErrorException($message, 0, $severity, $file, $line);
+});
+
+$tempDir = sys_get_temp_dir() . '/dw-twin-selftest-' . getmypid() . '-' . bin2hex(random_bytes(4));
+if (!mkdir($tempDir, 0700)) {
+    fwrite(STDERR, "twin-selftest: cannot create $tempDir\n");
+    exit(2);
+}
+register_shutdown_function(static function () use ($tempDir): void {
+    foreach (glob($tempDir . '/*') ?: [] as $file) {
+        @unlink($file);
+    }
+    @rmdir($tempDir);
+});
+
+/** Writes a snapshot (kvs given as geo/policy values under the default prefix) to a fresh path. */
+function snapshotFile(array|string $document): string
+{
+    global $tempDir;
+    static $n = 0;
+    $path = sprintf('%s/snapshot-%03d.json', $tempDir, ++$n);
+    $json = is_string($document) ? $document : json_encode($document, JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR);
+    file_put_contents($path, $json);
+
+    return $path;
+}
+
+/** @param array<string, string> $kvs */
+function snapshot(array $kvs, int $revision = 7, ?string $prefix = null): array
+{
+    $document = ['format' => 1, 'revision' => $revision, 'kvs' => $kvs];
+    if ($prefix !== null) {
+        $document['prefix'] = $prefix;
+    }
+
+    return $document;
+}
+
+function router(string $path, array $options = []): RegionRouter
+{
+    return new RegionRouter($path, ['apcu' => false] + $options);
+}
+
+function route(string $shard, string $origin): array
+{
+    return ['shard' => $shard, 'origin' => $origin];
+}
+
+const P = '/dw/routing/';
+const DE_REGION = '{"shard":"eu-1","origins":["fra-a","fra-b","ams-a"],"weight":{"fra-a":50,"fra-b":30,"ams-a":20},"updated":"2026-11-30T08:00:00Z"}';
+const US_REGION = '{"shard":"us-1","origins":["iad-a","sjc-a"],"weight":{"iad-a":60,"sjc-a":40}}';
+const GB_REGION = '{"shard":"eu-2","origins":["lon-a"],"weight":{"lon-a":1}}';
+
+$cases = [];
+
+// 1. Legacy pick, no sticky key: crc32("DEfra-afra-bams-a") = 3362753505, % 100 = 5;
+//    5 - 50 < 0 -> fra-a. With sticky keys: crc32("visitor-1fra-afra-bams-a") = 1579417173,
+//    % 100 = 73: 73-50 = 23, 23-30 < 0 -> fra-b; crc32("visitor-4...") = 611984195, % 100 = 95:
+//    45, 15, 15-20 < 0 -> ams-a.
+$cases['legacy pick walks crc32 % sum over the weights'] = static function (): array {
+    $r = router(snapshotFile(snapshot([P . 'region/DE' => DE_REGION])));
+
+    return [
+        [$r->resolve('DE'), route('eu-1', 'fra-a')],
+        [$r->resolve('DE', 'visitor-1'), route('eu-1', 'fra-b')],
+        [$r->resolve('DE', 'visitor-4'), route('eu-1', 'ams-a')],
+    ];
+};
+
+// 2. Unlisted weights count in the sum: origins [a, b], weight {a:0, b:1, zzz:98}, sum 99.
+//    crc32("k1ab") = 932215339, % 99 = 55: 55-0, 55-1 = 54 never < 0 -> falls through to
+//    origins[0] = "a", although a has weight 0 (the original router's behaviour).
+//    crc32("v109ab") = 4097024613, % 99 = 0: 0-0 = 0 not < 0, 0-1 < 0 -> "b".
+$cases['legacy pick sums unlisted weights and falls through to origins[0]'] = static function (): array {
+    $r = router(snapshotFile(snapshot([
+        P . 'region/XX' => '{"shard":"s","origins":["a","b"],"weight":{"a":0,"b":1,"zzz":98}}',
+    ])));
+
+    return [
+        [$r->resolve('XX', 'k1'), route('s', 'a')],
+        [$r->resolve('XX', 'v109'), route('s', 'b')],
+    ];
+};
+
+// 3. Rendezvous: digests xxh3(key . "\0" . origin), h = first 13 hex digits.
+//    key "DE": fra-a 040c3382e228a, fra-b 22c0a47fcdef6, ams-a 88fc050ed454e;
+//      scores 50/-ln u = 12.057, 30/.. = 15.023, 20/.. = 31.984 -> ams-a.
+//    key "visitor-1": fra-a 5ae736b9b6d90, fra-b d38d678f13885, ams-a 7147ccbae9963;
+//      scores 48.291, 157.311, 24.531 -> fra-b; with fra-b at weight 0 (skipped) -> fra-a.
+$cases['rendezvous pick takes the greatest w / -ln(u)'] = static function (): array {
+    $policy = '{"pick":"rendezvous"}';
+    $r = router(snapshotFile(snapshot([P . 'policy/global' => $policy, P . 'region/DE' => DE_REGION])));
+    $drained = router(snapshotFile(snapshot([
+        P . 'policy/global' => $policy,
+        P . 'region/DE' => '{"shard":"eu-1","origins":["fra-a","fra-b","ams-a"],"weight":{"fra-a":50,"fra-b":0,"ams-a":20}}',
+    ])));
+
+    return [
+        [$r->resolve('DE'), route('eu-1', 'ams-a')],
+        [$r->resolve('DE', 'visitor-1'), route('eu-1', 'fra-b')],
+        [$drained->resolve('DE', 'visitor-1'), route('eu-1', 'fra-a')],
+    ];
+};
+
+// 4. An unknown pick mode (or a non-string one) keeps the legacy pick: same answers as case 1.
+$cases['unknown pick modes keep the legacy pick'] = static function (): array {
+    $checks = [];
+    foreach (['{"pick":"Rendezvous"}', '{"pick":["rendezvous"]}', '{"pick":"legacy"}'] as $policy) {
+        $r = router(snapshotFile(snapshot([P . 'policy/global' => $policy, P . 'region/DE' => DE_REGION])));
+        $checks[] = [$r->resolve('DE', 'visitor-1'), route('eu-1', 'fra-b')];
+    }
+
+    return $checks;
+};
+
+// 5. Chain: country, then policy.default ("US" when absent), then failover in order.
+//    The US answer for key "FR" is not asserted by value elsewhere, so the origin is
+//    checked against the listed ones: the shard is what proves the chain.
+$cases['resolve chain: country, default, failover'] = static function (): array {
+    $withDefault = router(snapshotFile(snapshot([P . 'region/US' => US_REGION, P . 'region/DE' => DE_REGION])));
+    $failover = router(snapshotFile(snapshot([
+        P . 'policy/global' => '{"default":"ZZ","failover":[3,"YY",null,"GB","US"]}',
+        P . 'region/US' => US_REGION,
+        P . 'region/GB' => GB_REGION,
+    ])));
+
+    return [
+        [$withDefault->resolve('DE')['shard'], 'eu-1'],
+        [$withDefault->resolve('FR')['shard'], 'us-1'],
+        [$failover->resolve('FR'), route('eu-2', 'lon-a')],
+        [$failover->resolve('US')['shard'], 'us-1'],
+    ];
+};
+
+// 6. Region validation: each of these DE values is invalid, so DE falls to GB (the default).
+$cases['invalid regions are skipped by the chain'] = static function (): array {
+    $invalid = [
+        '{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":50.0}}',     // float
+        '{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":1e2}}',      // float
+        '{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":"50"}}',     // string
+        '{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":-1}}',       // negative
+        '{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":true}}',     // bool
+        '{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":1000001}}',  // too big
+        '{"shard":"eu-1","origins":["fra-a"],"weight":[]}',                 // array, not object
+        '{"shard":"eu-1","origins":["fra-a"],"weight":[5]}',                // list
+        '{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":0,"x":9}}',  // no listed positive
+        '{"shard":"eu-1","origins":["fra-a","fra-a"],"weight":{"fra-a":1}}', // duplicate
+        '{"shard":"eu-1","origins":{"0":"fra-a"},"weight":{"fra-a":1}}',    // origins not a list
+        '{"shard":"eu-1","origins":[],"weight":{"fra-a":1}}',               // empty origins
+        '{"shard":"eu-1","origins":[""],"weight":{"":1}}',                  // empty origin
+        '{"shard":"","origins":["fra-a"],"weight":{"fra-a":1}}',            // empty shard
+        '{"shard":1,"origins":["fra-a"],"weight":{"fra-a":1}}',             // shard not a string
+        '{"origins":["fra-a"],"weight":{"fra-a":1}}',                       // no shard
+        '{"shard":"eu-1","origins":["fra-a"]}',                             // no weight
+        '["eu-1"]', 'null', '"eu-1"', '{', '',                               // not an object
+    ];
+    $checks = [];
+    foreach ($invalid as $value) {
+        $r = router(snapshotFile(snapshot([
+            P . 'policy/global' => '{"default":"GB"}',
+            P . 'region/GB' => GB_REGION,
+            P . 'region/DE' => $value,
+        ])));
+        $checks[] = [[$value, $r->resolve('DE')], [$value, route('eu-2', 'lon-a')]];
+        $checks[] = [[$value, $r->stats()['invalid_keys'], $r->stats()['regions']], [$value, 1, 1]];
+    }
+
+    return $checks;
+};
+
+// 7. Valid corner cases: weight 1000000, "-0" (an integer 0 to PHP), "{}"-keyed numeric
+//    origins, a NUL-led origin, duplicate JSON keys (the last wins), unknown fields.
+//    Single positive origin in each, so the pick is forced whatever the hash.
+$cases['valid corner-case regions'] = static function (): array {
+    $r = router(snapshotFile(snapshot([
+        P . 'region/A' => '{"shard":"a","origins":["x","y"],"weight":{"x":0,"y":1000000}}',
+        P . 'region/B' => '{"shard":"b","origins":["x","y"],"weight":{"x":-0,"y":5}}',
+        P . 'region/C' => '{"shard":"c","origins":["0","1"],"weight":{"0":0,"1":3}}',
+        P . 'region/D' => '{"shard":"d","origins":["\u0000n","m"],"weight":{"\u0000n":4,"m":0}}',
+        P . 'region/E' => '{"shard":"x","shard":"e","origins":["p"],"weight":{"p":0},"weight":{"p":2},"extra":{"deep":[1,{}]}}',
+        P . 'region/F' => "{\"shard\":\"f\",\"origins\":[\"\\u0066\"],\"weight\":{\"f\":1}}",
+    ])));
+
+    return [
+        [$r->resolve('A'), route('a', 'y')],
+        [$r->resolve('B'), route('b', 'y')],
+        [$r->resolve('C'), route('c', '1')],
+        [$r->resolve('D'), route('d', "\0n")],
+        [$r->resolve('E'), route('e', 'p')],
+        [$r->resolve('F'), route('f', 'f')],
+        [$r->stats()['invalid_keys'], 0],
+    ];
+};
+
+// 8. Nothing valid: the fail-open route, defaults and constructor options.
+$cases['fail-open route and options'] = static function (): array {
+    $path = snapshotFile(snapshot([P . 'region/DE' => '{"shard":"eu-1"}']));
+
+    return [
+        [router($path)->resolve('DE'), route('us-1', 'iad-a')],
+        [router($path, ['fallback_shard' => 'fs', 'fallback_origin' => 'fo'])->resolve('DE'), route('fs', 'fo')],
+        [router($path)->revision(), 7],
+    ];
+};
+
+// 9. A missing file answers fail-open, revision 0, empty policy.
+$cases['missing snapshot fails open'] = static function (): array {
+    global $tempDir;
+    $r = router($tempDir . '/does-not-exist.json');
+
+    return [
+        [$r->resolve('DE'), route('us-1', 'iad-a')],
+        [$r->revision(), 0],
+        [$r->policy(), []],
+    ];
+};
+
+// 10. Files unreadable as a whole: no table, a failed load each.
+$cases['file-level validation'] = static function (): array {
+    $bad = [
+        '',
+        'not json',
+        '[]',
+        '{"format":2,"revision":1,"kvs":{}}',
+        '{"format":1.0,"revision":1,"kvs":{}}',
+        '{"format":1,"revision":-1,"kvs":{}}',
+        '{"format":1,"revision":1.5,"kvs":{}}',
+        '{"format":1,"revision":"1","kvs":{}}',
+        '{"format":1,"revision":1,"kvs":[]}',
+        '{"format":1,"revision":1,"kvs":{"k":{}}}',
+        '{"format":1,"revision":1,"kvs":{"k":1}}',
+        '{"format":1,"kvs":{}}',
+        '{"revision":1,"kvs":{}}',
+        '{"format":1,"revision":1}',
+        '{"format":1,"revision":1,"prefix":5,"kvs":{}}',
+        '{"format":1,"revision":1,"kvs":{}',
+    ];
+    $checks = [];
+    foreach ($bad as $document) {
+        $r = router(snapshotFile($document));
+        $checks[] = [
+            [$document, $r->revision(), $r->resolve('US'), $r->stats()['failed_loads'], $r->stats()['loads']],
+            [$document, 0, route('us-1', 'iad-a'), 1, 0],
+        ];
+    }
+    // Accepted: empty kvs, prefix null (the default), unknown fields, NUL-led and numeric keys.
+    $good = router(snapshotFile('{"format":1,"revision":0,"prefix":null,"kvs":{"\u0000x":"1","0":"2","'
+        . P . 'region/US":' . json_encode(US_REGION) . '},"written_by":"dw-agent"}'));
+    $checks[] = [[$good->revision(), $good->resolve('US')['shard'], $good->stats()['keys']], [0, 'us-1', 3]];
+
+    return $checks;
+};
+
+// 11. The prefix comes from the snapshot; keys under another prefix do not route.
+$cases['snapshot prefix'] = static function (): array {
+    $r = router(snapshotFile(snapshot([
+        '/other/region/DE' => DE_REGION,
+        P . 'region/DE' => GB_REGION,
+        '/other/policy/global' => '{"default":"DE"}',
+    ], 9, '/other/')));
+
+    return [
+        [$r->resolve('DE', 'visitor-1'), route('eu-1', 'fra-b')],
+        [$r->resolve('XX', 'visitor-1'), route('eu-1', 'fra-b')],
+        [$r->policy(), ['default' => 'DE']],
+    ];
+};
+
+// 12. policy(): the whole object, unknown fields included; [] when not an object.
+$cases['policy object and invalid policy'] = static function (): array {
+    $policy = '{"default":"GB","failover":{"0":"US"},"honor_client_hints":false,"pick":"legacy","x":{"y":[1,2.5,null]},"\u0000k":{}}';
+    $r = router(snapshotFile(snapshot([P . 'policy/global' => $policy, P . 'region/US' => US_REGION])));
+    $invalid = router(snapshotFile(snapshot([P . 'policy/global' => '["GB"]', P . 'region/US' => US_REGION])));
+
+    return [
+        [$r->policy(), ['default' => 'GB', 'failover' => ['US'], 'honor_client_hints' => false, 'pick' => 'legacy', 'x' => ['y' => [1, 2.5, null]], "\0k" => []]],
+        // failover is an object, not an array: ignored, so GB (absent) then nothing.
+        [$r->resolve('ZZ'), route('us-1', 'iad-a')],
+        [$r->stats()['invalid_keys'], 0],
+        [$invalid->policy(), []],
+        [$invalid->stats()['invalid_keys'], 1],
+        [$invalid->resolve('ZZ')['shard'], 'us-1'],
+    ];
+};
+
+// 13. Any byte string is a country: no warning, no exception, the chain applies.
+$cases['arbitrary byte countries'] = static function (): array {
+    $r = router(snapshotFile(snapshot([P . 'policy/global' => '{"default":"GB"}', P . 'region/GB' => GB_REGION])));
+    $checks = [];
+    foreach (['', "\0", "G\0B", "\xff\xfe", str_repeat("\x80", 10240), 'gb', 'GB ', '0', '1.0'] as $country) {
+        $checks[] = [$r->resolve($country, $country === '' ? null : "\xc3"), route('eu-2', 'lon-a')];
+    }
+
+    return $checks;
+};
+
+// 14. Last known good: a corrupt snapshot renamed over a good one keeps the good table.
+$cases['last known good table survives a corrupt snapshot'] = static function (): array {
+    global $tempDir;
+    $path = $tempDir . '/lkg.json';
+    file_put_contents($path, json_encode(snapshot([P . 'region/GB' => GB_REGION], 41)));
+    $first = router($path);
+    $corrupt = $tempDir . '/lkg.json.tmp';
+    file_put_contents($corrupt, '{"format":1,"revision":42,"kvs":{"' . P . 'region/GB":');
+    rename($corrupt, $path);
+    $second = router($path);
+    file_put_contents($corrupt, json_encode(snapshot([P . 'region/GB' => US_REGION], 43)));
+    rename($corrupt, $path);
+    $third = router($path);
+
+    return [
+        [$first->revision(), 41],
+        [$second->revision(), 41],
+        [$second->resolve('GB'), route('eu-2', 'lon-a')],
+        [$second->stats()['failed_loads'], 1],
+        [$third->revision(), 43],
+        [$third->resolve('GB')['shard'], 'us-1'],
+        [$third->stats()['loads'], 2],
+    ];
+};
+
+// 15. The example snapshot: DE by country alone, GB with a sticky key, an unknown country
+//     via the default US. crc32("DEfra-afra-bams-a") % 100 = 5 -> fra-a (as case 1);
+//     crc32("visitor-1lon-aams-a") = 3521746662, % 100 = 62, 62-70 < 0 -> lon-a;
+//     crc32("ZZiad-asjc-a") = 3538326077, % 100 = 77: 77-60 = 17, 17-40 < 0 -> sjc-a.
+$cases['examples/snapshot.json'] = static function (): array {
+    $r = router(__DIR__ . '/../../examples/snapshot.json');
+    $s = $r->stats();
+
+    return [
+        [[$r->revision(), $s['regions'], $s['invalid_keys']], [1234, 32, 0]],
+        [$r->resolve('DE'), route('eu-1', 'fra-a')],
+        [$r->policy(), ['default' => 'US', 'failover' => ['GB', 'US'], 'honor_client_hints' => false, 'pick' => 'legacy']],
+        [$r->resolve('GB', 'visitor-1'), route('eu-2', 'lon-a')],
+        [$r->resolve('ZZ'), route('us-1', 'sjc-a')],
+    ];
+};
+
+$passed = 0;
+$failed = 0;
+foreach ($cases as $name => $case) {
+    try {
+        $checks = $case();
+    } catch (Throwable $e) {
+        $failed++;
+        echo "FAIL $name: " . $e::class . ': ' . $e->getMessage() . ' at ' . $e->getFile() . ':' . $e->getLine() . "\n";
+        continue;
+    }
+    $bad = array_filter($checks, static fn (array $check): bool => $check[0] !== $check[1]);
+    if ($bad === []) {
+        $passed++;
+        echo "ok   $name (" . count($checks) . " checks)\n";
+        continue;
+    }
+    $failed++;
+    echo "FAIL $name\n";
+    foreach ($bad as $i => [$actual, $expected]) {
+        echo "  check $i: got " . json_encode($actual, JSON_INVALID_UTF8_SUBSTITUTE | JSON_UNESCAPED_SLASHES)
+            . ', expected ' . json_encode($expected, JSON_INVALID_UTF8_SUBSTITUTE | JSON_UNESCAPED_SLASHES) . "\n";
+    }
+}
+
+echo "twin-selftest: $passed passed, $failed failed\n";
+exit($failed === 0 ? 0 : 1);
