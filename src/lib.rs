@@ -1,1 +1,39 @@
-//! dw_router: the PHP extension
+//! dw_router: the `RegionRouter` PHP extension.
+//!
+//! This crate is only the binding. Routing itself (parsing a snapshot, validating,
+//! resolving, picking) is `dw-routing`; this crate maps the snapshot file, keeps one
+//! parsed table per path per process fresh (inotify, or a throttled stat), and exposes it
+//! to PHP.
+//!
+//! Lifecycle, kept plain: MINIT registers ini entries and nothing else (no thread, no
+//! fd: FPM and lsphp fork after MINIT); the first router constructed in a process, or in
+//! a forked child, sets up its watcher; MINFO prints the state.
+
+mod fork;
+mod ini;
+mod info;
+mod registry;
+mod router;
+mod source;
+mod values;
+mod watch;
+
+use ext_php_rs::prelude::*;
+use ext_php_rs::zend::IniEntryDef;
+
+pub use crate::router::RegionRouter;
+
+fn startup(_ty: i32, module_number: i32) -> i32 {
+    IniEntryDef::register(ini::ENTRIES.as_slice(), module_number);
+    0
+}
+
+#[php_module]
+#[php(startup = startup)]
+pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
+    // The crate is dw-router; PHP knows the extension as dw_router.
+    module
+        .name("dw_router")
+        .class::<RegionRouter>()
+        .info_function(info::module_info)
+}

@@ -1,0 +1,54 @@
+//! Fork awareness.
+//!
+//! PHP-FPM and lsphp run MINIT in a parent and then fork workers. A thread does not
+//! survive `fork`, so a watcher started before a fork is gone in the child. Instead of
+//! calling `getpid()` on every request, a `pthread_atfork` child handler bumps a
+//! generation counter; a source compares the generation it was set up in with the
+//! current one, an atomic load on the hot path.
+//!
+//! The same handlers hold the reload lock across `fork`, so a child never inherits it
+//! locked by a watcher thread that no longer exists.
+
+use std::sync::Once;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+#[inline]
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Relaxed)
+}
+
+extern "C" fn prepare() {
+    std::mem::forget(crate::watch::RELOAD_LOCK.lock());
+    std::mem::forget(crate::registry::lock_for_fork());
+}
+
+extern "C" fn parent() {
+    // SAFETY: `prepare` locked both and forgot the guards, in this thread.
+    unsafe {
+        crate::registry::unlock_after_fork();
+        crate::watch::RELOAD_LOCK.force_unlock();
+    }
+}
+
+extern "C" fn child() {
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: as in `parent`; the child has only the forking thread.
+    unsafe {
+        crate::registry::unlock_after_fork();
+        crate::watch::RELOAD_LOCK.force_unlock();
+    }
+}
+
+/// Installs the handlers, once per process, the first time a watcher is set up (never in
+/// MINIT). glibc removes them again if the extension is unloaded.
+pub fn install_handlers() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the handlers are plain functions that only touch statics.
+        unsafe {
+            libc::pthread_atfork(Some(prepare), Some(parent), Some(child));
+        }
+    });
+}

@@ -1,0 +1,36 @@
+//! The phpinfo() / `php --ri dw_router` section.
+
+use ext_php_rs::zend::ModuleEntry;
+use ext_php_rs::{info_table_end, info_table_header, info_table_row, info_table_start};
+
+use crate::registry;
+
+unsafe extern "C" {
+    fn display_ini_entries(module: *mut ModuleEntry);
+}
+
+pub extern "C" fn module_info(module: *mut ModuleEntry) {
+    info_table_start!();
+    info_table_header!("dw_router support", "enabled");
+    info_table_row!("version", env!("CARGO_PKG_VERSION"));
+    let sources = registry::all();
+    if sources.is_empty() {
+        info_table_row!("snapshot", "no router constructed in this process yet");
+    }
+    for source in sources {
+        let table = source.table();
+        info_table_row!("snapshot path", source.path().to_string_lossy().as_ref());
+        info_table_row!("revision", table.revision().to_string());
+        info_table_row!("regions", table.region_count().to_string());
+        info_table_row!("invalid keys", table.invalid_keys().len().to_string());
+        info_table_row!("reload mechanism", source.mechanism().name());
+        info_table_row!("loads", source.loads().to_string());
+        info_table_row!("failed loads", source.failed_loads().to_string());
+        if let Some(error) = source.last_error() {
+            info_table_row!("last error", error);
+        }
+    }
+    info_table_end!();
+    // SAFETY: `module` is the entry the engine passed to this MINFO callback.
+    unsafe { display_ini_entries(module) };
+}

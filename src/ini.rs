@@ -1,0 +1,79 @@
+//! The ini settings. All are PHP_INI_SYSTEM, as in yaconf: they describe the node, not
+//! the request, and fixing them at startup lets the hot path cache what it derives.
+
+use std::ffi::{CStr, c_char, c_int};
+
+use ext_php_rs::flags::IniEntryPermission;
+use ext_php_rs::zend::{IniEntryDef, IniEntryDefs};
+
+pub const SNAPSHOT_PATH: &CStr = c"dw_router.snapshot_path";
+pub const FALLBACK_SHARD: &CStr = c"dw_router.fallback_shard";
+pub const FALLBACK_ORIGIN: &CStr = c"dw_router.fallback_origin";
+pub const POLL_INTERVAL_MS: &CStr = c"dw_router.poll_interval_ms";
+pub const MAX_SNAPSHOT_BYTES: &CStr = c"dw_router.max_snapshot_bytes";
+
+pub const DEFAULT_SNAPSHOT_PATH: &str = "/dev/shm/dw-routing.json";
+const DEFAULT_POLL_INTERVAL_MS: u64 = 250;
+const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
+
+pub static ENTRIES: IniEntryDefs<6> = IniEntryDefs::new([
+    IniEntryDef::new(SNAPSHOT_PATH, c"/dev/shm/dw-routing.json", IniEntryPermission::System),
+    IniEntryDef::new(FALLBACK_SHARD, c"us-1", IniEntryPermission::System),
+    IniEntryDef::new(FALLBACK_ORIGIN, c"iad-a", IniEntryPermission::System),
+    IniEntryDef::new(POLL_INTERVAL_MS, c"250", IniEntryPermission::System),
+    IniEntryDef::new(MAX_SNAPSHOT_BYTES, c"67108864", IniEntryPermission::System),
+    IniEntryDef::end(),
+]);
+
+unsafe extern "C" {
+    fn zend_ini_string_ex(
+        name: *const c_char,
+        name_length: usize,
+        orig: c_int,
+        exists: *mut bool,
+    ) -> *mut c_char;
+}
+
+/// The current value of a registered ini entry, if it has one.
+pub fn string(name: &CStr) -> Option<String> {
+    let mut exists = false;
+    // SAFETY: `name` is NUL-terminated and its length excludes the NUL; the engine
+    // returns a pointer to its own NUL-terminated value, or null.
+    let value = unsafe {
+        zend_ini_string_ex(name.as_ptr(), name.to_bytes().len(), 0, &mut exists)
+    };
+    if value.is_null() || !exists {
+        return None;
+    }
+    // SAFETY: non-null, NUL-terminated, owned by the engine for the life of the entry.
+    Some(unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
+}
+
+fn number(name: &CStr, default: u64) -> u64 {
+    string(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
+pub fn snapshot_path() -> String {
+    string(SNAPSHOT_PATH)
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| DEFAULT_SNAPSHOT_PATH.to_owned())
+}
+
+pub fn poll_interval_ms() -> u64 {
+    number(POLL_INTERVAL_MS, DEFAULT_POLL_INTERVAL_MS).max(1)
+}
+
+pub fn max_snapshot_bytes() -> u64 {
+    number(MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SNAPSHOT_BYTES)
+}
+
+/// The fail-open route, read once: the settings are SYSTEM.
+pub fn fallback() -> &'static (String, String) {
+    static FALLBACK: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    FALLBACK.get_or_init(|| {
+        (
+            string(FALLBACK_SHARD).unwrap_or_else(|| "us-1".into()),
+            string(FALLBACK_ORIGIN).unwrap_or_else(|| "iad-a".into()),
+        )
+    })
+}

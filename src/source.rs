@@ -1,0 +1,235 @@
+//! A snapshot source: one path, its current table, and how it is kept fresh.
+//!
+//! Every `RegionRouter` for a path in a process shares one `Source`, so constructing a
+//! router per request does no file I/O. The table sits behind `ArcSwap`: readers load it
+//! without locks while a reload (from the inotify thread, or from a throttled stat in poll
+//! mode) swaps in a newly parsed one.
+
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use dw_routing::Table;
+use parking_lot::Mutex;
+
+use crate::fork;
+
+/// How a source learns that its file changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Mechanism {
+    /// Not set up yet in this process (a fresh fork, or never constructed).
+    None = 0,
+    Inotify = 1,
+    Poll = 2,
+}
+
+impl Mechanism {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::None => "none",
+            Mechanism::Inotify => "inotify",
+            Mechanism::Poll => "poll",
+        }
+    }
+}
+
+/// What identifies one version of the file. The agent replaces the file by rename, so
+/// the inode changes; size and times catch editors that write in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Identity {
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+        }
+    }
+}
+
+/// The last version of the file a reload looked at, good or bad, so that a bad file is
+/// counted once and not re-parsed on every event or poll.
+#[derive(Default)]
+struct Seen {
+    identity: Option<Identity>,
+    last_error: Option<String>,
+}
+
+pub struct Source {
+    path: PathBuf,
+    max_bytes: u64,
+    poll_interval_ns: u64,
+    table: ArcSwap<Table>,
+    seen: Mutex<Seen>,
+    loads: AtomicU64,
+    failed_loads: AtomicU64,
+    last_load_unix_ms: AtomicU64,
+    mechanism: AtomicU8,
+    /// The fork generation in which this source's watch was set up; see `fork`.
+    watched_in: AtomicU64,
+    next_poll_ns: AtomicU64,
+}
+
+/// Monotonic nanoseconds since the first call in this process.
+pub fn monotonic_ns() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+impl Source {
+    pub fn new(path: PathBuf, max_bytes: u64, poll_interval_ms: u64) -> Source {
+        Source {
+            path,
+            max_bytes,
+            poll_interval_ns: poll_interval_ms.saturating_mul(1_000_000),
+            table: ArcSwap::from_pointee(Table::empty()),
+            seen: Mutex::new(Seen::default()),
+            loads: AtomicU64::new(0),
+            failed_loads: AtomicU64::new(0),
+            last_load_unix_ms: AtomicU64::new(0),
+            mechanism: AtomicU8::new(Mechanism::None as u8),
+            watched_in: AtomicU64::new(u64::MAX),
+            next_poll_ns: AtomicU64::new(0),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The table in use. Cheap: no lock, no I/O.
+    pub fn table(&self) -> arc_swap::Guard<Arc<Table>> {
+        self.table.load()
+    }
+
+    pub fn mechanism(&self) -> Mechanism {
+        match self.mechanism.load(Ordering::Relaxed) {
+            1 => Mechanism::Inotify,
+            2 => Mechanism::Poll,
+            _ => Mechanism::None,
+        }
+    }
+
+    pub fn set_mechanism(&self, mechanism: Mechanism) {
+        self.mechanism.store(mechanism as u8, Ordering::Relaxed);
+    }
+
+    pub fn loads(&self) -> u64 {
+        self.loads.load(Ordering::Relaxed)
+    }
+
+    pub fn failed_loads(&self) -> u64 {
+        self.failed_loads.load(Ordering::Relaxed)
+    }
+
+    pub fn last_load_unix_ms(&self) -> u64 {
+        self.last_load_unix_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn last_error(&self) -> Option<String> {
+        self.seen.lock().last_error.clone()
+    }
+
+    /// True when this process (after any fork) has set up how the source stays fresh.
+    #[inline]
+    pub fn is_watched_here(&self) -> bool {
+        self.watched_in.load(Ordering::Relaxed) == fork::generation()
+    }
+
+    pub fn mark_watched_here(&self, generation: u64) {
+        self.watched_in.store(generation, Ordering::Relaxed);
+    }
+
+    /// In poll mode, re-checks the file at most once per poll interval.
+    #[inline]
+    pub fn poll_if_due(&self) {
+        if self.mechanism() != Mechanism::Poll {
+            return;
+        }
+        let now = monotonic_ns();
+        let due = self.next_poll_ns.load(Ordering::Relaxed);
+        if now < due {
+            return;
+        }
+        // Only the caller that moves the deadline does the stat.
+        if self
+            .next_poll_ns
+            .compare_exchange(due, now + self.poll_interval_ns, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.refresh();
+        }
+    }
+
+    /// Re-reads the file if it is not the version last looked at. A file that cannot be
+    /// used keeps the table in use (last known good) and counts one failed load.
+    pub fn refresh(&self) {
+        let _reload = crate::watch::RELOAD_LOCK.lock();
+        self.refresh_locked();
+    }
+
+    /// `refresh`, for a caller that already holds the reload lock.
+    pub fn refresh_locked(&self) {
+        let mut seen = self.seen.lock();
+        let meta = match std::fs::metadata(&self.path) {
+            Ok(meta) => meta,
+            // A missing file is not a failed load: the agent may not have written it yet,
+            // and the table in use (if any) stays.
+            Err(_) => return,
+        };
+        let identity = Identity::of(&meta);
+        if seen.identity == Some(identity) {
+            return;
+        }
+        seen.identity = Some(identity);
+        match self.read_table() {
+            Ok(table) => {
+                self.table.store(Arc::new(table));
+                self.loads.fetch_add(1, Ordering::Relaxed);
+                seen.last_error = None;
+            }
+            Err(message) => {
+                self.failed_loads.fetch_add(1, Ordering::Relaxed);
+                seen.last_error = Some(message);
+            }
+        }
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        self.last_load_unix_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    fn read_table(&self) -> Result<Table, String> {
+        let file = File::open(&self.path).map_err(|e| format!("open: {e}"))?;
+        let size = file.metadata().map_err(|e| format!("fstat: {e}"))?.len();
+        if size == 0 {
+            return Err("empty file".into());
+        }
+        if size > self.max_bytes {
+            return Err(format!(
+                "file is {size} bytes, over dw_router.max_snapshot_bytes ({})",
+                self.max_bytes
+            ));
+        }
+        // SAFETY: the agent never modifies a published file in place; it renames a new
+        // one over it, and a mapping of a renamed-away file stays valid. The mapping is
+        // dropped as soon as the table is parsed into owned memory.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("mmap: {e}"))?;
+        Table::parse(&map).map_err(|e| e.to_string())
+    }
+}

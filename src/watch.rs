@@ -1,0 +1,118 @@
+//! Keeping sources fresh: one inotify watcher per process, or a throttled stat.
+//!
+//! The agent replaces the snapshot by rename, which an inotify watch on the file itself
+//! would lose, so the watcher watches the file's directory and filters by name. One
+//! process-wide watcher (one thread, one inotify instance) serves every directory. When
+//! inotify cannot be had (`fs.inotify.max_user_instances` exhausted by many workers, a
+//! missing directory), the source falls back to a stat at most every
+//! `dw_router.poll_interval_ms`, checked by the requests themselves.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+
+use notify::{INotifyWatcher, RecursiveMode, Watcher as _};
+use parking_lot::Mutex;
+
+use crate::fork;
+use crate::registry;
+use crate::source::{Mechanism, Source};
+
+pub struct WatchState {
+    generation: u64,
+    watcher: Option<INotifyWatcher>,
+    directories: Vec<PathBuf>,
+    /// Why inotify is unavailable in this process, once it failed.
+    unavailable: Option<String>,
+}
+
+/// The watcher state, and the lock that serialises every reload; held across `fork`.
+pub static RELOAD_LOCK: Mutex<WatchState> = Mutex::new(WatchState {
+    generation: 0,
+    watcher: None,
+    directories: Vec::new(),
+    unavailable: None,
+});
+
+/// Makes sure `source` is fresh enough to answer: set up its watch in this process if
+/// that was not done since the last fork, else run a due poll. The common case is two
+/// relaxed atomic loads.
+#[inline]
+pub fn ensure_fresh(source: &Source) {
+    if source.is_watched_here() {
+        source.poll_if_due();
+    } else {
+        set_up(source);
+    }
+}
+
+#[cold]
+fn set_up(source: &Source) {
+    fork::install_handlers();
+    let mut state = RELOAD_LOCK.lock();
+    let generation = fork::generation();
+    if state.generation != generation {
+        // Inherited from the parent: its thread did not survive the fork. Dropping it
+        // would signal a thread that is not there, so leak it (a few fds, once per fork).
+        if let Some(stale) = state.watcher.take() {
+            std::mem::forget(stale);
+        }
+        state.directories.clear();
+        state.unavailable = None;
+        state.generation = generation;
+    }
+    let mechanism = watch_directory(&mut state, source);
+    source.set_mechanism(mechanism);
+    // Anything that changed before the watch existed is picked up now.
+    source.refresh_locked();
+    source.mark_watched_here(generation);
+}
+
+fn watch_directory(state: &mut WatchState, source: &Source) -> Mechanism {
+    let Some(directory) = source.path().parent().map(|d| d.to_path_buf()) else {
+        return Mechanism::Poll;
+    };
+    if state.directories.contains(&directory) {
+        return Mechanism::Inotify;
+    }
+    if state.watcher.is_none() && state.unavailable.is_none() {
+        match INotifyWatcher::new(on_event, notify::Config::default()) {
+            Ok(watcher) => state.watcher = Some(watcher),
+            Err(e) => state.unavailable = Some(e.to_string()),
+        }
+    }
+    let Some(watcher) = state.watcher.as_mut() else {
+        return Mechanism::Poll;
+    };
+    match watcher.watch(&directory, RecursiveMode::NonRecursive) {
+        Ok(()) => {
+            state.directories.push(directory);
+            Mechanism::Inotify
+        }
+        Err(_) => Mechanism::Poll,
+    }
+}
+
+/// Why inotify is not in use in this process, if it failed.
+pub fn unavailable_reason() -> Option<String> {
+    RELOAD_LOCK.lock().unavailable.clone()
+}
+
+/// Runs on the watcher's thread. A panic here must not kill the thread, so it is caught.
+fn on_event(event: notify::Result<notify::Event>) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let sources = match &event {
+            Ok(event) if !event.need_rescan() && !event.paths.is_empty() => {
+                let mut sources = Vec::new();
+                for path in &event.paths {
+                    sources.extend(registry::sources_at(path));
+                }
+                sources
+            }
+            // A queue overflow or an error: we may have missed events, so re-check all.
+            _ => registry::all(),
+        };
+        for source in sources {
+            source.refresh();
+        }
+    }));
+}
