@@ -51,7 +51,7 @@ final class RegionRouter
     private readonly int $maxSnapshotBytes;
 
     /** @var array{revision: int, prefix: string, kvs: array<array-key, string>}|null */
-    private readonly ?array $table;
+    private ?array $table;
 
     /** @var array<array-key, array{shard: string, origins: list<string>, weights: array<array-key, int>}|null> */
     private array $regions = [];
@@ -118,6 +118,24 @@ final class RegionRouter
     public function policy(): array
     {
         return $this->table === null ? [] : $this->compiledPolicy()['object'];
+    }
+
+    /**
+     * Re-checks the snapshot file now; true when the revision in use changed. A router
+     * otherwise keeps the table it was constructed with (the next construction sees a
+     * new file by itself).
+     */
+    public function reload(): bool
+    {
+        $before = $this->revision();
+        $table = $this->load();
+        if ($table !== $this->table) {
+            $this->table = $table;
+            $this->regions = [];
+            $this->policy = null;
+        }
+
+        return $this->revision() !== $before;
     }
 
     /** @return array<string, mixed> */
