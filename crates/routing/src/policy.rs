@@ -1,10 +1,11 @@
 //! The global policy (`<prefix>policy/global`): where a country without a region goes, and
 //! which pick the table uses.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::region::kind;
-use crate::{Error, json};
+use crate::Error;
+use crate::json::{self, Kind};
 
 /// The default geo when the policy names none (or there is no policy).
 const DEFAULT_GEO: &str = "US";
@@ -49,31 +50,33 @@ impl Default for Policy {
 impl Policy {
     /// Parses a policy value (the raw bytes of the etcd value).
     pub fn parse(value: &[u8]) -> Result<Policy, Error> {
-        let document = json::decode(value).map_err(|reason| Error::Policy {
+        let text = json::validate(value).map_err(|reason| Error::Policy {
             field: "json",
             reason,
         })?;
-        let Value::Object(raw) = document else {
-            return Err(Error::Policy {
-                field: "json",
-                reason: format!("is {}, not an object", kind(&document)),
-            });
-        };
-        let default = match raw.get("default") {
-            Some(Value::String(geo)) => geo.clone(),
-            _ => DEFAULT_GEO.to_owned(),
-        };
-        let failover = match raw.get("failover") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|item| item.as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let pick = match raw.get("pick") {
-            Some(Value::String(mode)) if mode == "rendezvous" => PickMode::Rendezvous,
+        let members = json::object_members(text).ok_or_else(|| Error::Policy {
+            field: "json",
+            reason: format!("is {}, not an object", Kind::of(text).described()),
+        })?;
+        let field = |name: &str| json::member(&members, name).map(RawValue::get);
+
+        let default = field("default")
+            .and_then(json::string)
+            .unwrap_or_else(|| DEFAULT_GEO.to_owned());
+        let failover = field("failover")
+            .and_then(json::array_elements)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|geo| json::string(geo.get()))
+            .collect();
+        let pick = match field("pick").and_then(json::string) {
+            Some(mode) if mode == "rendezvous" => PickMode::Rendezvous,
             _ => PickMode::Legacy,
         };
+        let raw = members
+            .iter()
+            .map(|(name, member)| (name.clone(), json::to_value(member.get())))
+            .collect();
         Ok(Policy {
             default,
             failover,

@@ -2,9 +2,10 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::{Error, json};
+use crate::Error;
+use crate::json::{self, Kind};
 
 /// The largest weight a region may give an origin.
 pub const MAX_WEIGHT: u32 = 1_000_000;
@@ -32,55 +33,24 @@ pub struct Region {
 impl Region {
     /// Parses and validates a region value (the raw bytes of the etcd value).
     pub fn parse(value: &[u8]) -> Result<Region, Error> {
-        let document = json::decode(value).map_err(|reason| invalid("json", reason))?;
-        let Value::Object(object) = document else {
-            return Err(invalid(
+        let text = json::validate(value).map_err(|reason| invalid("json", reason))?;
+        let members = json::object_members(text).ok_or_else(|| {
+            invalid(
                 "json",
-                format!("is {}, not an object", kind(&document)),
-            ));
-        };
+                format!("is {}, not an object", Kind::of(text).described()),
+            )
+        })?;
 
-        let shard = match object.get("shard") {
-            Some(Value::String(shard)) if !shard.is_empty() => shard.clone(),
-            Some(Value::String(_)) => return Err(invalid("shard", "is empty".into())),
-            Some(other) => {
-                return Err(invalid(
-                    "shard",
-                    format!("is {}, not a string", kind(other)),
-                ));
-            }
+        let shard = match json::member(&members, "shard") {
             None => return Err(invalid("shard", "is missing".into())),
+            Some(shard) => match json::string(shard.get()) {
+                Some(shard) if !shard.is_empty() => shard,
+                Some(_) => return Err(invalid("shard", "is empty".into())),
+                None => return Err(not_a("shard", shard, "a string")),
+            },
         };
-
-        let origins = parse_origins(object.get("origins"))?;
-
-        let weights = match object.get("weight") {
-            Some(Value::Object(entries)) => {
-                let mut weights = Vec::with_capacity(entries.len());
-                for (name, entry) in entries {
-                    let weight = weight_value(entry)
-                        .or_else(|| is_negative_zero_integer(value, name, entry).then_some(0))
-                        .ok_or_else(|| {
-                            invalid(
-                                "weight",
-                                format!(
-                                    "weight of {name:?} is {entry}, not an integer from 0 to \
-                                     {MAX_WEIGHT}"
-                                ),
-                            )
-                        })?;
-                    weights.push((name.clone(), weight));
-                }
-                weights
-            }
-            Some(other) => {
-                return Err(invalid(
-                    "weight",
-                    format!("is {}, not an object", kind(other)),
-                ));
-            }
-            None => return Err(invalid("weight", "is missing".into())),
-        };
+        let origins = parse_origins(json::member(&members, "origins"))?;
+        let weights = parse_weights(json::member(&members, "weight"))?;
 
         let listed_weights: Vec<u32> = origins
             .iter()
@@ -143,63 +113,67 @@ impl Region {
     }
 }
 
-fn parse_origins(origins: Option<&Value>) -> Result<Vec<String>, Error> {
-    let items = match origins {
-        Some(Value::Array(items)) if !items.is_empty() => items,
-        Some(Value::Array(_)) => return Err(invalid("origins", "is empty".into())),
-        Some(other) => {
-            return Err(invalid(
-                "origins",
-                format!("is {}, not an array", kind(other)),
-            ));
-        }
-        None => return Err(invalid("origins", "is missing".into())),
+fn parse_origins(origins: Option<&RawValue>) -> Result<Vec<String>, Error> {
+    let Some(origins) = origins else {
+        return Err(invalid("origins", "is missing".into()));
     };
+    let items =
+        json::array_elements(origins.get()).ok_or_else(|| not_a("origins", origins, "an array"))?;
+    if items.is_empty() {
+        return Err(invalid("origins", "is empty".into()));
+    }
     let mut seen = HashSet::with_capacity(items.len());
-    let mut origins = Vec::with_capacity(items.len());
+    let mut listed = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        let origin = match item {
-            Value::String(origin) if !origin.is_empty() => origin,
-            Value::String(_) => {
-                return Err(invalid("origins", format!("origin {index} is empty")));
-            }
-            other => {
-                return Err(invalid(
-                    "origins",
-                    format!("origin {index} is {}, not a string", kind(other)),
-                ));
-            }
-        };
-        if !seen.insert(origin.as_str()) {
+        let origin = json::string(item.get()).ok_or_else(|| {
+            invalid(
+                "origins",
+                format!(
+                    "origin {index} is {}, not a string",
+                    Kind::of(item.get()).described()
+                ),
+            )
+        })?;
+        if origin.is_empty() {
+            return Err(invalid("origins", format!("origin {index} is empty")));
+        }
+        if !seen.insert(origin.clone()) {
             return Err(invalid(
                 "origins",
                 format!("origin {origin:?} is listed twice"),
             ));
         }
-        origins.push(origin.clone());
+        listed.push(origin);
     }
-    Ok(origins)
+    Ok(listed)
 }
 
-/// A weight is a JSON integer from 0 to MAX_WEIGHT: serde_json reads those (and only those)
-/// as unsigned integers; `50.0`, `1e2` and `-1` are floats or negative.
-fn weight_value(entry: &Value) -> Option<u32> {
-    entry
-        .as_u64()
-        .filter(|&weight| weight <= u64::from(MAX_WEIGHT))
-        .and_then(|weight| u32::try_from(weight).ok())
-}
-
-/// `-0` is an integer (0) to PHP but a float to serde_json; `-0.0` and `-0e0` are floats to
-/// both. Only a negative zero needs its source text looked at.
-fn is_negative_zero_integer(value: &[u8], name: &str, entry: &Value) -> bool {
-    let negative_zero = entry
-        .as_f64()
-        .is_some_and(|number| number == 0.0 && number.is_sign_negative());
-    negative_zero
-        && json::last_member_text(value, "weight")
-            .and_then(|weight| json::last_member_text(weight.as_bytes(), name))
-            == Some("-0")
+/// Every entry of the weight object, each a JSON integer from 0 to MAX_WEIGHT as PHP reads
+/// integers: `-0` is one; `50.0`, `1e2`, `"50"`, `true` are not.
+fn parse_weights(weight: Option<&RawValue>) -> Result<Vec<(String, u32)>, Error> {
+    let Some(weight) = weight else {
+        return Err(invalid("weight", "is missing".into()));
+    };
+    let entries =
+        json::object_members(weight.get()).ok_or_else(|| not_a("weight", weight, "an object"))?;
+    entries
+        .into_iter()
+        .map(|(name, entry)| {
+            json::integer(entry.get())
+                .and_then(|weight| u32::try_from(weight).ok())
+                .filter(|&weight| weight <= MAX_WEIGHT)
+                .map(|weight| (name.clone(), weight))
+                .ok_or_else(|| {
+                    invalid(
+                        "weight",
+                        format!(
+                            "weight of {name:?} is {}, not an integer from 0 to {MAX_WEIGHT}",
+                            entry.get()
+                        ),
+                    )
+                })
+        })
+        .collect()
 }
 
 fn lookup(weights: &[(String, u32)], origin: &str) -> u32 {
@@ -213,14 +187,9 @@ fn invalid(field: &'static str, reason: String) -> Error {
     Error::Region { field, reason }
 }
 
-/// What a JSON value is, for error messages.
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+fn not_a(field: &'static str, value: &RawValue, wanted: &str) -> Error {
+    invalid(
+        field,
+        format!("is {}, not {wanted}", Kind::of(value.get()).described()),
+    )
 }

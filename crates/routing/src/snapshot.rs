@@ -3,9 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::value::RawValue;
 
 use crate::Error;
+use crate::json::{self, Kind};
 
 /// The only snapshot format this crate reads or writes.
 pub const SNAPSHOT_FORMAT: u64 = 1;
@@ -22,15 +24,6 @@ pub struct Snapshot {
     pub revision: u64,
     pub prefix: String,
     pub kvs: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
-struct WireIn {
-    format: serde_json::Value,
-    revision: serde_json::Value,
-    #[serde(default)]
-    prefix: Option<String>,
-    kvs: BTreeMap<String, String>,
 }
 
 #[derive(Serialize)]
@@ -51,28 +44,52 @@ impl Snapshot {
     }
 
     /// Parses a snapshot file's bytes. Unknown top-level fields are ignored.
+    ///
+    /// The file is read as PHP's `json_decode()` reads it (see the `json` module), so that
+    /// this crate and the userland twin refuse exactly the same files.
     pub fn parse(bytes: &[u8]) -> Result<Snapshot, Error> {
         if bytes.is_empty() {
             return Err(Error::Snapshot("empty file".into()));
         }
-        let wire: WireIn = serde_json::from_slice(bytes)
-            .map_err(|e| Error::Snapshot(format!("not a format-1 snapshot: {e}")))?;
-        if wire.format.as_u64() != Some(SNAPSHOT_FORMAT) {
+        let text = json::validate(bytes).map_err(Error::Snapshot)?;
+        let members = json::object_members(text).ok_or_else(|| {
+            Error::Snapshot(format!("is {}, not an object", Kind::of(text).described()))
+        })?;
+        let field = |name: &'static str| {
+            json::member(&members, name)
+                .map(RawValue::get)
+                .ok_or_else(|| Error::Snapshot(format!("lacks `{name}`")))
+        };
+        let (format, revision, kvs) = (field("format")?, field("revision")?, field("kvs")?);
+
+        if json::integer(format) != Some(SNAPSHOT_FORMAT as i64) {
             return Err(Error::Snapshot(format!(
-                "unsupported format {} (this reader knows {SNAPSHOT_FORMAT})",
-                wire.format
+                "unsupported format {format} (this reader knows {SNAPSHOT_FORMAT})"
             )));
         }
-        let revision = wire.revision.as_u64().ok_or_else(|| {
-            Error::Snapshot(format!(
-                "revision {} is not a non-negative integer",
-                wire.revision
-            ))
-        })?;
+        let revision = json::integer(revision)
+            .and_then(|revision| u64::try_from(revision).ok())
+            .ok_or_else(|| {
+                Error::Snapshot(format!("revision {revision} is not a non-negative integer"))
+            })?;
+        // Optional; null counts as absent, another type refuses the file.
+        let prefix = match field("prefix").ok() {
+            None => DEFAULT_PREFIX.to_owned(),
+            Some(prefix) if Kind::of(prefix) == Kind::Null => DEFAULT_PREFIX.to_owned(),
+            Some(prefix) => json::string(prefix)
+                .ok_or_else(|| Error::Snapshot("prefix is not a string".into()))?,
+        };
+        if Kind::of(kvs) != Kind::Object {
+            return Err(Error::Snapshot("kvs is not an object".into()));
+        }
+        // A map insert keeps the last of duplicated keys, as PHP does.
+        let kvs: BTreeMap<String, String> = serde_json::from_str(kvs)
+            .map_err(|e| Error::Snapshot(format!("kvs holds a non-string value: {e}")))?;
+
         Ok(Snapshot {
             revision,
-            prefix: wire.prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
-            kvs: wire.kvs,
+            prefix,
+            kvs,
         })
     }
 
