@@ -14,7 +14,7 @@ declare(strict_types=1);
  *                    compared once per snapshot on top
  *   --seed N         PRNG seed (default: random, printed); same seed, same snapshots
  *   --lookups N      lookups per snapshot (default 200): snapshots = ceil(cases / lookups)
- *   --show N         mismatches printed in full (default 5)
+ *   --show N         mismatching snapshots printed (default 5), each with up to 3 lookups
  *   --keep-dir DIR   copy every mismatching snapshot there (/tmp is private in the devenv)
  *   --no-edges       leave out the number and nesting edge cases (-0, 1e400, 2^64, ...)
  *   --twin-vs-twin   compare the twin without APCu against the twin with APCu instead of
@@ -279,6 +279,7 @@ final class Gen
             $originList = is_array($region['origins'] ?? null) ? $region['origins'] : null;
             $weightArray = $weightIsObject && is_array($region['weight'] ?? null);
             $firstWeighted = $weightArray ? array_key_first($region['weight']) : null;
+            $firstWeight = $firstWeighted === null ? null : $region['weight'][$firstWeighted];
             $notes[] = "m$m";
             switch ($m) {
                 case 0: unset($region['shard']); break;
@@ -292,8 +293,8 @@ final class Gen
                 case 8: unset($region['weight']); break;
                 case 9: $region['weight'] = $this->pick([[], [5], null, 'fra-a', 5, [['fra-a' => 1]]]); $weightIsObject = false; break;
                 case 10: $region['weight'] = []; break; // {}
-                case 11: if ($firstWeighted !== null) { $region['weight'][$firstWeighted] = (float) $region['weight'][$firstWeighted]; } break;
-                case 12: if ($firstWeighted !== null) { $region['weight'][$firstWeighted] = (string) $region['weight'][$firstWeighted]; } break;
+                case 11: if (is_int($firstWeight)) { $region['weight'][$firstWeighted] = (float) $region['weight'][$firstWeighted]; } break;
+                case 12: if (is_int($firstWeight)) { $region['weight'][$firstWeighted] = (string) $region['weight'][$firstWeighted]; } break;
                 case 13: if ($firstWeighted !== null) { $region['weight'][$firstWeighted] = $this->pick([-1, true, false, null, 1_000_001, PHP_INT_MAX, 2.5, [1]]); } break;
                 case 14: if ($weightArray) { $region['weight'][$this->pick(['zzz', 'unlisted', '0', "\0u", ''])] = $this->int(0, 200); } break;
                 case 15: if ($weightArray) { $region['weight'] = array_map(static fn () => 0, $region['weight']); } break;
@@ -531,6 +532,59 @@ function show(mixed $value, int $limit = 120): string
     return var_export($value, true);
 }
 
+/**
+ * How the twin reached its answer: the candidate chain with each key's raw value and the
+ * twin's verdict, so a mismatch can be triaged without re-running anything.
+ *
+ * @return array{0: list<string>, 1: ?string} [lines, the geo the twin answered from]
+ */
+function explain(Twin $twin, string $country): array
+{
+    $inspect = function (string $country): array {
+        /** @var Twin $this */
+        if ($this->table === null) {
+            return [['no table (file missing or unreadable as a whole)'], null];
+        }
+        $policy = $this->compiledPolicy();
+        $lines = ['policy: ' . ($policy['valid'] ? 'default ' . show($policy['default']) . ', failover ' . show($policy['failover'])
+            . ', pick ' . ($policy['rendezvous'] ? 'rendezvous' : 'legacy') : 'invalid (defaults apply)')];
+        foreach ([$country, $policy['default'], ...$policy['failover']] as $i => $geo) {
+            $key = $this->table['prefix'] . 'region/' . $geo;
+            $raw = $this->table['kvs'][$key] ?? null;
+            $valid = $raw !== null && $this->region($geo) !== null;
+            $lines[] = sprintf('candidate %d %s: %s', $i, show($geo, 40), $raw === null ? 'absent'
+                : ($valid ? 'VALID ' : 'invalid ') . show($raw, 300));
+            if ($valid) {
+                return [$lines, $geo];
+            }
+        }
+        $lines[] = 'no candidate valid: fail-open';
+
+        return [$lines, null];
+    };
+
+    return Closure::bind($inspect, $twin, Twin::class)($country);
+}
+
+/** A coarse label of a mismatch, for the summary. */
+function classify(string $what, mixed $native, mixed $twin, ?string $answeredFrom): string
+{
+    if (isset($native['THROWN']) || isset($twin['THROWN'])) {
+        return 'an exception';
+    }
+    if ($what === 'revision() and policy()') {
+        return $native[0] !== $twin[0] ? 'revision() differs' : 'policy() differs';
+    }
+    $label = match (true) {
+        $native === FAIL_OPEN => 'extension fails open, twin routes',
+        $twin === FAIL_OPEN => 'twin fails open, extension routes',
+        $native['shard'] === $twin['shard'] => 'same shard, different origin',
+        default => 'different shard',
+    };
+
+    return $label . ($answeredFrom === '' ? ' (twin answered from the empty geo)' : '');
+}
+
 $gen = new Gen($seed, $edges);
 $snapshots = intdiv($cases + $lookupsPerSnapshot - 1, $lookupsPerSnapshot);
 echo "$label: seed $seed, $snapshots snapshots, $cases lookups" . ($edges ? '' : ', no edge cases') . "\n";
@@ -542,6 +596,7 @@ $shown = 0;
 const FAIL_OPEN = ['shard' => 'us-1', 'origin' => 'iad-a'];
 $answers = ['region' => 0, 'fail-open' => 0];
 $kinds = ['rendezvous policy' => 0, 'broken file' => 0, 'edge file' => 0];
+$categories = [];
 $started = microtime(true);
 $lookupsLeft = $cases;
 
@@ -562,7 +617,7 @@ for ($s = 0; $s < $snapshots; $s++) {
     $twin = outcome(static fn () => new Twin($path, ['apcu' => false]));
 
     $mismatches = [];
-    $compare = static function (string $what, callable $onNative, callable $onTwin) use ($native, $twin, &$mismatches, &$passed, &$failed, &$answers): void {
+    $compare = static function (string $what, callable $onNative, callable $onTwin, ?string $country = null) use ($native, $twin, &$mismatches, &$passed, &$failed, &$answers): void {
         $a = is_object($native) ? outcome(static fn () => $onNative($native)) : $native;
         $b = is_object($twin) ? outcome(static fn () => $onTwin($twin)) : $twin;
         if ($a === $b) {
@@ -574,7 +629,7 @@ for ($s = 0; $s < $snapshots; $s++) {
             return;
         }
         $failed++;
-        $mismatches[] = [$what, $a, $b];
+        $mismatches[] = [$what, $a, $b, $country];
     };
 
     $compare('revision() and policy()', static fn ($r) => [$r->revision(), $r->policy()], static fn ($r) => [$r->revision(), $r->policy()]);
@@ -586,31 +641,48 @@ for ($s = 0; $s < $snapshots; $s++) {
         $call = $sticky === null
             ? static fn ($r) => $r->resolve($country)
             : static fn ($r) => $r->resolve($country, $sticky);
-        $compare("resolve(" . show($country, 40) . ($sticky === null ? '' : ', ' . show($sticky, 40)) . ')', $call, $call);
+        $compare("resolve(" . show($country, 40) . ($sticky === null ? '' : ', ' . show($sticky, 40)) . ')', $call, $call, $country);
     }
 
     if ($mismatches === []) {
         continue;
     }
+    foreach ($mismatches as $i => [$what, $a, $b, $country]) {
+        $why = $country !== null && $twin instanceof Twin ? explain($twin, $country) : [[], null];
+        $mismatches[$i][] = $why[0];
+        $category = classify($what, $a, $b, $why[1]);
+        $categories[$category] = ($categories[$category] ?? 0) + 1;
+    }
     if ($keepDir !== null) {
         copy($path, sprintf('%s/seed-%d-snapshot-%06d.json', $keepDir, $seed, $s));
     }
-    foreach ($mismatches as [$what, $a, $b]) {
-        if ($shown++ >= $show) {
-            break;
-        }
-        echo "\nMISMATCH #$shown (seed $seed, snapshot $s): $what\n";
-        echo '  ' . ($twinVsTwin ? 'twin+apcu' : 'extension') . ': ' . show($a) . "\n";
-        echo '  twin:      ' . show($b) . "\n";
-        echo "  snapshot notes: " . show($snapshot['notes']) . "\n";
-        echo '  snapshot file (' . strlen($snapshot['text']) . " bytes):\n    "
-            . (strlen($snapshot['text']) > 8192 ? substr($snapshot['text'], 0, 8192) . '...' : $snapshot['text']) . "\n";
+    if ($shown++ >= $show) {
+        continue;
     }
+    echo "\nMISMATCH in snapshot $s (seed $seed): " . count($mismatches) . " of " . ($lookups + 1) . " comparisons differ\n";
+    foreach (array_slice($mismatches, 0, 3) as [$what, $a, $b, , $why]) {
+        echo "  $what\n";
+        echo '    ' . ($twinVsTwin ? 'twin+apcu: ' : 'extension: ') . show($a) . "\n";
+        echo '    twin:      ' . show($b) . "\n";
+        foreach ($why as $line) {
+            echo "      $line\n";
+        }
+    }
+    echo "  snapshot notes: " . show($snapshot['notes']) . "\n";
+    echo '  snapshot file (' . strlen($snapshot['text']) . " bytes):\n    "
+        . (strlen($snapshot['text']) > 8192 ? substr($snapshot['text'], 0, 8192) . '...' : $snapshot['text']) . "\n";
 }
 
 $seconds = microtime(true) - $started;
 printf("\n(%.1f s; snapshots: %d, %d mentioning rendezvous, %d broken files, %d edge files;"
     . " agreed answers: %d from a region, %d fail-open)\n", $seconds, $snapshots, $kinds['rendezvous policy'],
     $kinds['broken file'], $kinds['edge file'], $answers['region'], $answers['fail-open']);
+if ($categories !== []) {
+    arsort($categories);
+    echo "mismatches by kind:\n";
+    foreach ($categories as $category => $count) {
+        printf("  %7d  %s\n", $count, $category);
+    }
+}
 echo "$label: $passed passed, $failed failed\n";
 exit($failed === 0 ? 0 : 1);
