@@ -17,9 +17,9 @@ declare(strict_types=1);
  *   --show N         mismatching snapshots printed (default 5), each with up to 3 lookups
  *   --keep-dir DIR   copy every mismatching snapshot there (/tmp is private in the devenv)
  *   --no-edges       leave out the number and nesting edge cases (-0, 1e400, 2^64, ...)
- *   --twin-vs-twin   compare the twin without APCu against the twin with APCu instead of
- *                    the extension: checks this script and the twin's caching, not the
- *                    extension (its summary line says so)
+ *   --twin-vs-twin   compare the twin against itself (one instance with APCu, one
+ *                    without) instead of the extension: checks this script's generator
+ *                    and plumbing only, never the extension (its summary line says so)
  *
  * Every snapshot gets a path of its own: the extension loads a path once per process.
  * Ends with `differential: N passed, M failed`; exits 1 on any mismatch and 2 when it
@@ -62,7 +62,7 @@ $edges = !isset($options['no-edges']);
 $twinVsTwin = isset($options['twin-vs-twin']);
 
 if ($twinVsTwin) {
-    $label = 'differential (twin vs twin with APCu, NOT the extension)';
+    $label = 'differential (twin vs twin, NOT the extension)';
     if (!(function_exists('apcu_enabled') && apcu_enabled())) {
         echo "note: APCu is not enabled (add -d apc.enable_cli=1): both sides run without it\n";
     }
