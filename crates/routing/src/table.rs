@@ -209,6 +209,11 @@ impl Table {
             .and_then(|region| region.origins().get(origin_index as usize))
             .map_or("", String::as_str)
     }
+
+    /// The region at `region_index` (from a [`Route`] of this table).
+    pub fn region_at(&self, region_index: u32) -> Option<&Region> {
+        self.regions.get(region_index as usize)
+    }
 }
 
 impl Default for Table {
