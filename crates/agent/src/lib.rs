@@ -1,1 +1,50 @@
-//! dw-agent: placeholder until the agent issue lands.
+//! dw-agent: the per-node etcd watcher that keeps the routing snapshot file current.
+//!
+//! One agent runs on every edge node and is the only thing there that talks to etcd. It
+//! lists the prefix (default `/dw/routing/`) at one revision, publishes the snapshot file
+//! (format in `docs/snapshot-format.md`) by atomic rename, then watches from the next
+//! revision and publishes once per watch response that changes a key. PHP never waits on
+//! it: readers only ever see a complete published file.
+//!
+//! Guarantees, and where they come from:
+//! - *Never torn*: a new file is written, fsynced and renamed over the old one
+//!   ([`publish`](crate::Publication) never writes in place).
+//! - *Never backwards, never twice*: a state is published only if its revision is above
+//!   the published file's, including the file left by a previous run.
+//! - *Transactions land whole*: etcd delivers a revision's events in one watch response,
+//!   and one response makes at most one write.
+//! - *Last known good*: while etcd is unreachable nothing is written; a state without
+//!   region keys never replaces one with them unless `--allow-empty`.
+//! - *No silent hangs*: require-leader, HTTP/2 keepalive and a progress-request watchdog;
+//!   any failure backs off (full jitter) and re-lists from another endpoint.
+//!
+//! Use [`run`] (or [`Agent::start`] then [`Agent::run`] to get at the status and the
+//! publications); `main.rs` only parses flags, sets up logging and handles signals.
+
+mod agent;
+mod backoff;
+mod config;
+mod error;
+mod etcd;
+mod http;
+mod metrics;
+mod mirror;
+mod publish;
+
+use std::future::Future;
+
+pub use crate::agent::Agent;
+pub use crate::config::{
+    Cli, Config, DEFAULT_METRICS_ADDR, DEFAULT_SNAPSHOT_PATH, LogFormat, Timing, TlsFiles,
+    parse_duration,
+};
+pub use crate::error::Error;
+pub use crate::metrics::{State, Status, StatusHandle};
+pub use crate::publish::Publication;
+
+/// Runs an agent until `shutdown` completes. Returns an error only for problems retrying
+/// cannot fix (bad flags, unusable snapshot directory, metrics address in use); etcd being
+/// away is not one of them.
+pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+    Agent::start(config).await?.run(shutdown).await
+}

@@ -1,0 +1,337 @@
+//! The agent's life: connecting, listing, watching, backing off, and publishing in between.
+//!
+//! ```text
+//!   starting ──► connecting ──► listing ──► watching ──┐
+//!                    ▲                                 │ error, compaction, no leader,
+//!                    └──────── backing off ◄───────────┘ stall, cancel
+//! ```
+//!
+//! Every session starts with a full list, so no failure can leave a gap: whatever happened
+//! while the agent was away is in the next listing.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_client::WatchStream;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::time::MissedTickBehavior;
+use tracing::{error, info, warn};
+
+use crate::backoff::Backoff;
+use crate::config::Config;
+use crate::etcd::{Connector, classify, within};
+use crate::metrics::{Metrics, State, StatusHandle};
+use crate::mirror::Mirror;
+use crate::publish::{Hold, Outcome, Publication, Publisher};
+use crate::{Error, http};
+
+/// A started agent: configuration checked, snapshot directory usable, metrics bound.
+pub struct Agent {
+    config: Config,
+    connector: Connector,
+    publisher: Publisher,
+    mirror: Mirror,
+    metrics: Arc<Metrics>,
+    listener: Option<TcpListener>,
+    last_hold: Option<Hold>,
+}
+
+/// How a session ended.
+struct Ended {
+    error: Error,
+    /// How long the watch was up, if it got that far.
+    watched_for: Option<Duration>,
+}
+
+impl Agent {
+    /// Does everything that can fail for good before the first connection: validates the
+    /// configuration and TLS files, checks the snapshot directory, reads the published
+    /// snapshot, binds the metrics address. Nothing here touches the published file.
+    pub async fn start(config: Config) -> Result<Agent, Error> {
+        config.validate()?;
+        let connector = Connector::new(&config).await?;
+        let (publisher, published) = Publisher::open(&config.snapshot, config.allow_empty)?;
+        let mirror = Mirror::new(&config.prefix, published.as_ref());
+        let metrics = Arc::new(Metrics::new(
+            config.timing.stall_timeout,
+            publisher.published_revision(),
+        ));
+        let listener =
+            match config.metrics_addr {
+                Some(addr) => Some(TcpListener::bind(addr).await.map_err(|source| {
+                    Error::MetricsListener {
+                        addr: addr.to_string(),
+                        source,
+                    }
+                })?),
+                None => None,
+            };
+        Ok(Agent {
+            config,
+            connector,
+            publisher,
+            mirror,
+            metrics,
+            listener,
+            last_hold: None,
+        })
+    }
+
+    /// The address `/metrics` and `/healthz` listen on (useful when the port was 0).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.listener.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// A handle on the agent's status, valid while and after it runs.
+    pub fn status(&self) -> StatusHandle {
+        StatusHandle(self.metrics.clone())
+    }
+
+    /// Reports every publication (revision, keys, rename time) on a channel.
+    pub fn observe_publications(&mut self) -> UnboundedReceiver<Publication> {
+        let (sender, receiver) = unbounded_channel();
+        self.publisher.set_observer(sender);
+        receiver
+    }
+
+    /// Runs until `shutdown` completes. The published snapshot stays in place: stopping
+    /// never touches it, and a write in progress is never interrupted half way (writes do
+    /// not yield to the scheduler).
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+        info!(
+            endpoints = ?self.config.endpoints,
+            prefix = %self.config.prefix,
+            snapshot = %self.config.snapshot.display(),
+            metrics = ?self.metrics_addr(),
+            "dw-agent starting"
+        );
+        let server = match self.listener.take() {
+            Some(listener) => Some(http::serve(listener, self.metrics.clone())),
+            None => None,
+        };
+        let serving = async move {
+            match server {
+                Some(server) => server.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = shutdown => {
+                info!(
+                    revision = ?self.publisher.published_revision(),
+                    "shutting down; the published snapshot stays in place"
+                );
+                Ok(())
+            }
+            never = self.supervise() => match never {},
+            () = serving => Ok(()),
+        }
+    }
+
+    /// Runs sessions forever, backing off between them and moving through the endpoints.
+    async fn supervise(&mut self) -> Infallible {
+        let timing = self.config.timing.clone();
+        let mut backoff = Backoff::new(timing.backoff_initial, timing.backoff_max);
+        let endpoints = self.config.endpoints.clone();
+        // Start at a different member on each node so a fleet spreads over the cluster.
+        let mut index = std::process::id() as usize % endpoints.len();
+        loop {
+            let endpoint = self.connector.display_endpoint(&endpoints[index]);
+            let ended = self.session(&endpoints[index], &endpoint).await;
+            if ended
+                .watched_for
+                .is_some_and(|up| up >= timing.healthy_after)
+            {
+                backoff.reset();
+            }
+            let delay = backoff.next_delay();
+            self.metrics
+                .session_ended(ended.error.cause(), ended.error.to_string());
+            self.metrics.set_state(State::BackingOff);
+            warn!(
+                cause = ended.error.cause(),
+                error = %ended.error,
+                retry_in_ms = delay.as_millis() as u64,
+                "session with etcd ended"
+            );
+            tokio::time::sleep(delay).await;
+            index = (index + 1) % endpoints.len();
+        }
+    }
+
+    /// One session: connect, list, publish, watch until something goes wrong.
+    async fn session(&mut self, address: &str, endpoint: &str) -> Ended {
+        let fail = |error| Ended {
+            error,
+            watched_for: None,
+        };
+        self.metrics.set_endpoint(endpoint);
+        self.metrics.set_state(State::Connecting);
+        let client = match self.connector.connect(address).await {
+            Ok(client) => client,
+            Err(e) => return fail(e),
+        };
+
+        self.metrics.set_state(State::Listing);
+        let (listing, pages) = match self.connector.list(&client, endpoint).await {
+            Ok(listed) => listed,
+            Err(e) => return fail(e),
+        };
+        if !listing.unrepresentable.is_empty() {
+            warn!(
+                keys = listing.unrepresentable.len(),
+                "keys with a non-UTF-8 key or value are left out of the snapshot"
+            );
+        }
+        self.mirror.replace(listing);
+        let revision = self.mirror.revision();
+        self.metrics.event_received();
+        info!(
+            endpoint,
+            revision,
+            keys = self.mirror.snapshot().kvs.len(),
+            pages,
+            "listed the prefix"
+        );
+        self.publish_if_changed();
+
+        let mut stream = match self.connector.watch(&client, endpoint, revision + 1).await {
+            Ok(stream) => stream,
+            Err(e) => return fail(e),
+        };
+        self.metrics.set_state(State::Watching);
+        self.metrics.response_received();
+        info!(endpoint, from_revision = revision + 1, "watching");
+        let watching_since = Instant::now();
+        let error = self.follow(&mut stream, endpoint).await;
+        Ended {
+            error,
+            watched_for: Some(watching_since.elapsed()),
+        }
+    }
+
+    /// Applies watch responses until the watch fails; the watchdog asks for progress
+    /// every interval and gives up on a watch silent for the stall timeout.
+    async fn follow(&mut self, stream: &mut WatchStream, endpoint: &str) -> Error {
+        let timing = self.config.timing.clone();
+        let mut ticker = tokio::time::interval_at(
+            tokio::time::Instant::now() + timing.progress_interval,
+            timing.progress_interval,
+        );
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut last_response = Instant::now();
+        loop {
+            tokio::select! {
+                message = stream.message() => {
+                    let response = match message {
+                        Ok(Some(response)) => response,
+                        Ok(None) => {
+                            return classify(endpoint, "the server closed the watch stream".into());
+                        }
+                        Err(e) => return classify(endpoint, crate::etcd::describe(&e)),
+                    };
+                    last_response = Instant::now();
+                    if response.canceled() {
+                        if response.compact_revision() > 0 {
+                            return Error::Compacted {
+                                endpoint: endpoint.to_owned(),
+                                compact_revision: response.compact_revision(),
+                            };
+                        }
+                        return classify(
+                            endpoint,
+                            format!("watch canceled by the server: {}", response.cancel_reason()),
+                        );
+                    }
+                    if response.events().is_empty() {
+                        self.metrics.response_received();
+                        continue;
+                    }
+                    let applied = self.mirror.apply(response.events());
+                    if applied.stale_events > 0 {
+                        self.metrics.stale_events(applied.stale_events);
+                        warn!(events = applied.stale_events, "skipped watch events at or below the applied revision");
+                    }
+                    self.metrics.event_received();
+                    // All events of one response make one write: a transaction's keys
+                    // arrive together, so they are published together.
+                    self.publish_if_changed();
+                }
+                _ = ticker.tick() => {
+                    let silent_for = last_response.elapsed();
+                    if silent_for >= timing.stall_timeout {
+                        return Error::Stalled {
+                            endpoint: endpoint.to_owned(),
+                            silent_for_ms: silent_for.as_millis(),
+                        };
+                    }
+                    if let Err(message) =
+                        within(timing.request_timeout, stream.request_progress()).await
+                    {
+                        return classify(endpoint, format!("progress request failed: {message}"));
+                    }
+                    // Retry a publication that failed or was held.
+                    if self.mirror.is_dirty() {
+                        self.publish_if_changed();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Publishes the mirror if its keys differ from the published file and the rules allow.
+    fn publish_if_changed(&mut self) {
+        let snapshot = self.mirror.snapshot();
+        self.metrics.mirrored(
+            snapshot.revision,
+            snapshot.kvs.len(),
+            self.mirror.unrepresentable_keys(),
+        );
+        if !self.mirror.is_dirty() {
+            self.clear_hold();
+            return;
+        }
+        match self.publisher.publish(snapshot) {
+            Outcome::Written(publication) => {
+                self.mirror.mark_published();
+                self.metrics.published(publication.revision);
+                self.clear_hold();
+                info!(
+                    revision = publication.revision,
+                    keys = publication.keys,
+                    "published the snapshot"
+                );
+            }
+            Outcome::Held(hold) => {
+                // Log when the reason changes, not on every event while it lasts.
+                let same_kind = self.last_hold.as_ref().is_some_and(|last| {
+                    std::mem::discriminant(last) == std::mem::discriminant(&hold)
+                });
+                if !same_kind {
+                    warn!(reason = %hold, "not publishing");
+                }
+                self.metrics.set_hold(Some(hold.to_string()));
+                self.last_hold = Some(hold);
+            }
+            Outcome::Failed(e) => {
+                error!(
+                    snapshot = %self.config.snapshot.display(),
+                    error = %e,
+                    "cannot write the snapshot; the published one is unchanged, retrying"
+                );
+                self.metrics.write_failed(e.to_string());
+            }
+        }
+    }
+
+    fn clear_hold(&mut self) {
+        if self.last_hold.take().is_some() {
+            info!("publishing again");
+        }
+        self.metrics.set_hold(None);
+    }
+}

@@ -1,0 +1,437 @@
+//! What the agent is told: the command line (with `DW_AGENT_*` fallbacks) and the
+//! validated [`Config`] that `run` takes.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use dw_routing::DEFAULT_PREFIX;
+
+use crate::Error;
+
+/// Where the snapshot goes when `--snapshot` is not given: tmpfs, read by every PHP worker.
+pub const DEFAULT_SNAPSHOT_PATH: &str = "/dev/shm/dw-routing.json";
+
+/// Where `/metrics` and `/healthz` listen when `--metrics-addr` is not given.
+pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9731";
+
+/// Everything `run` needs. Build it with [`Cli::into_config`] or by hand (tests do).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// etcd client URLs (`http://host:port`, `https://host:port`, or `host:port`), tried in turn.
+    pub endpoints: Vec<String>,
+    /// The etcd prefix mirrored into the snapshot.
+    pub prefix: String,
+    /// The snapshot file.
+    pub snapshot: PathBuf,
+    /// Where `/metrics` and `/healthz` listen; `None` serves neither.
+    pub metrics_addr: Option<SocketAddr>,
+    /// etcd user name and password.
+    pub credentials: Option<(String, String)>,
+    /// TLS material; when present, endpoints without a scheme use https.
+    pub tls: Option<TlsFiles>,
+    /// Publish a snapshot without region keys over one that has some.
+    pub allow_empty: bool,
+    /// Timeouts, intervals and backoff.
+    pub timing: Timing,
+    /// Keys per page when listing the prefix.
+    pub page_size: i64,
+}
+
+/// Paths to PEM files for TLS to etcd.
+#[derive(Debug, Clone, Default)]
+pub struct TlsFiles {
+    /// CA bundle that signs the etcd members' certificates.
+    pub cacert: Option<PathBuf>,
+    /// Client certificate (needs `key`).
+    pub cert: Option<PathBuf>,
+    /// Client private key (needs `cert`).
+    pub key: Option<PathBuf>,
+}
+
+/// The agent's clocks. The defaults suit production; tests shorten them.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    /// TCP (and TLS) connect timeout per endpoint.
+    pub dial_timeout: Duration,
+    /// Deadline for one unary request (a list page, authentication, creating the watch).
+    pub request_timeout: Duration,
+    /// HTTP/2 ping interval. etcd refuses pings more often than every 5 s by default.
+    pub keepalive_interval: Duration,
+    /// How long a ping may go unanswered before the connection is dropped.
+    pub keepalive_timeout: Duration,
+    /// How often the watchdog asks etcd for a progress notification.
+    pub progress_interval: Duration,
+    /// Silence on the watch (no events, no progress) after which it is restarted.
+    pub stall_timeout: Duration,
+    /// First backoff ceiling after a failure.
+    pub backoff_initial: Duration,
+    /// Backoff ceiling cap.
+    pub backoff_max: Duration,
+    /// A watch that stayed up this long resets the backoff.
+    pub healthy_after: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            dial_timeout: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(10),
+            keepalive_interval: Duration::from_secs(10),
+            keepalive_timeout: Duration::from_secs(5),
+            progress_interval: Duration::from_secs(5),
+            stall_timeout: Duration::from_secs(15),
+            backoff_initial: Duration::from_millis(250),
+            backoff_max: Duration::from_secs(10),
+            healthy_after: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Config {
+    /// A configuration with every default, for the given endpoints and snapshot path.
+    pub fn new(endpoints: Vec<String>, snapshot: impl Into<PathBuf>) -> Config {
+        Config {
+            endpoints,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            snapshot: snapshot.into(),
+            metrics_addr: None,
+            credentials: None,
+            tls: None,
+            allow_empty: false,
+            timing: Timing::default(),
+            page_size: 1000,
+        }
+    }
+
+    /// Checks what can be checked without touching etcd or the file system.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.endpoints.is_empty() || self.endpoints.iter().any(|e| e.trim().is_empty()) {
+            return Err(Error::Config(
+                "--endpoints needs at least one non-empty endpoint".into(),
+            ));
+        }
+        if self.prefix.is_empty() {
+            return Err(Error::Config("--prefix must not be empty".into()));
+        }
+        if self.snapshot.file_name().is_none() {
+            return Err(Error::Config(format!(
+                "--snapshot {} does not name a file",
+                self.snapshot.display()
+            )));
+        }
+        if self.page_size < 1 {
+            return Err(Error::Config(
+                "the list page size must be at least 1".into(),
+            ));
+        }
+        let t = &self.timing;
+        for (name, value) in [
+            ("--dial-timeout", t.dial_timeout),
+            ("--request-timeout", t.request_timeout),
+            ("--keepalive-interval", t.keepalive_interval),
+            ("--keepalive-timeout", t.keepalive_timeout),
+            ("--progress-interval", t.progress_interval),
+            ("--stall-timeout", t.stall_timeout),
+            ("--backoff-initial", t.backoff_initial),
+            ("--backoff-max", t.backoff_max),
+        ] {
+            if value.is_zero() {
+                return Err(Error::Config(format!("{name} must be greater than zero")));
+            }
+        }
+        if t.stall_timeout <= t.progress_interval {
+            return Err(Error::Config(
+                "--stall-timeout must be longer than --progress-interval".into(),
+            ));
+        }
+        if let Some(tls) = &self.tls
+            && tls.cert.is_some() != tls.key.is_some()
+        {
+            return Err(Error::Config(
+                "--cert and --key must be given together".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines with `key=value` fields (journald adds the timestamp).
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The command line of `dw-agent`. Every flag falls back to a `DW_AGENT_*` variable.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dw-agent",
+    version,
+    about = "Mirror an etcd prefix into the routing snapshot file read by dw_router",
+    long_about = "Mirror an etcd prefix into the routing snapshot file read by dw_router.\n\n\
+        Lists the prefix at one revision, publishes the snapshot atomically, then watches \
+        from the next revision. While etcd is unreachable the last snapshot stays as it is."
+)]
+pub struct Cli {
+    /// etcd endpoints, comma separated (http://host:port, https://host:port or host:port)
+    #[arg(
+        long,
+        env = "DW_AGENT_ENDPOINTS",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub endpoints: Vec<String>,
+
+    /// etcd prefix to mirror
+    #[arg(long, env = "DW_AGENT_PREFIX", default_value = DEFAULT_PREFIX)]
+    pub prefix: String,
+
+    /// Snapshot file to publish (replaced atomically, never modified in place)
+    #[arg(long, env = "DW_AGENT_SNAPSHOT", default_value = DEFAULT_SNAPSHOT_PATH)]
+    pub snapshot: PathBuf,
+
+    /// Address for GET /metrics and GET /healthz; "off" serves neither
+    #[arg(long, env = "DW_AGENT_METRICS_ADDR", default_value = DEFAULT_METRICS_ADDR)]
+    pub metrics_addr: String,
+
+    /// etcd user name
+    #[arg(long, env = "DW_AGENT_USER")]
+    pub user: Option<String>,
+
+    /// etcd password (prefer --password-file or the environment over the command line)
+    #[arg(long, env = "DW_AGENT_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+
+    /// File holding the etcd password (a trailing newline is ignored)
+    #[arg(long, env = "DW_AGENT_PASSWORD_FILE", conflicts_with = "password")]
+    pub password_file: Option<PathBuf>,
+
+    /// PEM CA bundle for the etcd members' certificates (turns on TLS)
+    #[arg(long, env = "DW_AGENT_CACERT")]
+    pub cacert: Option<PathBuf>,
+
+    /// PEM client certificate (with --key)
+    #[arg(long, env = "DW_AGENT_CERT", requires = "key")]
+    pub cert: Option<PathBuf>,
+
+    /// PEM client private key (with --cert)
+    #[arg(long, env = "DW_AGENT_KEY", requires = "cert")]
+    pub key: Option<PathBuf>,
+
+    /// Allow replacing a snapshot that has region keys with one that has none
+    #[arg(long, env = "DW_AGENT_ALLOW_EMPTY")]
+    pub allow_empty: bool,
+
+    /// Log format on stderr
+    #[arg(long, env = "DW_AGENT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Log filter (tracing EnvFilter syntax, e.g. "info" or "dw_agent=debug")
+    #[arg(long, env = "DW_AGENT_LOG", default_value = "info")]
+    pub log: String,
+
+    /// TCP/TLS connect timeout per endpoint (e.g. 3s, 500ms)
+    #[arg(long, env = "DW_AGENT_DIAL_TIMEOUT", default_value = "3s", value_parser = parse_duration)]
+    pub dial_timeout: Duration,
+
+    /// Deadline for one request to etcd (list page, authentication, watch creation)
+    #[arg(long, env = "DW_AGENT_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// HTTP/2 keepalive ping interval (etcd enforces at least 5s by default)
+    #[arg(long, env = "DW_AGENT_KEEPALIVE_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    pub keepalive_interval: Duration,
+
+    /// HTTP/2 keepalive ping timeout
+    #[arg(long, env = "DW_AGENT_KEEPALIVE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub keepalive_timeout: Duration,
+
+    /// How often the watchdog requests a progress notification
+    #[arg(long, env = "DW_AGENT_PROGRESS_INTERVAL", default_value = "5s", value_parser = parse_duration)]
+    pub progress_interval: Duration,
+
+    /// Restart a watch that has been silent this long
+    #[arg(long, env = "DW_AGENT_STALL_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
+    pub stall_timeout: Duration,
+
+    /// First backoff ceiling after a failure (full jitter, doubling)
+    #[arg(long, env = "DW_AGENT_BACKOFF_INITIAL", default_value = "250ms", value_parser = parse_duration)]
+    pub backoff_initial: Duration,
+
+    /// Backoff ceiling cap
+    #[arg(long, env = "DW_AGENT_BACKOFF_MAX", default_value = "10s", value_parser = parse_duration)]
+    pub backoff_max: Duration,
+
+    /// A watch that stays up this long resets the backoff
+    #[arg(long, env = "DW_AGENT_HEALTHY_AFTER", default_value = "30s", value_parser = parse_duration)]
+    pub healthy_after: Duration,
+
+    /// Keys per page when listing the prefix
+    #[arg(long, env = "DW_AGENT_PAGE_SIZE", default_value_t = 1000)]
+    pub page_size: i64,
+}
+
+impl Cli {
+    /// Turns the parsed command line into a validated [`Config`], reading the password file.
+    pub fn into_config(self) -> Result<Config, Error> {
+        let metrics_addr = match self.metrics_addr.trim() {
+            "off" | "" => None,
+            addr => Some(addr.parse::<SocketAddr>().map_err(|e| {
+                Error::Config(format!(
+                    "--metrics-addr {addr:?} is not an ip:port address: {e}"
+                ))
+            })?),
+        };
+        let password = match (&self.password, &self.password_file) {
+            (Some(password), _) => Some(password.clone()),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Error::Config(format!(
+                        "cannot read --password-file {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                Some(text.trim_end_matches(['\r', '\n']).to_owned())
+            }
+            (None, None) => None,
+        };
+        let credentials = match (self.user, password) {
+            (Some(user), Some(password)) => Some((user, password)),
+            (Some(_), None) => {
+                return Err(Error::Config(
+                    "--user needs --password or --password-file".into(),
+                ));
+            }
+            (None, Some(_)) => return Err(Error::Config("a password needs --user".into())),
+            (None, None) => None,
+        };
+        let tls = if self.cacert.is_some() || self.cert.is_some() || self.key.is_some() {
+            Some(TlsFiles {
+                cacert: self.cacert,
+                cert: self.cert,
+                key: self.key,
+            })
+        } else {
+            None
+        };
+        let config = Config {
+            endpoints: self
+                .endpoints
+                .into_iter()
+                .map(|e| e.trim().to_owned())
+                .collect(),
+            prefix: self.prefix,
+            snapshot: self.snapshot,
+            metrics_addr,
+            credentials,
+            tls,
+            allow_empty: self.allow_empty,
+            timing: Timing {
+                dial_timeout: self.dial_timeout,
+                request_timeout: self.request_timeout,
+                keepalive_interval: self.keepalive_interval,
+                keepalive_timeout: self.keepalive_timeout,
+                progress_interval: self.progress_interval,
+                stall_timeout: self.stall_timeout,
+                backoff_initial: self.backoff_initial,
+                backoff_max: self.backoff_max,
+                healthy_after: self.healthy_after,
+            },
+            page_size: self.page_size,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Parses `250ms`, `3s`, `2m` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 3s or 1m"))?;
+    match unit.trim() {
+        "ms" => Ok(Duration::from_millis(value)),
+        "" | "s" => Ok(Duration::from_secs(value)),
+        "m" => Ok(Duration::from_secs(value.saturating_mul(60))),
+        _ => Err(format!("{text:?} has an unknown unit (use ms, s or m)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("1h").is_err());
+        assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn flags_become_a_config() {
+        let cli = Cli::try_parse_from([
+            "dw-agent",
+            "--endpoints",
+            "http://10.0.0.1:2379, 10.0.0.2:2379",
+            "--snapshot",
+            "/tmp/x.json",
+            "--allow-empty",
+            "--stall-timeout",
+            "30s",
+        ])
+        .unwrap();
+        let config = cli.into_config().unwrap();
+        assert_eq!(config.endpoints, ["http://10.0.0.1:2379", "10.0.0.2:2379"]);
+        assert_eq!(config.prefix, DEFAULT_PREFIX);
+        assert_eq!(config.metrics_addr, Some("127.0.0.1:9731".parse().unwrap()));
+        assert!(config.allow_empty);
+        assert_eq!(config.timing.stall_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn inconsistent_flags_are_refused() {
+        let parse = |args: &[&str]| {
+            let mut argv = vec!["dw-agent", "--endpoints", "127.0.0.1:2379"];
+            argv.extend_from_slice(args);
+            Cli::try_parse_from(argv)
+                .map_err(|e| e.to_string())
+                .and_then(|cli| cli.into_config().map_err(|e| e.to_string()))
+        };
+        assert!(
+            parse(&["--user", "root"])
+                .unwrap_err()
+                .contains("--password")
+        );
+        assert!(parse(&["--password", "x"]).unwrap_err().contains("--user"));
+        assert!(parse(&["--cert", "/c.pem"]).is_err());
+        assert!(
+            parse(&["--metrics-addr", "localhost"])
+                .unwrap_err()
+                .contains("--metrics-addr")
+        );
+        assert!(parse(&["--stall-timeout", "1s", "--progress-interval", "2s"]).is_err());
+        assert!(parse(&["--prefix", ""]).is_err());
+        assert_eq!(
+            parse(&["--metrics-addr", "off"]).unwrap().metrics_addr,
+            None
+        );
+        assert!(
+            Cli::try_parse_from(["dw-agent"]).is_err(),
+            "--endpoints is required"
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The agent's one error type: why it could not start, and why a session with etcd ended.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the agent.
+///
+/// The startup variants (`Config`, `SnapshotDir`, `MetricsListener`) end `run`: they are
+/// operator mistakes that retrying cannot fix. The session variants end one connection to
+/// etcd; the agent backs off, re-lists and re-watches, and they only show up in logs and in
+/// `dw_agent_watch_restarts_total{cause}`.
+#[derive(Debug)]
+pub enum Error {
+    /// A flag or a file it names is unusable (endpoints, TLS material, durations).
+    Config(String),
+    /// The snapshot's directory cannot hold the snapshot (missing, not writable).
+    SnapshotDir { dir: PathBuf, source: io::Error },
+    /// The metrics address cannot be bound.
+    MetricsListener { addr: String, source: io::Error },
+    /// Connecting to an endpoint failed or timed out.
+    Connect { endpoint: String, message: String },
+    /// Listing the prefix failed or timed out.
+    List { endpoint: String, message: String },
+    /// The revision the agent needs was compacted away.
+    Compacted {
+        endpoint: String,
+        compact_revision: i64,
+    },
+    /// The member has no leader (require-leader).
+    NoLeader { endpoint: String, message: String },
+    /// The watch failed, was canceled by the server, or ended.
+    Watch { endpoint: String, message: String },
+    /// No watch response (events or progress) arrived within the stall timeout.
+    Stalled {
+        endpoint: String,
+        silent_for_ms: u128,
+    },
+}
+
+impl Error {
+    /// A short, stable label for the `cause` of `dw_agent_watch_restarts_total`.
+    pub fn cause(&self) -> &'static str {
+        match self {
+            Error::Config(_) | Error::SnapshotDir { .. } | Error::MetricsListener { .. } => {
+                "startup"
+            }
+            Error::Connect { .. } => "connect",
+            Error::List { .. } => "list",
+            Error::Compacted { .. } => "compacted",
+            Error::NoLeader { .. } => "no_leader",
+            Error::Watch { .. } => "watch",
+            Error::Stalled { .. } => "stalled",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config(message) => write!(f, "invalid configuration: {message}"),
+            Error::SnapshotDir { dir, source } => write!(
+                f,
+                "snapshot directory {} cannot hold the snapshot: {source}",
+                dir.display()
+            ),
+            Error::MetricsListener { addr, source } => {
+                write!(f, "cannot listen for metrics on {addr}: {source}")
+            }
+            Error::Connect { endpoint, message } => {
+                write!(f, "cannot connect to etcd at {endpoint}: {message}")
+            }
+            Error::List { endpoint, message } => {
+                write!(f, "listing the prefix at {endpoint} failed: {message}")
+            }
+            Error::Compacted {
+                endpoint,
+                compact_revision,
+            } => write!(
+                f,
+                "watch at {endpoint} fell behind compaction (compacted up to revision \
+                 {compact_revision}); re-listing"
+            ),
+            Error::NoLeader { endpoint, message } => {
+                write!(f, "etcd member {endpoint} has no leader: {message}")
+            }
+            Error::Watch { endpoint, message } => write!(f, "watch at {endpoint} ended: {message}"),
+            Error::Stalled {
+                endpoint,
+                silent_for_ms,
+            } => write!(
+                f,
+                "watch at {endpoint} stalled: no response to progress requests for {silent_for_ms} ms"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::SnapshotDir { source, .. } | Error::MetricsListener { source, .. } => {
+                Some(source)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `dw-agent`: flags, logging and signals around [`dw_agent::run`].
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+use dw_agent::{Cli, LogFormat};
+use tokio::signal::unix::{SignalKind, signal};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_format, &cli.log);
+    match serve(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(cli: Cli) -> anyhow::Result<()> {
+    let config = cli.into_config()?;
+    // One thread is plenty for one watch stream, and keeps the resident size small.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(async {
+        let shutdown = shutdown_signal().context("cannot install signal handlers")?;
+        dw_agent::run(config, shutdown)
+            .await
+            .map_err(anyhow::Error::from)
+    });
+    // Do not wait for a stuck DNS lookup or the like: the snapshot is already safe.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    result
+}
+
+/// Completes on SIGTERM or SIGINT. Installed before the agent starts, so an early signal
+/// is not lost.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => tracing::info!("SIGTERM received"),
+            _ = interrupt.recv() => tracing::info!("SIGINT received"),
+        }
+    })
+}
+
+fn init_logging(format: LogFormat, filter: &str) {
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.with_ansi(false).init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

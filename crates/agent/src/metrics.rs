@@ -1,0 +1,439 @@
+//! The agent's counters and state, shared between the watch loop (which updates them) and
+//! the HTTP endpoint (which renders them as Prometheus text and as a health verdict).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// What the agent is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Started, no connection attempted yet.
+    Starting,
+    /// Connecting to an endpoint.
+    Connecting,
+    /// Reading the whole prefix at one revision.
+    Listing,
+    /// Following the watch; the snapshot is current.
+    Watching,
+    /// Waiting before the next attempt after a failure.
+    BackingOff,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Connecting => "connecting",
+            State::Listing => "listing",
+            State::Watching => "watching",
+            State::BackingOff => "backing_off",
+        }
+    }
+
+    const ALL: [State; 5] = [
+        State::Starting,
+        State::Connecting,
+        State::Listing,
+        State::Watching,
+        State::BackingOff,
+    ];
+}
+
+/// A point-in-time copy of the agent's status.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub state: State,
+    /// The endpoint of the current (or last) session.
+    pub endpoint: Option<String>,
+    /// Revision of the published snapshot file, if there is one.
+    pub published_revision: Option<u64>,
+    /// Revision the in-memory state reflects.
+    pub mirror_revision: u64,
+    pub snapshot_writes: u64,
+    pub write_errors: u64,
+    pub reconnects: u64,
+    /// Watch restarts by cause (`connect`, `list`, `compacted`, `no_leader`, `watch`, `stalled`).
+    pub restarts: BTreeMap<&'static str, u64>,
+    /// `Ok` when connected and current, otherwise why not (what `/healthz` says).
+    pub health: Result<(), String>,
+}
+
+/// A handle on the running agent's status; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct StatusHandle(pub(crate) Arc<Metrics>);
+
+impl StatusHandle {
+    pub fn get(&self) -> Status {
+        self.0.status()
+    }
+
+    /// The Prometheus text `/metrics` serves.
+    pub fn render_metrics(&self) -> String {
+        self.0.render()
+    }
+}
+
+#[derive(Debug)]
+struct Condition {
+    state: State,
+    endpoint: Option<String>,
+    /// Why the current state is not being published (rules), if it is not.
+    hold: Option<String>,
+    /// The last write error, until a write succeeds.
+    write_error: Option<String>,
+    /// The error that ended the last session.
+    last_error: Option<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    started: Instant,
+    stall_timeout: Duration,
+    /// Published revision plus one; zero when nothing is published.
+    published_revision: AtomicU64,
+    mirror_revision: AtomicU64,
+    keys: AtomicU64,
+    unrepresentable_keys: AtomicU64,
+    snapshot_writes: AtomicU64,
+    write_errors: AtomicU64,
+    reconnects: AtomicU64,
+    stale_events: AtomicU64,
+    /// Milliseconds since `started` plus one; zero for never.
+    last_event: AtomicU64,
+    last_response: AtomicU64,
+    restarts: Mutex<BTreeMap<&'static str, u64>>,
+    condition: Mutex<Condition>,
+}
+
+/// Every restart cause, so each series exists from the start (a counter that appears only
+/// after its first increment makes `rate()` miss that increment).
+const CAUSES: [&str; 6] = [
+    "connect",
+    "list",
+    "compacted",
+    "no_leader",
+    "watch",
+    "stalled",
+];
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain data behind; keep serving it.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Metrics {
+    pub(crate) fn new(stall_timeout: Duration, published_revision: Option<u64>) -> Metrics {
+        Metrics {
+            started: Instant::now(),
+            stall_timeout,
+            published_revision: AtomicU64::new(published_revision.map_or(0, |r| r + 1)),
+            mirror_revision: AtomicU64::new(0),
+            keys: AtomicU64::new(0),
+            unrepresentable_keys: AtomicU64::new(0),
+            snapshot_writes: AtomicU64::new(0),
+            write_errors: AtomicU64::new(0),
+            reconnects: AtomicU64::new(0),
+            stale_events: AtomicU64::new(0),
+            last_event: AtomicU64::new(0),
+            last_response: AtomicU64::new(0),
+            restarts: Mutex::new(CAUSES.iter().map(|c| (*c, 0)).collect()),
+            condition: Mutex::new(Condition {
+                state: State::Starting,
+                endpoint: None,
+                hold: None,
+                write_error: None,
+                last_error: None,
+            }),
+        }
+    }
+
+    fn now_mark(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
+    }
+
+    fn since(&self, mark: &AtomicU64) -> Option<Duration> {
+        match mark.load(Ordering::Relaxed) {
+            0 => None,
+            mark => Some(
+                self.started
+                    .elapsed()
+                    .saturating_sub(Duration::from_millis(mark - 1)),
+            ),
+        }
+    }
+
+    pub(crate) fn set_state(&self, state: State) {
+        lock(&self.condition).state = state;
+    }
+
+    pub(crate) fn set_endpoint(&self, endpoint: &str) {
+        lock(&self.condition).endpoint = Some(endpoint.to_owned());
+    }
+
+    pub(crate) fn set_hold(&self, hold: Option<String>) {
+        lock(&self.condition).hold = hold;
+    }
+
+    pub(crate) fn session_ended(&self, cause: &'static str, error: String) {
+        *lock(&self.restarts).entry(cause).or_insert(0) += 1;
+        self.reconnects.fetch_add(1, Ordering::Relaxed);
+        lock(&self.condition).last_error = Some(error);
+    }
+
+    pub(crate) fn published(&self, revision: u64) {
+        self.published_revision
+            .store(revision + 1, Ordering::Relaxed);
+        self.snapshot_writes.fetch_add(1, Ordering::Relaxed);
+        lock(&self.condition).write_error = None;
+    }
+
+    pub(crate) fn write_failed(&self, error: String) {
+        self.write_errors.fetch_add(1, Ordering::Relaxed);
+        lock(&self.condition).write_error = Some(error);
+    }
+
+    pub(crate) fn mirrored(&self, revision: u64, keys: usize, unrepresentable: usize) {
+        self.mirror_revision.store(revision, Ordering::Relaxed);
+        self.keys.store(keys as u64, Ordering::Relaxed);
+        self.unrepresentable_keys
+            .store(unrepresentable as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn stale_events(&self, count: usize) {
+        self.stale_events.fetch_add(count as u64, Ordering::Relaxed);
+    }
+
+    /// Any response from etcd on the watch (events or progress): the watch is alive.
+    pub(crate) fn response_received(&self) {
+        self.last_response.store(self.now_mark(), Ordering::Relaxed);
+    }
+
+    /// New state from etcd (a list, or a watch response with events).
+    pub(crate) fn event_received(&self) {
+        let mark = self.now_mark();
+        self.last_event.store(mark, Ordering::Relaxed);
+        self.last_response.store(mark, Ordering::Relaxed);
+    }
+
+    pub(crate) fn health(&self) -> Result<(), String> {
+        let condition = lock(&self.condition);
+        if let Some(error) = &condition.write_error {
+            return Err(format!("cannot write the snapshot: {error}"));
+        }
+        if let Some(hold) = &condition.hold {
+            return Err(hold.clone());
+        }
+        let endpoint = condition.endpoint.as_deref().unwrap_or("-");
+        match condition.state {
+            State::Watching => match self.since(&self.last_response) {
+                Some(silence) if silence <= self.stall_timeout => Ok(()),
+                _ => Err(format!("watch at {endpoint} has been silent for too long")),
+            },
+            State::Starting => Err("starting".into()),
+            State::Connecting => Err(format!("connecting to {endpoint}")),
+            State::Listing => Err(format!("listing the prefix at {endpoint}")),
+            State::BackingOff => Err(format!(
+                "backing off after: {}",
+                condition.last_error.as_deref().unwrap_or("an error")
+            )),
+        }
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        let condition = lock(&self.condition);
+        let status = Status {
+            state: condition.state,
+            endpoint: condition.endpoint.clone(),
+            published_revision: self
+                .published_revision
+                .load(Ordering::Relaxed)
+                .checked_sub(1),
+            mirror_revision: self.mirror_revision.load(Ordering::Relaxed),
+            snapshot_writes: self.snapshot_writes.load(Ordering::Relaxed),
+            write_errors: self.write_errors.load(Ordering::Relaxed),
+            reconnects: self.reconnects.load(Ordering::Relaxed),
+            restarts: lock(&self.restarts).clone(),
+            health: Ok(()),
+        };
+        drop(condition);
+        Status {
+            health: self.health(),
+            ..status
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub(crate) fn render(&self) -> String {
+        let status = self.status();
+        let mut out = String::with_capacity(2048);
+        let mut gauge = |name: &str, help: &str, kind: &str, value: String| {
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+            );
+        };
+        gauge(
+            "dw_agent_published_revision",
+            "etcd revision of the published snapshot file (-1 when there is none).",
+            "gauge",
+            status
+                .published_revision
+                .map_or("-1".to_owned(), |r| r.to_string()),
+        );
+        gauge(
+            "dw_agent_mirror_revision",
+            "etcd revision the agent's in-memory state reflects.",
+            "gauge",
+            status.mirror_revision.to_string(),
+        );
+        gauge(
+            "dw_agent_keys",
+            "Keys under the prefix in the in-memory state.",
+            "gauge",
+            self.keys.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            "dw_agent_unrepresentable_keys",
+            "Keys under the prefix left out because the key or value is not UTF-8.",
+            "gauge",
+            self.unrepresentable_keys
+                .load(Ordering::Relaxed)
+                .to_string(),
+        );
+        gauge(
+            "dw_agent_snapshot_writes_total",
+            "Snapshot files published (renamed into place).",
+            "counter",
+            status.snapshot_writes.to_string(),
+        );
+        gauge(
+            "dw_agent_snapshot_write_errors_total",
+            "Failed attempts to publish the snapshot file.",
+            "counter",
+            status.write_errors.to_string(),
+        );
+        gauge(
+            "dw_agent_reconnects_total",
+            "Sessions with etcd that ended and were retried.",
+            "counter",
+            status.reconnects.to_string(),
+        );
+        gauge(
+            "dw_agent_stale_events_total",
+            "Watch events at or below the state's revision, skipped.",
+            "counter",
+            self.stale_events.load(Ordering::Relaxed).to_string(),
+        );
+        let seconds = |mark: &AtomicU64| {
+            self.since(mark)
+                .unwrap_or_else(|| self.started.elapsed())
+                .as_secs_f64()
+                .to_string()
+        };
+        gauge(
+            "dw_agent_seconds_since_last_event",
+            "Seconds since etcd last delivered state (a list or watch events); since start if never.",
+            "gauge",
+            seconds(&self.last_event),
+        );
+        gauge(
+            "dw_agent_seconds_since_last_response",
+            "Seconds since the watch last answered (events or progress); since start if never.",
+            "gauge",
+            seconds(&self.last_response),
+        );
+        let connected = matches!(status.state, State::Listing | State::Watching);
+        gauge(
+            "dw_agent_connected",
+            "1 while a session with etcd is up (listing or watching).",
+            "gauge",
+            u8::from(connected).to_string(),
+        );
+        gauge(
+            "dw_agent_healthy",
+            "1 when /healthz answers 200 (connected, current, publishing).",
+            "gauge",
+            u8::from(status.health.is_ok()).to_string(),
+        );
+        out.push_str(
+            "# HELP dw_agent_watch_restarts_total Sessions ended, by cause.\n\
+             # TYPE dw_agent_watch_restarts_total counter\n",
+        );
+        for (cause, count) in &status.restarts {
+            let _ = writeln!(
+                out,
+                "dw_agent_watch_restarts_total{{cause=\"{cause}\"}} {count}"
+            );
+        }
+        out.push_str(
+            "# HELP dw_agent_state The agent's current state (1 for the current one).\n\
+             # TYPE dw_agent_state gauge\n",
+        );
+        for state in State::ALL {
+            let value = u8::from(state == status.state);
+            let _ = writeln!(
+                out,
+                "dw_agent_state{{state=\"{}\"}} {value}",
+                state.as_str()
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_follows_state_holds_and_write_errors() {
+        let metrics = Metrics::new(Duration::from_secs(60), None);
+        assert_eq!(metrics.health(), Err("starting".into()));
+        metrics.set_endpoint("http://e1");
+        metrics.set_state(State::Watching);
+        assert!(metrics.health().unwrap_err().contains("silent"));
+        metrics.response_received();
+        assert_eq!(metrics.health(), Ok(()));
+        metrics.set_hold(Some("no regions".into()));
+        assert_eq!(metrics.health(), Err("no regions".into()));
+        metrics.set_hold(None);
+        metrics.write_failed("disk full".into());
+        assert!(metrics.health().unwrap_err().contains("disk full"));
+        metrics.published(7);
+        assert_eq!(metrics.health(), Ok(()));
+        metrics.session_ended("stalled", "silence".into());
+        metrics.set_state(State::BackingOff);
+        assert!(metrics.health().unwrap_err().contains("silence"));
+    }
+
+    #[test]
+    fn renders_every_series() {
+        let metrics = Metrics::new(Duration::from_secs(60), Some(41));
+        metrics.published(42);
+        metrics.session_ended("compacted", "x".into());
+        let text = metrics.render();
+        for line in [
+            "dw_agent_published_revision 42",
+            "dw_agent_snapshot_writes_total 1",
+            "dw_agent_snapshot_write_errors_total 0",
+            "dw_agent_reconnects_total 1",
+            "dw_agent_watch_restarts_total{cause=\"compacted\"} 1",
+            "dw_agent_watch_restarts_total{cause=\"stalled\"} 0",
+            "dw_agent_connected 0",
+            "dw_agent_state{state=\"starting\"} 1",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+        assert!(text.contains("dw_agent_seconds_since_last_event "));
+        let fresh = Metrics::new(Duration::from_secs(60), None);
+        assert!(fresh.render().contains("dw_agent_published_revision -1\n"));
+    }
+}

@@ -1,0 +1,257 @@
+//! The in-memory copy of the prefix: replaced whole by a list, advanced by watch responses.
+//!
+//! The mirror's revision is always the etcd revision its keys reflect, and it tracks whether
+//! its keys differ from what was last published, so the agent writes only on change.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dw_routing::Snapshot;
+use etcd_client::{Event, EventType};
+
+/// A complete listing of the prefix at one revision.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    pub(crate) revision: u64,
+    pub(crate) kvs: BTreeMap<String, String>,
+    /// Keys the snapshot cannot carry because the key or the value is not UTF-8.
+    pub(crate) unrepresentable: BTreeSet<Vec<u8>>,
+}
+
+impl Listing {
+    /// Adds one listed key, setting it aside if JSON cannot carry it exactly.
+    pub(crate) fn insert(&mut self, key: &[u8], value: &[u8]) {
+        match (std::str::from_utf8(key), std::str::from_utf8(value)) {
+            (Ok(key), Ok(value)) => {
+                self.kvs.insert(key.to_owned(), value.to_owned());
+            }
+            _ => {
+                self.unrepresentable.insert(key.to_vec());
+            }
+        }
+    }
+}
+
+/// The state of the prefix as the agent knows it.
+#[derive(Debug)]
+pub(crate) struct Mirror {
+    snapshot: Snapshot,
+    unrepresentable: BTreeSet<Vec<u8>>,
+    /// True when `snapshot.kvs` differs from the published file's keys.
+    dirty: bool,
+}
+
+/// What applying a watch response did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Applied {
+    /// Events at or below the mirror's revision, skipped (etcd never sends them; counted
+    /// in case it ever does, since applying them twice would be harmless but wrong to hide).
+    pub(crate) stale_events: usize,
+    /// Whether any key changed.
+    pub(crate) changed: bool,
+}
+
+impl Mirror {
+    /// Starts from the published snapshot (if it mirrors this prefix), so that an
+    /// unchanged etcd causes no write after a restart.
+    pub(crate) fn new(prefix: &str, published: Option<&Snapshot>) -> Mirror {
+        match published {
+            Some(published) if published.prefix == prefix => Mirror {
+                snapshot: published.clone(),
+                unrepresentable: BTreeSet::new(),
+                dirty: false,
+            },
+            _ => Mirror {
+                snapshot: Snapshot::new(0, prefix),
+                unrepresentable: BTreeSet::new(),
+                dirty: true,
+            },
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    pub(crate) fn revision(&self) -> u64 {
+        self.snapshot.revision
+    }
+
+    pub(crate) fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    pub(crate) fn mark_published(&mut self) {
+        self.dirty = false;
+    }
+
+    pub(crate) fn unrepresentable_keys(&self) -> usize {
+        self.unrepresentable.len()
+    }
+
+    /// Replaces the state with a fresh listing.
+    pub(crate) fn replace(&mut self, listing: Listing) {
+        if listing.kvs != self.snapshot.kvs {
+            self.dirty = true;
+        }
+        self.snapshot.kvs = listing.kvs;
+        self.snapshot.revision = listing.revision;
+        self.unrepresentable = listing.unrepresentable;
+    }
+
+    /// Applies the events of one watch response. The mirror's revision becomes the last
+    /// event's revision, not the response header's: while a watcher catches up, etcd sends
+    /// batches whose header carries the store's current revision, ahead of the events in them.
+    pub(crate) fn apply(&mut self, events: &[Event]) -> Applied {
+        let mut applied = Applied {
+            stale_events: 0,
+            changed: false,
+        };
+        let floor = self.snapshot.revision;
+        for event in events {
+            let Some(kv) = event.kv() else { continue };
+            let revision = u64::try_from(kv.mod_revision()).unwrap_or(0);
+            if revision <= floor {
+                applied.stale_events += 1;
+                continue;
+            }
+            // `Event::event_type` panics on an unknown number; read the raw field instead.
+            let is_put = EventType::try_from(event.0.r#type) == Ok(EventType::Put);
+            let changed = if is_put {
+                self.put(kv.key(), kv.value())
+            } else {
+                self.delete(kv.key())
+            };
+            applied.changed |= changed;
+            self.snapshot.revision = self.snapshot.revision.max(revision);
+        }
+        self.dirty |= applied.changed;
+        applied
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> bool {
+        match (std::str::from_utf8(key), std::str::from_utf8(value)) {
+            (Ok(key), Ok(value)) => {
+                self.unrepresentable.remove(key.as_bytes());
+                let previous = self.snapshot.kvs.insert(key.to_owned(), value.to_owned());
+                previous.as_deref() != Some(value)
+            }
+            (key_text, _) => {
+                self.unrepresentable.insert(key.to_vec());
+                // etcd no longer holds the old value: drop it rather than keep a stale one.
+                key_text.is_ok_and(|key| self.snapshot.kvs.remove(key).is_some())
+            }
+        }
+    }
+
+    fn delete(&mut self, key: &[u8]) -> bool {
+        self.unrepresentable.remove(key);
+        std::str::from_utf8(key).is_ok_and(|key| self.snapshot.kvs.remove(key).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etcd_client::proto::{PbEvent, PbKeyValue};
+
+    fn put(key: &str, value: &[u8], revision: i64) -> Event {
+        event(0, key.as_bytes(), value, revision)
+    }
+
+    fn event(kind: i32, key: &[u8], value: &[u8], revision: i64) -> Event {
+        Event(PbEvent {
+            r#type: kind,
+            kv: Some(PbKeyValue {
+                key: key.to_vec(),
+                value: value.to_vec(),
+                mod_revision: revision,
+                create_revision: if kind == 0 { revision } else { 0 },
+                version: 1,
+                lease: 0,
+            }),
+            prev_kv: None,
+        })
+    }
+
+    #[test]
+    fn events_advance_the_state_and_the_revision() {
+        let mut mirror = Mirror::new("/p/", None);
+        let mut listing = Listing {
+            revision: 10,
+            ..Listing::default()
+        };
+        listing.insert(b"/p/a", b"1");
+        mirror.replace(listing);
+        mirror.mark_published();
+
+        let applied = mirror.apply(&[put("/p/b", b"2", 11), event(1, b"/p/a", b"", 12)]);
+        assert_eq!(
+            applied,
+            Applied {
+                stale_events: 0,
+                changed: true
+            }
+        );
+        assert_eq!(mirror.revision(), 12);
+        assert!(mirror.is_dirty());
+        assert_eq!(mirror.snapshot().kvs.keys().collect::<Vec<_>>(), ["/p/b"]);
+    }
+
+    #[test]
+    fn old_events_are_skipped_and_same_values_change_nothing() {
+        let mut mirror = Mirror::new("/p/", None);
+        let mut listing = Listing {
+            revision: 10,
+            ..Listing::default()
+        };
+        listing.insert(b"/p/a", b"1");
+        mirror.replace(listing);
+        mirror.mark_published();
+
+        let applied = mirror.apply(&[put("/p/a", b"old", 9), put("/p/a", b"1", 11)]);
+        assert_eq!(
+            applied,
+            Applied {
+                stale_events: 1,
+                changed: false
+            }
+        );
+        assert_eq!(mirror.snapshot().kvs["/p/a"], "1");
+        assert_eq!(mirror.revision(), 11);
+        assert!(!mirror.is_dirty());
+    }
+
+    #[test]
+    fn values_json_cannot_carry_are_set_aside() {
+        let mut mirror = Mirror::new("/p/", None);
+        mirror.replace(Listing {
+            revision: 1,
+            ..Listing::default()
+        });
+        mirror.apply(&[put("/p/a", b"ok", 2)]);
+        mirror.apply(&[put("/p/a", b"\xff", 3)]);
+        assert!(!mirror.snapshot().kvs.contains_key("/p/a"));
+        assert_eq!(mirror.unrepresentable_keys(), 1);
+        mirror.apply(&[event(1, b"/p/a", b"", 4)]);
+        assert_eq!(mirror.unrepresentable_keys(), 0);
+    }
+
+    #[test]
+    fn a_relist_with_the_published_keys_is_not_a_change() {
+        let mut published = Snapshot::new(5, "/p/");
+        published.kvs.insert("/p/a".into(), "1".into());
+        let mut mirror = Mirror::new("/p/", Some(&published));
+        assert!(!mirror.is_dirty());
+        let mut listing = Listing {
+            revision: 9,
+            ..Listing::default()
+        };
+        listing.insert(b"/p/a", b"1");
+        mirror.replace(listing);
+        assert!(!mirror.is_dirty());
+        assert_eq!(mirror.revision(), 9);
+
+        let other_prefix = Mirror::new("/q/", Some(&published));
+        assert!(other_prefix.is_dirty());
+    }
+}
