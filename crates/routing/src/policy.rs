@@ -85,3 +85,124 @@ impl Policy {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(value: &str) -> Policy {
+        Policy::parse(value.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn defaults() {
+        let policy = Policy::default();
+        assert_eq!(policy.default, "US");
+        assert!(policy.failover.is_empty());
+        assert_eq!(policy.pick, PickMode::Legacy);
+        assert!(policy.raw.is_empty());
+        let empty = self::policy("{}");
+        assert_eq!(empty, Policy::default());
+    }
+
+    #[test]
+    fn reads_every_field_and_keeps_the_whole_object() {
+        let policy = policy(
+            r#"{"default":"DE","failover":["GB","US"],"honor_client_hints":false,
+                "pick":"rendezvous","zz":{"nested":[1,2]},"aa":1}"#,
+        );
+        assert_eq!(policy.default, "DE");
+        assert_eq!(policy.failover, ["GB", "US"]);
+        assert_eq!(policy.pick, PickMode::Rendezvous);
+        let names: Vec<&str> = policy.raw.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "default",
+                "failover",
+                "honor_client_hints",
+                "pick",
+                "zz",
+                "aa"
+            ]
+        );
+        assert_eq!(policy.raw["zz"], serde_json::json!({"nested": [1, 2]}));
+        assert_eq!(policy.raw["honor_client_hints"], Value::Bool(false));
+    }
+
+    #[test]
+    fn a_field_of_another_type_falls_back_to_its_default() {
+        let policy = policy(r#"{"default":5,"failover":"GB","pick":["rendezvous"]}"#);
+        assert_eq!(policy.default, "US");
+        assert!(policy.failover.is_empty());
+        assert_eq!(policy.pick, PickMode::Legacy);
+        assert_eq!(policy.raw.len(), 3, "the raw object keeps them as written");
+        for default in ["null", "true", "[\"DE\"]", "{}"] {
+            assert_eq!(
+                self::policy(&format!(r#"{{"default":{default}}}"#)).default,
+                "US"
+            );
+        }
+        assert_eq!(
+            self::policy(r#"{"default":""}"#).default,
+            "",
+            "an empty string is a string"
+        );
+    }
+
+    #[test]
+    fn failover_keeps_its_strings_in_order() {
+        let policy = policy(r#"{"failover":["GB",1,null,"US",["FR"],"GB",{}]}"#);
+        assert_eq!(policy.failover, ["GB", "US", "GB"]);
+    }
+
+    #[test]
+    fn only_rendezvous_selects_rendezvous() {
+        for pick in [
+            r#""legacy""#,
+            r#""Rendezvous""#,
+            r#""rendezvous ""#,
+            r#""x""#,
+            "1",
+            "null",
+            "true",
+        ] {
+            assert_eq!(
+                policy(&format!(r#"{{"pick":{pick}}}"#)).pick,
+                PickMode::Legacy,
+                "{pick}"
+            );
+        }
+        assert_eq!(
+            policy(r#"{"pick":"legacy","pick":"rendezvous"}"#).pick,
+            PickMode::Rendezvous
+        );
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_json_object() {
+        for value in [
+            "",
+            "[]",
+            "null",
+            "\"US\"",
+            "1",
+            "{",
+            "{\"default\":\"US\",}",
+            "{'a':1}",
+        ] {
+            assert!(
+                matches!(
+                    Policy::parse(value.as_bytes()),
+                    Err(Error::Policy { field: "json", .. })
+                ),
+                "{value:?}"
+            );
+        }
+        let error = Policy::parse(b"[]").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "policy: field `json`: is an array, not an object"
+        );
+    }
+}

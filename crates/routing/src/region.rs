@@ -193,3 +193,229 @@ fn not_a(field: &'static str, value: &RawValue, wanted: &str) -> Error {
         format!("is {}, not {wanted}", Kind::of(value.get()).described()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field a value is refused for, or None when it is valid.
+    fn refused_field(value: &str) -> Option<&'static str> {
+        match Region::parse(value.as_bytes()) {
+            Ok(_) => None,
+            Err(Error::Region { field, .. }) => Some(field),
+            Err(other) => panic!("not a region error: {other}"),
+        }
+    }
+
+    /// A region value with `shard`, `origins` and `weight` spliced in as raw JSON.
+    fn region_with(shard: &str, origins: &str, weight: &str) -> String {
+        format!(r#"{{"shard":{shard},"origins":{origins},"weight":{weight},"updated":"now"}}"#)
+    }
+
+    const ORIGINS: &str = r#"["fra-a","fra-b"]"#;
+    const WEIGHT: &str = r#"{"fra-a":50,"fra-b":30}"#;
+
+    #[test]
+    fn parses_a_valid_region() {
+        let region = Region::parse(region_with(r#""eu-1""#, ORIGINS, WEIGHT).as_bytes()).unwrap();
+        assert_eq!(region.shard(), "eu-1");
+        assert_eq!(region.origins(), ["fra-a", "fra-b"]);
+        assert_eq!(region.weight("fra-a"), 50);
+        assert_eq!(region.weight("fra-b"), 30);
+        assert_eq!(region.weight("nope"), 0);
+        assert_eq!(region.weight_sum(), 80);
+        assert_eq!(region.joined_origins(), b"fra-afra-b");
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_json_object() {
+        for value in [
+            "",
+            "{",
+            r#"{"shard":"a",}"#,
+            "nul",
+            "\u{feff}{}",
+            "[]",
+            r#""x""#,
+            "1",
+            "null",
+        ] {
+            assert_eq!(refused_field(value), Some("json"), "{value:?}");
+        }
+        assert!(matches!(
+            Region::parse(b"\xff"),
+            Err(Error::Region { field: "json", .. })
+        ));
+    }
+
+    #[test]
+    fn refuses_a_missing_empty_or_non_string_shard() {
+        let missing = format!(r#"{{"origins":{ORIGINS},"weight":{WEIGHT}}}"#);
+        assert_eq!(refused_field(&missing), Some("shard"));
+        for shard in [
+            r#""""#,
+            "5",
+            "null",
+            "true",
+            r#"["eu-1"]"#,
+            r#"{"a":"eu-1"}"#,
+        ] {
+            assert_eq!(
+                refused_field(&region_with(shard, ORIGINS, WEIGHT)),
+                Some("shard"),
+                "{shard}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_bad_origins() {
+        let missing = format!(r#"{{"shard":"eu-1","weight":{WEIGHT}}}"#);
+        assert_eq!(refused_field(&missing), Some("origins"));
+        for origins in [
+            "[]",
+            r#""fra-a""#,
+            r#"{"0":"fra-a"}"#,
+            "null",
+            r#"["fra-a",1]"#,
+            r#"["fra-a",null]"#,
+            r#"["fra-a",["fra-b"]]"#,
+            r#"["fra-a",""]"#,
+            r#"["fra-a","fra-b","fra-a"]"#,
+        ] {
+            assert_eq!(
+                refused_field(&region_with(r#""eu-1""#, origins, WEIGHT)),
+                Some("origins"),
+                "{origins}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_a_weight_that_is_not_an_object() {
+        let missing = format!(r#"{{"shard":"eu-1","origins":{ORIGINS}}}"#);
+        assert_eq!(refused_field(&missing), Some("weight"));
+        for weight in ["[]", "[50,30]", "null", "50", r#""fra-a""#] {
+            assert_eq!(
+                refused_field(&region_with(r#""eu-1""#, ORIGINS, weight)),
+                Some("weight"),
+                "{weight}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_weights_that_are_not_integers_in_range() {
+        for bad in [
+            "50.0",
+            "1e2",
+            "1E2",
+            "0.0",
+            "\"50\"",
+            "-1",
+            "1000001",
+            "9223372036854775808",
+            "true",
+            "null",
+            "[50]",
+            "{}",
+        ] {
+            let weight = format!(r#"{{"fra-a":50,"fra-b":{bad}}}"#);
+            assert_eq!(
+                refused_field(&region_with(r#""eu-1""#, ORIGINS, &weight)),
+                Some("weight"),
+                "{bad}"
+            );
+            // An unlisted origin's weight obeys the same rule.
+            let weight = format!(r#"{{"fra-a":50,"old":{bad}}}"#);
+            assert_eq!(
+                refused_field(&region_with(r#""eu-1""#, ORIGINS, &weight)),
+                Some("weight"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn accepts_the_bounds_and_minus_zero() {
+        // `-0` is the integer 0 to PHP's json_decode().
+        let weight = r#"{"fra-a":1000000,"fra-b":-0,"old":0}"#;
+        let region = Region::parse(region_with(r#""eu-1""#, ORIGINS, weight).as_bytes()).unwrap();
+        assert_eq!(region.weight("fra-a"), MAX_WEIGHT);
+        assert_eq!(region.weight("fra-b"), 0);
+        assert_eq!(region.weight_sum(), 1_000_000);
+    }
+
+    #[test]
+    fn refuses_a_region_without_a_positive_listed_weight() {
+        for weight in [
+            "{}",
+            r#"{"fra-a":0,"fra-b":0}"#,
+            r#"{"old":50}"#,
+            r#"{"fra-a":0,"old":50}"#,
+        ] {
+            assert_eq!(
+                refused_field(&region_with(r#""eu-1""#, ORIGINS, weight)),
+                Some("weight"),
+                "{weight}"
+            );
+        }
+    }
+
+    #[test]
+    fn unlisted_weights_are_kept_and_counted_in_the_sum() {
+        let weight = r#"{"old":7,"fra-b":30,"fra-a":50,"older":1000000}"#;
+        let region = Region::parse(region_with(r#""eu-1""#, ORIGINS, weight).as_bytes()).unwrap();
+        let weights: Vec<(&str, u32)> = region.weights().collect();
+        assert_eq!(
+            weights,
+            [
+                ("old", 7),
+                ("fra-b", 30),
+                ("fra-a", 50),
+                ("older", 1_000_000)
+            ]
+        );
+        assert_eq!(region.listed_weights(), [50, 30]);
+        assert_eq!(region.weight_sum(), 1_000_087);
+        assert_eq!(region.weight("old"), 7);
+    }
+
+    #[test]
+    fn duplicate_keys_resolve_as_php_does() {
+        // The last value wins, at the first position.
+        let value = r#"{"shard":5,"origins":["x"],"weight":{"a":1e2,"b":1,"a":3},
+                        "shard":"eu-1","origins":["a","b"]}"#;
+        let region = Region::parse(value.as_bytes()).unwrap();
+        assert_eq!(region.shard(), "eu-1");
+        assert_eq!(region.origins(), ["a", "b"]);
+        assert_eq!(region.weights().collect::<Vec<_>>(), [("a", 3), ("b", 1)]);
+        let value = r#"{"shard":"eu-1","origins":["a"],"weight":{"a":1},"shard":""}"#;
+        assert_eq!(refused_field(value), Some("shard"));
+    }
+
+    #[test]
+    fn ignores_unknown_fields_and_escapes_decode() {
+        let value = r#"{"updated":[1e400,{"deep":null}],"shard":"eu\u002d1",
+                        "origins":["fr\u00e4","\ud83d\ude00"],"weight":{"fr\u00e4":1,"😀":2},"x":{}}"#;
+        let region = Region::parse(value.as_bytes()).unwrap();
+        assert_eq!(region.shard(), "eu-1");
+        assert_eq!(region.origins(), ["frä", "😀"]);
+        assert_eq!(region.weight("😀"), 2);
+    }
+
+    #[test]
+    fn errors_name_their_field() {
+        let error = Region::parse(region_with(r#""eu-1""#, ORIGINS, "[]").as_bytes()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "region: field `weight`: is an array, not an object"
+        );
+        let error =
+            Region::parse(region_with(r#""eu-1""#, r#"["a","a"]"#, WEIGHT).as_bytes()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"region: field `origins`: origin "a" is listed twice"#
+        );
+    }
+}

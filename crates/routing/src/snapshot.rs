@@ -149,4 +149,43 @@ mod tests {
         assert_eq!(parsed.prefix, DEFAULT_PREFIX);
         assert_eq!(parsed.revision, 7);
     }
+
+    #[test]
+    fn rejects_what_the_twin_rejects() {
+        for bad in [
+            r#"{"format":"1","revision":1,"kvs":{}}"#,
+            r#"{"format":1.0,"revision":1,"kvs":{}}"#,
+            r#"{"format":1,"revision":"1","kvs":{}}"#,
+            r#"{"format":1,"revision":9223372036854775808,"kvs":{}}"#,
+            r#"{"format":1,"revision":1,"kvs":{},"prefix":5}"#,
+            r#"{"format":1,"revision":1,"kvs":{"a":"x","b":null}}"#,
+            r#"{"format":1,"revision":1}"#,
+            r#"{"revision":1,"kvs":{}}"#,
+            r#"{"format":1,"revision":1,"kvs":{"a":"\ud800"}}"#,
+        ] {
+            assert!(Snapshot::parse(bad.as_bytes()).is_err(), "accepted {bad}");
+        }
+    }
+
+    #[test]
+    fn reads_json_as_php_does() {
+        // Duplicate fields: the last wins. `-0` is an integer. Null prefix means absent.
+        // Unknown fields may nest up to PHP's limit and hold numbers beyond a double.
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        let text = format!(
+            r#"{{"format":2,"format":1,"revision":-0,"prefix":null,"extra":[{deep},1e400],
+               "kvs":{{"/k":"a","/k":"b","/j":"\u00e9"}}}}"#
+        );
+        let parsed = Snapshot::parse(text.as_bytes()).unwrap();
+        assert_eq!(parsed.revision, 0);
+        assert_eq!(parsed.prefix, DEFAULT_PREFIX);
+        assert_eq!(parsed.kvs["/k"], "b");
+        assert_eq!(parsed.kvs["/j"], "é");
+        let parsed = Snapshot::parse(
+            br#"{"format":1,"revision":9223372036854775807,"prefix":"/p/","kvs":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(parsed.revision, i64::MAX as u64);
+        assert_eq!(parsed.prefix, "/p/");
+    }
 }
