@@ -1,1 +1,106 @@
-//! dwctl: placeholder until the control-plane issue lands.
+//! dwctl: the control plane of dw-router.
+//!
+//! The tool the on-call engineer runs and that automation calls to change routing in etcd
+//! (docs/dwctl.md is the operator's guide, docs/routing.md the value schema). Its rules:
+//!
+//! - **One transaction per change, guarded on what was read.** Every mutating command reads
+//!   regions, policy and drain records at one revision ([`read_state`]), plans its change as
+//!   a pure function of that state ([`plan_drain`], [`plan_restore`], [`plan_apply`]), and
+//!   writes it in one transaction whose guards compare each written key's `mod_revision` to
+//!   the revision read ([`commit`]). A conflict re-reads and re-plans, bounded and jittered
+//!   ([`transact`]); when every attempt loses, the command exits 3 having written nothing.
+//! - **One set of validation rules.** Values are checked by `dw-routing`, exactly as the
+//!   edge nodes check them, plus a few stricter rules for values dwctl writes ([`value`]).
+//!   A failure exits 4 naming the field, before anything is written.
+//! - **Drains are recorded.** A drain writes, in the same transaction, what it took
+//!   ([`DrainRecord`]) under the control prefix, outside the agents' mirror; `restore` gives
+//!   it back. Weights are renormalised to exactly 100 by largest remainder ([`renormalise`]).
+//! - **Daemons are libraries.** `origin register`, `rebalance` and `health` are
+//!   `run(config, shutdown)` functions ([`origin::register`], [`rebalance::run`],
+//!   [`health::run`]); the binary only wires signals to [`Shutdown`].
+
+mod apply;
+mod backoff;
+mod cli;
+mod clock;
+mod commands;
+mod drain;
+mod error;
+mod etcd;
+pub mod health;
+mod history;
+pub mod origin;
+mod output;
+mod probe;
+pub mod rebalance;
+mod record;
+mod shutdown;
+mod state;
+pub mod value;
+mod weights;
+
+pub use crate::{
+    apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
+    cli::{Cli, Command, OutputFormat},
+    clock::{now_rfc3339, operator, rfc3339_from_unix},
+    commands::{Context, run_command},
+    drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
+    error::{Error, FieldError},
+    etcd::{DEFAULT_CONTROL_PREFIX, EtcdConfig, Layout},
+    history::{HistoryEntry, read_history},
+    output::{Outcome, Reporter},
+    probe::{ProbeTarget, probe},
+    record::{DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH, SOURCE_REBALANCE},
+    shutdown::{Shutdown, ShutdownTrigger},
+    state::{Changes, Committed, Entry, RetryPolicy, State, commit, read_state, reconcile_drain_records, transact},
+    value::{PolicyValue, RegionValue},
+    weights::renormalise,
+};
+
+use std::process::ExitCode;
+
+/// The whole program behind `main`: runs the parsed command line, prints its outcome or
+/// its error, and returns the documented exit code.
+pub fn main_with(cli: Cli) -> ExitCode {
+    let output = cli.global.output;
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("dwctl: cannot start the async runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        let shutdown = Shutdown::on_signals().map_err(|error| Error::Failed(format!("cannot install signal handlers: {error}")))?;
+        run_command(cli, shutdown).await
+    });
+    // Do not wait for lingering background tasks (a watch stream, a signal listener).
+    runtime.shutdown_background();
+    match result {
+        Ok(outcome) => {
+            outcome.print(output);
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("dwctl: {error}");
+            if output == OutputFormat::Json {
+                let fields: Vec<serde_json::Value> = match &error {
+                    Error::Invalid(fields) => fields
+                        .iter()
+                        .map(|field| serde_json::json!({"field": field.field, "reason": field.reason}))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                println!(
+                    "{}",
+                    serde_json::json!({"error": {"kind": error.kind(), "message": error.to_string(), "fields": fields}})
+                );
+            }
+            error.to_exit_code()
+        }
+    }
+}

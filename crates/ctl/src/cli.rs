@@ -1,0 +1,336 @@
+//! The command line: every subcommand, its flags, and help that shows how to use it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::etcd::DEFAULT_CONTROL_PREFIX;
+
+const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
+
+const LONG_ABOUT: &str = "\
+The control plane of dw-router: atomic, revision-guarded routing changes in etcd.
+
+Every change is one etcd transaction guarded on the revisions it read, so no edge node ever \
+sees half of it and no two writers clobber each other. Values are validated with the same \
+rules the edge nodes use (dw-routing) before anything is written.";
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  ok
+  1  error (etcd unreachable, key not found, ...)
+  2  usage (bad flags or arguments)
+  3  conflict: every retry lost to a concurrent writer, nothing written; re-run
+  4  validation failed: the message names the field, nothing written
+
+Examples:
+  dwctl region list
+  dwctl drain fra-a --reason 'INC-123: 502s from fra-a'
+  dwctl restore fra-a
+  dwctl apply routing.toml --dry-run
+
+Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_USER, DWCTL_PASSWORD.";
+
+#[derive(Debug, Parser)]
+#[command(name = "dwctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// etcd endpoints, comma-separated.
+    #[arg(long, env = "DWCTL_ENDPOINTS", value_delimiter = ',', default_value = "http://127.0.0.1:2379", global = true)]
+    pub endpoints: Vec<String>,
+    /// The routing prefix the edge agents mirror.
+    #[arg(long, env = "DWCTL_PREFIX", default_value = dw_routing::DEFAULT_PREFIX, global = true)]
+    pub prefix: String,
+    /// Where dwctl keeps drain records and registered origins (outside --prefix).
+    #[arg(long, env = "DWCTL_CONTROL_PREFIX", default_value = DEFAULT_CONTROL_PREFIX, global = true)]
+    pub control_prefix: String,
+    /// etcd user (with --password).
+    #[arg(long, env = "DWCTL_USER", global = true)]
+    pub user: Option<String>,
+    /// etcd password (with --user).
+    #[arg(long, env = "DWCTL_PASSWORD", hide_env_values = true, global = true)]
+    pub password: Option<String>,
+    /// CA bundle (PEM) to verify etcd's TLS certificate; switches to TLS.
+    #[arg(long, global = true)]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate (PEM) for mutual TLS, with --key.
+    #[arg(long, global = true)]
+    pub cert: Option<PathBuf>,
+    /// Client private key (PEM) for mutual TLS, with --cert.
+    #[arg(long, global = true)]
+    pub key: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text", global = true)]
+    pub output: OutputFormat,
+    /// Attempts of a guarded write before giving up with exit code 3.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100), global = true)]
+    pub retries: u32,
+    /// Deadline of each etcd request, in seconds.
+    #[arg(long, default_value_t = 5.0, global = true)]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON document (long-running commands: one JSON object per line).
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read and write regions (`region/<geo>`).
+    #[command(subcommand)]
+    Region(RegionCommand),
+    /// Read and write the global policy (`policy/global`).
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Make etcd match a desired-state file, in one transaction.
+    #[command(after_help = "\
+The file (JSON, or TOML when it ends in .toml) holds `policy` and/or `regions`:
+
+  {\"policy\": {\"default\": \"US\", \"failover\": [\"GB\", \"US\"]},
+   \"regions\": {\"DE\": {\"shard\": \"eu-1\", \"origins\": [\"fra-a\", \"fra-b\"],
+                        \"weight\": {\"fra-a\": 50, \"fra-b\": 50}}}}
+
+Every value is validated first (exit 4 names each bad field, nothing is written). The diff \
+is printed; the write is one transaction guarded on every touched key's revision.
+
+Examples:
+  dwctl apply examples/routing.json --dry-run
+  dwctl apply routing.toml --prune")]
+    Apply(ApplyArgs),
+    /// Take an origin out of every region (or some), renormalising weights to 100.
+    #[command(after_help = "\
+One transaction changes every affected region (each guarded on the revision it was read \
+at) and records the drain under <control-prefix>drains/<origin> (what each region held \
+before, who, why, when). Conflicts are retried automatically. A region is never left \
+without an origin unless --force (then its key is deleted and `restore` recreates it).
+
+Examples:
+  dwctl drain fra-a --reason 'INC-123: 502s'
+  dwctl drain fra-a --region DE --region AT --dry-run")]
+    Drain(DrainArgs),
+    /// Reverse a recorded drain.
+    #[command(after_help = "\
+Regions the drain left untouched since get their exact previous weights back. A region \
+that changed since gets the origin re-added with its previous share, the others \
+renormalised around it, and the output says so.
+
+Example:
+  dwctl restore fra-a")]
+    Restore(RestoreArgs),
+    /// Register origins on leases, list them, forget them.
+    #[command(subcommand)]
+    Origin(OriginCommand),
+    /// Long-running: drain origins whose lease expires, restore them when they return.
+    #[command(after_help = "\
+Watches <prefix>origin/. When the key of an origin that registered vanishes (its lease \
+expired or was revoked), the origin is drained with reason `lease-expired`; when it \
+registers again, that drain is restored. Origins that never registered are never touched. \
+Drains made by people or by `health` are left alone. Survives etcd restarts (re-lists and \
+reconciles). Safe to run more than one.
+
+Example:
+  dwctl rebalance --endpoints http://10.0.0.10:2379,http://10.0.0.11:2379")]
+    Rebalance,
+    /// Long-running: drain origins that fail HTTP probes, restore them when they recover.
+    #[command(after_help = "\
+Each probe is an HTTP GET (plain http://); a 2xx or 3xx answer within --timeout is a \
+success. After --fail-after consecutive failures the origin is drained (reason \
+`health-check`), after --recover-after consecutive successes its health drain is \
+restored. Never more than --max-drained-fraction of the probed origins are drained at once \
+(drains by anyone count), so a probe-side outage cannot empty the fleet.
+
+Example:
+  dwctl health --probe fra-a=http://10.1.0.1/healthz --probe fra-b=http://10.1.0.2/healthz")]
+    Health(HealthArgs),
+    /// A key's past values from etcd's history (until compaction).
+    #[command(after_help = "\
+KEY is relative to --prefix (region/DE, policy/global) or absolute (/dw/control/drains/fra-a).
+
+Example:
+  dwctl history region/DE")]
+    History(HistoryArgs),
+    /// Put a key back to its value at a past revision (guarded).
+    #[command(after_help = "\
+Region and policy values are validated before they are written back. If the key did not \
+exist at that revision, it is deleted.
+
+Example:
+  dwctl history region/DE
+  dwctl rollback region/DE --to-revision 1234")]
+    Rollback(RollbackArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RegionCommand {
+    /// Show one region.
+    Get {
+        /// The geo (country code or bucket), e.g. DE.
+        geo: String,
+    },
+    /// Show every region, invalid ones flagged.
+    List,
+    /// Write one region (validated; `updated` is set to now).
+    #[command(after_help = "\
+Give the value as JSON, as a file, or with flags:
+
+  dwctl region set DE '{\"shard\":\"eu-1\",\"origins\":[\"fra-a\",\"fra-b\"],\"weight\":{\"fra-a\":50,\"fra-b\":50}}'
+  dwctl region set DE --file de.json
+  dwctl region set DE --shard eu-1 --origin fra-a=50 --origin fra-b=50")]
+    Set(RegionSetArgs),
+    /// Delete one region (guarded).
+    Delete {
+        geo: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RegionSetArgs {
+    /// The geo, e.g. DE.
+    pub geo: String,
+    /// The value as JSON.
+    pub value: Option<String>,
+    /// Read the value from a file (`-` for stdin).
+    #[arg(long, conflicts_with = "value")]
+    pub file: Option<String>,
+    /// The shard (with --origin).
+    #[arg(long, conflicts_with_all = ["value", "file"], requires = "origin")]
+    pub shard: Option<String>,
+    /// An origin and its weight, NAME=WEIGHT; repeat in routing order.
+    #[arg(long = "origin", value_name = "NAME=WEIGHT", requires = "shard")]
+    pub origin: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Show the policy.
+    Get,
+    /// Write the policy (validated; `updated` is set to now).
+    #[command(after_help = "\
+Example:
+  dwctl policy set '{\"default\":\"US\",\"failover\":[\"GB\",\"US\"],\"pick\":\"rendezvous\"}'")]
+    Set {
+        /// The value as JSON.
+        value: Option<String>,
+        /// Read the value from a file (`-` for stdin).
+        #[arg(long, conflicts_with = "value")]
+        file: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The desired state (JSON, or TOML by extension; `-` reads JSON from stdin).
+    pub file: String,
+    /// Print the diff, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Delete regions that are not in the file.
+    #[arg(long)]
+    pub prune: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// The origin to drain.
+    pub origin: String,
+    /// Only these regions (repeat, or comma-separate).
+    #[arg(long = "region", value_name = "GEO", value_delimiter = ',')]
+    pub regions: Vec<String>,
+    /// Show what would change, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Why, for the drain record (incident id, symptom).
+    #[arg(long, default_value = "manual drain")]
+    pub reason: String,
+    /// Drain even a region's last origin (its key is deleted; restore recreates it).
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The drained origin.
+    pub origin: String,
+    /// Show what would change, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OriginCommand {
+    /// Long-running: keep <prefix>origin/<ID> alive on a lease until SIGTERM/SIGINT.
+    #[command(after_help = "\
+The key lives on a lease of --ttl seconds, kept alive about every ttl/3. On SIGTERM or \
+SIGINT the lease is revoked (the key vanishes at once). If the lease is lost (etcd \
+unreachable for longer than the ttl), the origin registers again.
+
+Example:
+  dwctl origin register fra-a --ttl 10 --meta '{\"addr\":\"10.1.0.1:443\"}'")]
+    Register {
+        /// The origin id, as regions list it.
+        id: String,
+        /// Lease time-to-live in seconds.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i64).range(1..=3600))]
+        ttl: i64,
+        /// Metadata: a JSON object stored as the key's value.
+        #[arg(long, default_value = "{}")]
+        meta: String,
+    },
+    /// Show live origins, and registered origins that are down.
+    List,
+    /// Stop tracking an origin that registered once (rebalance will not drain it again).
+    Forget {
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// ORIGIN=URL to probe (repeat).
+    #[arg(long = "probe", value_name = "ORIGIN=URL", required = true)]
+    pub probes: Vec<String>,
+    /// Seconds between probe rounds.
+    #[arg(long, default_value_t = 2.0)]
+    pub interval: f64,
+    /// Seconds a probe may take.
+    #[arg(long, default_value_t = 2.0)]
+    pub timeout: f64,
+    /// Consecutive failures before an origin is drained.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub fail_after: u32,
+    /// Consecutive successes before its drain is restored.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub recover_after: u32,
+    /// Most of the probed origins that may be drained at once (0..1).
+    #[arg(long, default_value_t = 0.5)]
+    pub max_drained_fraction: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The key (region/DE, policy/global, or absolute).
+    pub key: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RollbackArgs {
+    /// The key (region/DE, policy/global, or absolute).
+    pub key: String,
+    /// The revision whose value to put back (see `dwctl history KEY`).
+    #[arg(long)]
+    pub to_revision: i64,
+    /// Show what would change, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}

@@ -1,0 +1,123 @@
+//! The crate's one error type, and the exit code each kind of failure maps to.
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// One field of an input that failed validation: `field` is a dotted path into the input
+/// (`weight.fra-a`, `regions.DE.shard`, `meta`), `reason` says what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: String,
+    pub reason: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The same error, its field path put under `parent` (`weight` under `regions.DE`).
+    pub fn within(self, parent: &str) -> Self {
+        let field = if self.field.is_empty() {
+            parent.to_string()
+        } else {
+            format!("{parent}.{}", self.field)
+        };
+        FieldError { field, ..self }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.field, self.reason)
+    }
+}
+
+/// Everything a dwctl command can fail with.
+#[derive(Debug)]
+pub enum Error {
+    /// The input is invalid; nothing was written. Exit code 4.
+    Invalid(Vec<FieldError>),
+    /// The command line is inconsistent in a way clap cannot express. Exit code 2.
+    Usage(String),
+    /// Every attempt of a guarded transaction lost to a concurrent writer. Exit code 3.
+    Conflict { attempts: u32 },
+    /// A key or record the command needs does not exist. Exit code 1.
+    NotFound(String),
+    /// etcd refused or could not be reached. Exit code 1.
+    Etcd(etcd_client::Error),
+    /// A local file could not be read. Exit code 1.
+    Io { path: String, source: std::io::Error },
+    /// Anything else that stops the command (a malformed drain record, a compacted
+    /// revision, ...). Exit code 1.
+    Failed(String),
+}
+
+impl Error {
+    /// A validation failure on one field.
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Invalid(vec![FieldError::new(field, reason)])
+    }
+
+    /// The process exit code documented in docs/dwctl.md.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Invalid(_) => 4,
+            Error::Usage(_) => 2,
+            Error::Conflict { .. } => 3,
+            Error::NotFound(_) | Error::Etcd(_) | Error::Io { .. } | Error::Failed(_) => 1,
+        }
+    }
+
+    /// A short machine-readable name of the kind, used in `--output json`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Invalid(_) => "validation",
+            Error::Usage(_) => "usage",
+            Error::Conflict { .. } => "conflict",
+            Error::NotFound(_) => "not-found",
+            Error::Etcd(_) => "etcd",
+            Error::Io { .. } => "io",
+            Error::Failed(_) => "failed",
+        }
+    }
+
+    pub fn to_exit_code(&self) -> ExitCode {
+        ExitCode::from(self.exit_code())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Invalid(fields) => {
+                write!(f, "validation failed, nothing written:")?;
+                for field in fields {
+                    write!(f, "\n  {field}")?;
+                }
+                Ok(())
+            }
+            Error::Usage(message) => write!(f, "usage: {message}"),
+            Error::Conflict { attempts } => write!(
+                f,
+                "gave up after {attempts} attempts: the keys kept changing concurrently \
+                 (nothing written by this command); re-run it"
+            ),
+            Error::NotFound(what) => write!(f, "not found: {what}"),
+            Error::Etcd(source) => write!(f, "etcd: {source}"),
+            Error::Io { path, source } => write!(f, "{path}: {source}"),
+            Error::Failed(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<etcd_client::Error> for Error {
+    fn from(source: etcd_client::Error) -> Self {
+        Error::Etcd(source)
+    }
+}

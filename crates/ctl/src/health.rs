@@ -1,0 +1,258 @@
+//! `health`: drain origins that fail HTTP probes, restore them when they recover.
+//!
+//! Every `interval`, each origin is probed ([`crate::probe`]). After `fail_after`
+//! consecutive failures it is drained (source `health`, regions it would empty are left
+//! alone); after `recover_after` consecutive successes its health drain is restored. Drains
+//! made by people or by `rebalance` are never restored here. At most
+//! `floor(max_drained_fraction * probed origins)` of the probed origins are drained at once,
+//! counting every drain record: the check is made on the state the drain is planned from,
+//! and the drain's transaction is guarded so that no drain record appeared meanwhile.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use etcd_client::Client;
+use serde_json::json;
+
+use crate::cli::HealthArgs;
+use crate::clock::{now_rfc3339, operator};
+use crate::commands::Context;
+use crate::drain::{DrainRequest, FleetLimit, check_origin_name, plan_drain, plan_restore};
+use crate::error::{Error, FieldError};
+use crate::etcd::{EtcdConfig, Layout};
+use crate::output::{Outcome, Reporter};
+use crate::probe::{ProbeTarget, probe};
+use crate::record::SOURCE_HEALTH;
+use crate::shutdown::Shutdown;
+use crate::state::{RetryPolicy, read_state, transact};
+
+#[derive(Debug, Clone)]
+pub struct HealthConfig {
+    pub etcd: EtcdConfig,
+    pub layout: Layout,
+    pub retry: RetryPolicy,
+    pub by: String,
+    /// origin → probe target.
+    pub probes: BTreeMap<String, ProbeTarget>,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub fail_after: u32,
+    pub recover_after: u32,
+    pub max_drained_fraction: f64,
+}
+
+impl HealthConfig {
+    /// How many probed origins may be drained at once.
+    pub fn max_drained(&self) -> usize {
+        (self.max_drained_fraction * self.probes.len() as f64 + 1e-9).floor() as usize
+    }
+}
+
+pub async fn command(context: &Context, args: HealthArgs, shutdown: Shutdown) -> Result<Outcome, Error> {
+    let mut errors = Vec::new();
+    let mut probes = BTreeMap::new();
+    for (index, entry) in args.probes.iter().enumerate() {
+        let field = format!("probe[{index}]");
+        let Some((origin, url)) = entry.split_once('=') else {
+            errors.push(FieldError::new(field, format!("`{entry}`: expected ORIGIN=URL")));
+            continue;
+        };
+        if let Err(Error::Invalid(found)) = check_origin_name(&field, origin) {
+            errors.extend(found);
+            continue;
+        }
+        match ProbeTarget::parse(url) {
+            Ok(target) => {
+                if probes.insert(origin.to_string(), target).is_some() {
+                    errors.push(FieldError::new(field, format!("`{origin}` is probed twice")));
+                }
+            }
+            Err(reason) => errors.push(FieldError::new(field, reason)),
+        }
+    }
+    let seconds = |field: &str, value: f64| {
+        if value.is_finite() && value > 0.0 {
+            Ok(Duration::from_secs_f64(value))
+        } else {
+            Err(FieldError::new(field, "must be a positive number of seconds"))
+        }
+    };
+    let interval = seconds("interval", args.interval).map_err(|error| errors.push(error)).ok();
+    let timeout = seconds("timeout", args.timeout).map_err(|error| errors.push(error)).ok();
+    if !(0.0..=1.0).contains(&args.max_drained_fraction) {
+        errors.push(FieldError::new("max-drained-fraction", "must be between 0 and 1"));
+    }
+    let (Some(interval), Some(timeout), true) = (interval, timeout, errors.is_empty()) else {
+        return Err(Error::Invalid(errors));
+    };
+    let config = HealthConfig {
+        etcd: context.etcd.clone(),
+        layout: context.layout.clone(),
+        retry: context.retry,
+        by: format!("health:{}", operator()),
+        probes,
+        interval,
+        timeout,
+        fail_after: args.fail_after,
+        recover_after: args.recover_after,
+        max_drained_fraction: args.max_drained_fraction,
+    };
+    run(&config, context.reporter(), shutdown).await?;
+    Ok(Outcome {
+        text: String::new(),
+        json: json!({"stopped": true}),
+    })
+}
+
+/// Consecutive results of one origin's probes.
+#[derive(Debug, Clone, Default)]
+struct Streak {
+    failures: u32,
+    successes: u32,
+    last_error: Option<String>,
+}
+
+/// Runs until `shutdown`.
+pub async fn run(config: &HealthConfig, reporter: Reporter, mut shutdown: Shutdown) -> Result<(), Error> {
+    let mut streaks: BTreeMap<String, Streak> = config.probes.keys().map(|origin| (origin.clone(), Streak::default())).collect();
+    let mut client: Option<Client> = None;
+    // What was last reported for an origin's pending action, so that a refusal repeated
+    // every round is reported once.
+    let mut reported: BTreeMap<String, String> = BTreeMap::new();
+    reporter.event(
+        "started",
+        &format!("probing {} origins every {:?}; at most {} drained at once", config.probes.len(), config.interval, config.max_drained()),
+        json!({"origins": config.probes.keys().collect::<Vec<_>>(), "max_drained": config.max_drained()}),
+    );
+    loop {
+        let mut round = tokio::task::JoinSet::new();
+        for (origin, target) in &config.probes {
+            let (origin, target, timeout) = (origin.clone(), target.clone(), config.timeout);
+            round.spawn(async move { (origin, probe(&target, timeout).await) });
+        }
+        while let Some(joined) = round.join_next().await {
+            let Ok((origin, result)) = joined else { continue };
+            let Some(streak) = streaks.get_mut(&origin) else { continue };
+            match result {
+                Ok(_) => {
+                    if streak.failures > 0 {
+                        reporter.event("probe-ok", &format!("{origin} answers again"), json!({"origin": origin}));
+                    }
+                    streak.successes = streak.successes.saturating_add(1);
+                    streak.failures = 0;
+                    streak.last_error = None;
+                }
+                Err(error) => {
+                    if streak.failures == 0 {
+                        reporter.event("probe-failed", &format!("{origin}: {error}"), json!({"origin": origin, "error": error}));
+                    }
+                    streak.failures = streak.failures.saturating_add(1);
+                    streak.successes = 0;
+                    streak.last_error = Some(error);
+                }
+            }
+        }
+        let failing: Vec<String> = streaks.iter().filter(|(_, streak)| streak.failures >= config.fail_after).map(|(origin, _)| origin.clone()).collect();
+        let healthy: Vec<String> = streaks.iter().filter(|(_, streak)| streak.successes >= config.recover_after).map(|(origin, _)| origin.clone()).collect();
+        if !failing.is_empty() || !healthy.is_empty() {
+            if client.is_none() {
+                match config.etcd.connect().await {
+                    Ok(connected) => client = Some(connected),
+                    Err(error) => reporter.event("error", &error.to_string(), json!({"error": error.to_string()})),
+                }
+            }
+            if let Some(connected) = client.as_mut() {
+                if let Err(error) = act(config, reporter, connected, &streaks, &failing, &healthy, &mut reported).await {
+                    reporter.event("error", &format!("{error}; retrying next round"), json!({"error": error.to_string()}));
+                    if matches!(error, Error::Etcd(_)) {
+                        client = None;
+                    }
+                }
+            }
+        }
+        if !shutdown.sleep(config.interval).await {
+            return Ok(());
+        }
+    }
+}
+
+/// Drains the failing origins and restores the healthy ones that health drained.
+async fn act(
+    config: &HealthConfig,
+    reporter: Reporter,
+    client: &mut Client,
+    streaks: &BTreeMap<String, Streak>,
+    failing: &[String],
+    healthy: &[String],
+    reported: &mut BTreeMap<String, String>,
+) -> Result<(), Error> {
+    let state = read_state(client, &config.layout).await?;
+    for origin in healthy {
+        let ours = state.drain_record(origin).ok().flatten().is_some_and(|record| record.source == SOURCE_HEALTH);
+        if !ours {
+            continue;
+        }
+        let committed = transact(client, &config.layout, &config.retry, &now_rfc3339(), |state| {
+            match plan_restore(state, origin, Some(SOURCE_HEALTH)) {
+                Err(Error::Invalid(_)) => Ok(Default::default()),
+                other => other,
+            }
+        })
+        .await?;
+        reported.remove(origin);
+        if let Some(revision) = committed.revision {
+            reporter.event(
+                "restored",
+                &format!("{origin} at revision {revision} after {} good probes", config.recover_after),
+                json!({"origin": origin, "revision": revision, "notes": committed.changes.notes}),
+            );
+        }
+    }
+    let probed: BTreeSet<String> = config.probes.keys().cloned().collect();
+    for origin in failing {
+        if state.drains.contains_key(origin) {
+            continue;
+        }
+        let last_error = streaks.get(origin).and_then(|streak| streak.last_error.clone()).unwrap_or_default();
+        let request = DrainRequest {
+            origin: origin.clone(),
+            regions: Vec::new(),
+            reason: format!("health-check: {} consecutive failed probes ({last_error})", config.fail_after),
+            source: SOURCE_HEALTH.into(),
+            by: config.by.clone(),
+            at: now_rfc3339(),
+            force: false,
+            skip_emptying: true,
+            fleet_limit: Some(FleetLimit {
+                origins: probed.clone(),
+                max_drained: config.max_drained(),
+            }),
+        };
+        let result = transact(client, &config.layout, &config.retry, &now_rfc3339(), |state| plan_drain(state, &request)).await;
+        let (event, text, fields) = match result {
+            Ok(committed) => match committed.revision {
+                Some(revision) => (
+                    "drained",
+                    format!("{origin} at revision {revision}: {}", request.reason),
+                    json!({"origin": origin, "revision": revision, "regions": committed.changes.regions.keys().collect::<Vec<_>>(), "notes": committed.changes.notes}),
+                ),
+                None => ("drain-skipped", format!("{origin}: {}", committed.changes.notes.join("; ")), json!({"origin": origin, "notes": committed.changes.notes})),
+            },
+            Err(Error::Failed(reason)) => ("drain-refused", reason.clone(), json!({"origin": origin, "reason": reason})),
+            Err(Error::Invalid(errors)) => {
+                let reason = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+                ("drain-refused", format!("{origin}: {reason}"), json!({"origin": origin, "reason": reason}))
+            }
+            Err(other) => return Err(other),
+        };
+        if event == "drained" || reported.get(origin) != Some(&text) {
+            reporter.event(event, &text, fields);
+        }
+        if event == "drained" {
+            reported.remove(origin);
+        } else {
+            reported.insert(origin.clone(), text);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,196 @@
+//! `history` (a key's past values, from etcd's MVCC history until compaction) and
+//! `rollback` (put a key back to its value at a past revision, guarded).
+
+use std::time::Duration;
+
+use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, Txn, TxnOp, WatchOptions};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::apply::describe;
+use crate::clock::now_rfc3339;
+use crate::commands::{Context, committed_outcome};
+use crate::error::Error;
+use crate::output::Outcome;
+use crate::state::{Changes, transact};
+use crate::value::{PolicyValue, RegionValue};
+
+/// One change of a key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HistoryEntry {
+    pub revision: i64,
+    /// `put` or `delete`.
+    pub kind: &'static str,
+    /// The key's version after this change (0 after a delete).
+    pub version: i64,
+    /// The value written (lossy UTF-8), `None` for a delete.
+    pub value: Option<String>,
+}
+
+/// Every change of `key` still in etcd's history, oldest first, up to the current
+/// revision; and the compaction revision when older changes are gone.
+///
+/// Replays a watch from revision 1 (or the compaction revision when etcd says the start
+/// is compacted). The replay is complete once a progress notification reports a revision
+/// at or past the one read first: etcd only sends those to watchers that caught up.
+pub async fn read_history(client: &mut Client, key: &str) -> Result<(Vec<HistoryEntry>, Option<i64>), Error> {
+    let head = client.get(key, None).await?;
+    let target = head.header().map(|header| header.revision()).unwrap_or(0);
+    let last_change = head.kvs().first().map(|kv| kv.mod_revision());
+    let mut start = 1;
+    let mut compacted = None;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    'replay: loop {
+        let mut stream = client
+            .watch(key, Some(WatchOptions::new().with_start_revision(start)))
+            .await?;
+        let mut entries = Vec::new();
+        let mut ticker = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                message = stream.message() => {
+                    let Some(response) = message? else {
+                        return Err(Error::Failed("the history watch ended early".into()));
+                    };
+                    if response.canceled() {
+                        if response.compact_revision() > start {
+                            start = response.compact_revision();
+                            compacted = Some(start);
+                            continue 'replay;
+                        }
+                        return Err(Error::Failed(format!("the history watch was canceled: {}", response.cancel_reason())));
+                    }
+                    let progress = response.events().is_empty() && !response.created();
+                    for event in response.events() {
+                        let Some(kv) = event.kv() else { continue };
+                        if kv.mod_revision() > target {
+                            break;
+                        }
+                        let put = event.event_type() == EventType::Put;
+                        entries.push(HistoryEntry {
+                            revision: kv.mod_revision(),
+                            kind: if put { "put" } else { "delete" },
+                            version: kv.version(),
+                            value: put.then(|| String::from_utf8_lossy(kv.value()).into_owned()),
+                        });
+                    }
+                    let reached_head = last_change.is_some_and(|last| entries.last().is_some_and(|entry| entry.revision >= last));
+                    let caught_up = progress && response.header().is_some_and(|header| header.revision() >= target);
+                    if reached_head || caught_up {
+                        return Ok((entries, compacted));
+                    }
+                }
+                _ = ticker.tick() => stream.request_progress().await?,
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(Error::Failed("timed out replaying the key's history".into()));
+                }
+            }
+        }
+    }
+}
+
+pub async fn history(context: &Context, key: &str) -> Result<Outcome, Error> {
+    let key = context.layout.resolve(key);
+    let mut client = context.etcd.connect().await?;
+    let (entries, compacted) = read_history(&mut client, &key).await?;
+    let mut lines: Vec<String> = entries
+        .iter()
+        .map(|entry| match &entry.value {
+            Some(value) => format!("{:>8}  put     {value}", entry.revision),
+            None => format!("{:>8}  delete", entry.revision),
+        })
+        .collect();
+    if entries.is_empty() {
+        lines.push(format!("no history for {key}"));
+    }
+    if let Some(revision) = compacted {
+        lines.insert(0, format!("(history before revision {revision} was compacted)"));
+    }
+    Ok(Outcome {
+        text: lines.join("\n"),
+        json: json!({"key": key, "compacted": compacted, "history": entries}),
+    })
+}
+
+pub async fn rollback(context: &Context, key: &str, revision: i64, dry_run: bool) -> Result<Outcome, Error> {
+    if revision <= 0 {
+        return Err(Error::invalid("to-revision", "must be a positive revision"));
+    }
+    let key = context.layout.resolve(key);
+    let mut client = context.etcd.connect().await?;
+    let past = client
+        .get(key.as_str(), Some(GetOptions::new().with_revision(revision)))
+        .await
+        .map_err(|error| Error::Failed(format!("cannot read {key} at revision {revision}: {error}")))?;
+    let past_value = past.kvs().first().map(|kv| kv.value().to_vec());
+    let title = format!("rollback {key} to revision {revision}");
+    let at_revision = format!("value at revision {revision}");
+
+    if let Some(geo) = key.strip_prefix(&context.layout.regions()) {
+        // Regions go through the planner so that drain records stay true to them.
+        let value = past_value
+            .map(|raw| RegionValue::for_write(&raw))
+            .transpose()
+            .map_err(|errors| Error::Invalid(errors.into_iter().map(|error| error.within(&at_revision)).collect()))?;
+        let geo = geo.to_string();
+        let mut plan = |state: &crate::state::State| {
+            let mut changes = Changes::default();
+            if value.is_some() || state.regions.contains_key(&geo) {
+                changes.regions.insert(geo.clone(), value.clone());
+            }
+            Ok(changes)
+        };
+        if dry_run {
+            let (state, changes) = crate::state::preview(&mut client, &context.layout, &mut plan).await?;
+            let committed = crate::state::Committed { revision: None, state, changes, attempts: 0 };
+            return Ok(committed_outcome(&title, &committed, true));
+        }
+        let committed = transact(&mut client, &context.layout, &context.retry, &now_rfc3339(), plan).await?;
+        return Ok(committed_outcome(&title, &committed, false));
+    }
+
+    let new_value = if key == context.layout.policy() {
+        past_value
+            .map(|raw| PolicyValue::for_write(&raw).map(|policy| policy.encode(&now_rfc3339()).into_bytes()))
+            .transpose()
+            .map_err(|errors| Error::Invalid(errors.into_iter().map(|error| error.within(&at_revision)).collect()))?
+    } else {
+        past_value
+    };
+    let attempts = context.retry.attempts.max(1);
+    for attempt in 1..=attempts {
+        let current = client.get(key.as_str(), None).await?;
+        let current_kv = current.kvs().first();
+        let shown = |raw: Option<&[u8]>| raw.map_or(Value::Null, |raw| serde_json::from_slice(raw).unwrap_or_else(|_| Value::from(String::from_utf8_lossy(raw).into_owned())));
+        let before = shown(current_kv.map(|kv| kv.value()));
+        let after = shown(new_value.as_deref());
+        let detail = describe(&before, &after);
+        if dry_run || (current_kv.is_none() && new_value.is_none()) {
+            let headline = if dry_run { "dry run, nothing written" } else { "nothing to change" };
+            return Ok(Outcome {
+                text: format!("{title}: {headline}\n~ {detail}"),
+                json: json!({"key": key, "dry_run": dry_run, "revision": Value::Null, "before": before, "after": after}),
+            });
+        }
+        let guard = match current_kv {
+            Some(kv) => Compare::mod_revision(key.as_str(), CompareOp::Equal, kv.mod_revision()),
+            None => Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
+        };
+        let op = match &new_value {
+            Some(raw) => TxnOp::put(key.as_str(), raw.clone(), None),
+            None => TxnOp::delete(key.as_str(), None),
+        };
+        let response = client.txn(Txn::new().when(vec![guard]).and_then(vec![op])).await?;
+        if response.succeeded() {
+            let committed = response.header().map(|header| header.revision()).unwrap_or(0);
+            return Ok(Outcome {
+                text: format!("{title}: committed at revision {committed}\n~ {detail}"),
+                json: json!({"key": key, "dry_run": false, "revision": committed, "before": before, "after": after}),
+            });
+        }
+        if attempt < attempts {
+            tokio::time::sleep(context.retry.pause(attempt)).await;
+        }
+    }
+    Err(Error::Conflict { attempts })
+}

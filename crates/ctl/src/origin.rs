@@ -1,0 +1,252 @@
+//! Origins on leases: `origin register` (a long-running keep-alive), `origin list`,
+//! `origin forget`.
+//!
+//! An origin's key `<prefix>origin/<id>` lives on a lease; when the process stops renewing
+//! it, etcd deletes the key and `rebalance` drains the origin. Registering also writes a
+//! marker `<control prefix>registered/<id>` (no lease): the record that this origin once
+//! registered, so that `rebalance` knows which vanished keys are worth a drain even when it
+//! was not running at the time.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use serde_json::{Map, Value, json};
+
+use crate::backoff::Backoff;
+use crate::cli::OriginCommand;
+use crate::clock::now_rfc3339;
+use crate::commands::{Context, json_object_arg};
+use crate::drain::check_origin_name;
+use crate::error::Error;
+use crate::etcd::{EtcdConfig, Layout, strip};
+use crate::output::{Outcome, Reporter};
+use crate::record::DrainRecord;
+use crate::shutdown::Shutdown;
+
+/// What `origin register` keeps alive.
+#[derive(Debug, Clone)]
+pub struct RegisterConfig {
+    pub etcd: EtcdConfig,
+    pub layout: Layout,
+    pub id: String,
+    /// Lease time-to-live, seconds.
+    pub ttl: i64,
+    /// The key's value.
+    pub meta: Map<String, Value>,
+}
+
+pub async fn command(context: &Context, command: OriginCommand, shutdown: Shutdown) -> Result<Outcome, Error> {
+    match command {
+        OriginCommand::Register { id, ttl, meta } => {
+            check_origin_name("id", &id)?;
+            let config = RegisterConfig {
+                etcd: context.etcd.clone(),
+                layout: context.layout.clone(),
+                id: id.clone(),
+                ttl,
+                meta: json_object_arg("meta", &meta)?,
+            };
+            register(&config, context.reporter(), shutdown).await?;
+            Ok(Outcome {
+                text: String::new(),
+                json: json!({"origin": id, "stopped": true}),
+            })
+        }
+        OriginCommand::List => list(context).await,
+        OriginCommand::Forget { id } => {
+            check_origin_name("id", &id)?;
+            let mut client = context.etcd.connect().await?;
+            let deleted = client.delete(context.layout.registration(&id), None).await?.deleted();
+            if deleted == 0 {
+                return Err(Error::NotFound(format!("no registered origin `{id}`")));
+            }
+            Ok(Outcome {
+                text: format!("forgot {id}: rebalance no longer drains it when its key vanishes (until it registers again)"),
+                json: json!({"origin": id, "forgotten": true}),
+            })
+        }
+    }
+}
+
+/// How a registration session ended.
+enum SessionEnd {
+    Shutdown,
+    LeaseLost,
+}
+
+/// Registers the origin and keeps its lease alive until `shutdown`, then revokes it. A lost
+/// lease is replaced by a new registration; an unreachable etcd is retried with backoff.
+pub async fn register(config: &RegisterConfig, reporter: Reporter, mut shutdown: Shutdown) -> Result<(), Error> {
+    let mut backoff = Backoff::new(Duration::from_millis(300), Duration::from_secs(5));
+    loop {
+        if shutdown.is_triggered() {
+            return Ok(());
+        }
+        match session(config, reporter, &mut shutdown, &mut backoff).await {
+            Ok(SessionEnd::Shutdown) => return Ok(()),
+            Ok(SessionEnd::LeaseLost) => {
+                reporter.event("lease-lost", &format!("{}: the lease expired; registering again", config.id), json!({"origin": config.id}));
+            }
+            Err(error) => {
+                reporter.event("error", &format!("{}: {error}; retrying", config.id), json!({"origin": config.id, "error": error.to_string()}));
+                if !shutdown.sleep(backoff.pause()).await {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+async fn session(config: &RegisterConfig, reporter: Reporter, shutdown: &mut Shutdown, backoff: &mut Backoff) -> Result<SessionEnd, Error> {
+    let mut client = config.etcd.connect().await?;
+    let lease = client.lease_grant(config.ttl, None).await?.id();
+    let key = config.layout.origin(&config.id);
+    let value = Value::Object(config.meta.clone()).to_string();
+    let marker = config.layout.registration(&config.id);
+    let txn = Txn::new().and_then(vec![
+        TxnOp::put(key.as_str(), value, Some(PutOptions::new().with_lease(lease))),
+        TxnOp::put(marker.as_str(), json!({"origin": config.id, "registered": now_rfc3339()}).to_string(), None),
+    ]);
+    client.txn(txn).await?;
+    backoff.reset();
+    reporter.event(
+        "registered",
+        &format!("{} at {key} on lease {lease:x} (ttl {}s)", config.id, config.ttl),
+        json!({"origin": config.id, "key": key, "lease": lease, "ttl": config.ttl}),
+    );
+    let (mut keeper, mut responses) = client.lease_keep_alive(lease).await?;
+    let period = Duration::from_millis((config.ttl as u64 * 1000 / 3).max(200));
+    let mut ticker = tokio::time::interval(period);
+    loop {
+        tokio::select! {
+            _ = shutdown.wait() => {
+                let revoked = tokio::time::timeout(Duration::from_secs(3), client.lease_revoke(lease)).await;
+                let text = match revoked {
+                    Ok(Ok(_)) => format!("{}: lease revoked, key deleted", config.id),
+                    Ok(Err(error)) => format!("{}: could not revoke the lease ({error}); the key expires within {}s", config.id, config.ttl),
+                    Err(_) => format!("{}: revoking timed out; the key expires within {}s", config.id, config.ttl),
+                };
+                reporter.event("stopped", &text, json!({"origin": config.id}));
+                return Ok(SessionEnd::Shutdown);
+            }
+            _ = ticker.tick() => keeper.keep_alive().await?,
+            message = responses.message() => match message? {
+                Some(response) if response.ttl() <= 0 => return Ok(SessionEnd::LeaseLost),
+                Some(_) => {}
+                None => return Err(Error::Failed("the keep-alive stream ended".into())),
+            },
+        }
+    }
+}
+
+/// Live origins (with their lease's remaining ttl), registered origins that are down, and
+/// which of them are drained.
+async fn list(context: &Context) -> Result<Outcome, Error> {
+    let mut client = context.etcd.connect().await?;
+    let listing = list_origins(&mut client, &context.layout).await?;
+    let mut rows = Vec::new();
+    let ids: BTreeSet<&String> = listing.live.keys().chain(listing.registered.iter()).collect();
+    for id in ids {
+        let live = listing.live.get(id);
+        let ttl = match live {
+            Some((_, lease)) if *lease != 0 => client.lease_time_to_live(*lease, None).await.ok().map(|response| response.ttl()),
+            _ => None,
+        };
+        let drained = listing.drains.get(id);
+        rows.push(json!({
+            "origin": id,
+            "live": live.is_some(),
+            "ttl": ttl,
+            "meta": live.map(|(value, _)| serde_json::from_slice::<Value>(value).unwrap_or_else(|_| Value::from(String::from_utf8_lossy(value).into_owned()))),
+            "registered": listing.registered.contains(id),
+            "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>()})),
+        }));
+    }
+    let text = rows
+        .iter()
+        .map(|row| {
+            let state = if row["live"].as_bool() == Some(true) {
+                format!("live (ttl {}s)", row["ttl"].as_i64().map_or("?".to_string(), |ttl| ttl.to_string()))
+            } else {
+                "DOWN (registered before, key gone)".to_string()
+            };
+            let drained = match &row["drained"] {
+                Value::Null => String::new(),
+                record => format!("  drained by {}: {}", record["source"].as_str().unwrap_or("?"), record["reason"].as_str().unwrap_or("?")),
+            };
+            format!("{:<12} {state}{drained}", row["origin"].as_str().unwrap_or_default())
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ok(Outcome {
+        text: if rows.is_empty() { "no origins".into() } else { text },
+        json: json!({"origins": rows}),
+    })
+}
+
+/// Origins as etcd knows them at one revision.
+#[derive(Debug, Clone, Default)]
+pub struct OriginListing {
+    pub revision: i64,
+    /// id → (value, lease).
+    pub live: BTreeMap<String, (Vec<u8>, i64)>,
+    /// Ids with a registration marker.
+    pub registered: BTreeSet<String>,
+    /// Ids with a drain record (records that do not parse are left out).
+    pub drains: BTreeMap<String, DrainRecord>,
+}
+
+pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<OriginListing, Error> {
+    let prefix = || Some(GetOptions::new().with_prefix());
+    let response = client
+        .txn(Txn::new().and_then(vec![
+            TxnOp::get(layout.origins(), prefix()),
+            TxnOp::get(layout.registrations(), prefix()),
+            TxnOp::get(layout.drains(), prefix()),
+        ]))
+        .await?;
+    let mut listing = OriginListing {
+        revision: response.header().map(|header| header.revision()).unwrap_or(0),
+        ..OriginListing::default()
+    };
+    let ranges: Vec<Vec<etcd_client::KeyValue>> = response
+        .op_responses()
+        .into_iter()
+        .map(|op| match op {
+            TxnOpResponse::Get(get) => get.kvs().to_vec(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let named = |index: usize, prefix: String| {
+        ranges
+            .get(index)
+            .into_iter()
+            .flatten()
+            .filter_map(move |kv| strip(kv.key(), &prefix).filter(|id| !id.is_empty()).map(|id| (id.to_string(), kv.clone())))
+            .collect::<Vec<_>>()
+    };
+    for (id, kv) in named(0, layout.origins()) {
+        listing.live.insert(id, (kv.value().to_vec(), kv.lease()));
+    }
+    listing.registered = named(1, layout.registrations()).into_iter().map(|(id, _)| id).collect();
+    for (id, kv) in named(2, layout.drains()) {
+        if let Ok(record) = DrainRecord::parse(&id, kv.value()) {
+            listing.drains.insert(id, record);
+        }
+    }
+    Ok(listing)
+}
+
+/// Writes the registration marker of `id` unless it exists.
+pub async fn mark_registered(client: &mut Client, layout: &Layout, id: &str) -> Result<(), Error> {
+    let marker = layout.registration(id);
+    client
+        .txn(
+            Txn::new()
+                .when(vec![Compare::create_revision(marker.as_str(), CompareOp::Equal, 0)])
+                .and_then(vec![TxnOp::put(marker.as_str(), json!({"origin": id, "registered": now_rfc3339()}).to_string(), None)]),
+        )
+        .await?;
+    Ok(())
+}

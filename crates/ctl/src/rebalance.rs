@@ -1,0 +1,190 @@
+//! `rebalance`: drain origins whose lease expires, restore them when they register again.
+//!
+//! A session lists origins, registration markers and drain records at one revision,
+//! reconciles (registered but gone: drain; live with a rebalance drain: restore), then
+//! watches `<prefix>origin/` from the next revision. Any error ends the session; the next
+//! one starts after a jittered backoff with a fresh list, so an etcd restart or a compacted
+//! watch costs a re-list, never a missed change. Only origins that registered (a marker,
+//! or a key seen live) are ever drained, and only drains made by rebalance are restored.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use etcd_client::{Client, EventType, WatchOptions};
+use serde_json::json;
+
+use crate::backoff::Backoff;
+use crate::clock::{now_rfc3339, operator};
+use crate::commands::Context;
+use crate::drain::{DrainRequest, plan_drain, plan_restore};
+use crate::error::Error;
+use crate::etcd::{EtcdConfig, Layout, strip};
+use crate::origin::{list_origins, mark_registered};
+use crate::output::{Outcome, Reporter};
+use crate::record::SOURCE_REBALANCE;
+use crate::shutdown::Shutdown;
+use crate::state::{RetryPolicy, transact};
+
+/// The reason written in drain records of origins whose lease ended.
+pub const LEASE_EXPIRED: &str = "lease-expired";
+
+#[derive(Debug, Clone)]
+pub struct RebalanceConfig {
+    pub etcd: EtcdConfig,
+    pub layout: Layout,
+    pub retry: RetryPolicy,
+    /// `by` of the drain records it writes.
+    pub by: String,
+}
+
+pub async fn command(context: &Context, shutdown: Shutdown) -> Result<Outcome, Error> {
+    let config = RebalanceConfig {
+        etcd: context.etcd.clone(),
+        layout: context.layout.clone(),
+        retry: context.retry,
+        by: format!("rebalance:{}", operator()),
+    };
+    run(&config, context.reporter(), shutdown).await?;
+    Ok(Outcome {
+        text: String::new(),
+        json: json!({"stopped": true}),
+    })
+}
+
+/// Runs until `shutdown`.
+pub async fn run(config: &RebalanceConfig, reporter: Reporter, mut shutdown: Shutdown) -> Result<(), Error> {
+    let mut backoff = Backoff::new(Duration::from_millis(300), Duration::from_secs(10));
+    loop {
+        if shutdown.is_triggered() {
+            return Ok(());
+        }
+        match session(config, reporter, &mut shutdown, &mut backoff).await {
+            Ok(()) => return Ok(()),
+            Err(error) => {
+                reporter.event("error", &format!("{error}; re-listing after a pause"), json!({"error": error.to_string()}));
+                if !shutdown.sleep(backoff.pause()).await {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+async fn session(config: &RebalanceConfig, reporter: Reporter, shutdown: &mut Shutdown, backoff: &mut Backoff) -> Result<(), Error> {
+    let mut client = config.etcd.connect().await?;
+    let listing = list_origins(&mut client, &config.layout).await?;
+    let mut seen: BTreeSet<String> = listing.registered.clone();
+    for id in listing.live.keys() {
+        if seen.insert(id.clone()) {
+            mark_registered(&mut client, &config.layout, id).await?;
+        }
+    }
+    reporter.event(
+        "listed",
+        &format!("revision {}: {} live, {} registered", listing.revision, listing.live.len(), seen.len()),
+        json!({"revision": listing.revision, "live": listing.live.keys().collect::<Vec<_>>(), "registered": seen}),
+    );
+    for id in &seen {
+        if listing.live.contains_key(id) {
+            if listing.drains.get(id).is_some_and(|record| record.source == SOURCE_REBALANCE) {
+                restore(config, reporter, &mut client, id).await?;
+            }
+        } else {
+            drain(config, reporter, &mut client, id).await?;
+        }
+    }
+    let options = WatchOptions::new()
+        .with_prefix()
+        .with_start_revision(listing.revision + 1);
+    let mut stream = client.watch(config.layout.origins(), Some(options)).await?;
+    backoff.reset();
+    loop {
+        let message = tokio::select! {
+            _ = shutdown.wait() => return Ok(()),
+            message = stream.message() => message?,
+        };
+        let Some(response) = message else {
+            return Err(Error::Failed("the watch ended".into()));
+        };
+        if response.canceled() {
+            return Err(Error::Failed(format!(
+                "the watch was canceled ({}; compacted at {})",
+                response.cancel_reason(),
+                response.compact_revision()
+            )));
+        }
+        for event in response.events() {
+            let Some(kv) = event.kv() else { continue };
+            let Some(id) = strip(kv.key(), &config.layout.origins()).filter(|id| !id.is_empty()) else {
+                continue;
+            };
+            let id = id.to_string();
+            match event.event_type() {
+                EventType::Put => {
+                    if seen.insert(id.clone()) {
+                        mark_registered(&mut client, &config.layout, &id).await?;
+                    }
+                    reporter.event("up", &format!("{id} registered"), json!({"origin": id}));
+                    restore(config, reporter, &mut client, &id).await?;
+                }
+                EventType::Delete if seen.contains(&id) => {
+                    reporter.event("down", &format!("{id}: its key vanished (lease ended)"), json!({"origin": id}));
+                    drain(config, reporter, &mut client, &id).await?;
+                }
+                EventType::Delete => {}
+            }
+        }
+    }
+}
+
+async fn drain(config: &RebalanceConfig, reporter: Reporter, client: &mut Client, id: &str) -> Result<(), Error> {
+    let request = DrainRequest {
+        origin: id.to_string(),
+        regions: Vec::new(),
+        reason: LEASE_EXPIRED.into(),
+        source: SOURCE_REBALANCE.into(),
+        by: config.by.clone(),
+        at: now_rfc3339(),
+        force: false,
+        skip_emptying: true,
+        fleet_limit: None,
+    };
+    let committed = transact(client, &config.layout, &config.retry, &now_rfc3339(), |state| {
+        match plan_drain(state, &request) {
+            // Registered but listed in no region: nothing to take away.
+            Err(Error::Invalid(_)) => Ok(Default::default()),
+            other => other,
+        }
+    })
+    .await;
+    report(reporter, "drained", id, committed)
+}
+
+async fn restore(config: &RebalanceConfig, reporter: Reporter, client: &mut Client, id: &str) -> Result<(), Error> {
+    let committed = transact(client, &config.layout, &config.retry, &now_rfc3339(), |state| {
+        match plan_restore(state, id, Some(SOURCE_REBALANCE)) {
+            // No drain recorded: nothing to give back.
+            Err(Error::Invalid(_)) => Ok(Default::default()),
+            other => other,
+        }
+    })
+    .await;
+    report(reporter, "restored", id, committed)
+}
+
+/// Reports a drain or restore. A conflict that outlived the retries ends the session (the
+/// next one re-lists and tries again); other errors too.
+fn report(reporter: Reporter, event: &str, id: &str, committed: Result<crate::state::Committed, Error>) -> Result<(), Error> {
+    let committed = committed?;
+    let notes = committed.changes.notes.join("; ");
+    match committed.revision {
+        Some(revision) => reporter.event(
+            event,
+            &format!("{id} at revision {revision}{}", if notes.is_empty() { String::new() } else { format!(" ({notes})") }),
+            json!({"origin": id, "revision": revision, "regions": committed.changes.regions.keys().collect::<Vec<_>>(), "notes": committed.changes.notes}),
+        ),
+        None if !notes.is_empty() => reporter.event("unchanged", &format!("{id}: {notes}"), json!({"origin": id, "notes": committed.changes.notes})),
+        None => {}
+    }
+    Ok(())
+}

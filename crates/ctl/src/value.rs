@@ -1,0 +1,354 @@
+//! Region and policy values as dwctl reads and writes them.
+//!
+//! Whether a value is valid is decided by `dw-routing`, the one set of rules the extension,
+//! the agent and the PHP twin share: dwctl never writes a value those readers would ignore.
+//! On top of that, values dwctl *writes* follow a few stricter rules that the readers must
+//! tolerate for compatibility but an operator never means: a weight for an origin that is
+//! not listed, a policy `pick` that is not a known mode, a `failover` entry that is not a
+//! string. Each failure names the field at fault.
+//!
+//! Values are written as compact JSON with the known fields first and `updated` (the real
+//! UTC time of the write) last; unknown fields are kept.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::FieldError;
+
+/// The policy's known pick modes (docs/routing.md).
+pub const PICK_MODES: [&str; 2] = ["legacy", "rendezvous"];
+
+/// A valid `region/<geo>` value, without its `updated` stamp.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionValue {
+    pub shard: String,
+    pub origins: Vec<String>,
+    pub weight: BTreeMap<String, u32>,
+    /// Fields dwctl does not know, kept as they are.
+    #[serde(flatten, default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+}
+
+impl RegionValue {
+    /// A value as stored in etcd: valid when the readers would route with it.
+    pub fn from_stored(raw: &[u8]) -> Result<RegionValue, FieldError> {
+        dw_routing::Region::parse(raw).map_err(routing_error)?;
+        extract_region(raw)
+    }
+
+    /// A value an operator wants written: the readers' rules, then dwctl's stricter ones.
+    pub fn for_write(raw: &[u8]) -> Result<RegionValue, Vec<FieldError>> {
+        let region = RegionValue::from_stored(raw).map_err(|error| vec![error])?;
+        let errors = region.write_errors();
+        if errors.is_empty() {
+            Ok(region)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// [`RegionValue::for_write`] on a value that is already a JSON tree (from `apply`).
+    pub fn for_write_json(value: &Value) -> Result<RegionValue, Vec<FieldError>> {
+        RegionValue::for_write(value.to_string().as_bytes())
+    }
+
+    /// The stricter rules for values dwctl writes.
+    fn write_errors(&self) -> Vec<FieldError> {
+        self.weight
+            .keys()
+            .filter(|name| !self.origins.contains(name))
+            .map(|name| {
+                FieldError::new(
+                    format!("weight.{name}"),
+                    format!("unknown origin `{name}`: it is not listed in `origins`"),
+                )
+            })
+            .collect()
+    }
+
+    /// Whether `origin` is listed.
+    pub fn lists(&self, origin: &str) -> bool {
+        self.origins.iter().any(|listed| listed == origin)
+    }
+
+    /// The weight of `origin` (0 when it has none, as the pick reads it).
+    pub fn weight_of(&self, origin: &str) -> u32 {
+        self.weight.get(origin).copied().unwrap_or(0)
+    }
+
+    /// The listed origins with their weights, in list order.
+    pub fn listed_weights(&self) -> Vec<(String, u32)> {
+        self.origins
+            .iter()
+            .map(|origin| (origin.clone(), self.weight_of(origin)))
+            .collect()
+    }
+
+    /// Sum of every weight entry (what the legacy pick divides by).
+    pub fn weight_sum(&self) -> u64 {
+        self.weight.values().map(|weight| u64::from(*weight)).sum()
+    }
+
+    /// Whether the routing and the membership are the same (ignores `extra`).
+    pub fn same_routing(&self, other: &RegionValue) -> bool {
+        self.origins == other.origins && self.weight == other.weight
+    }
+
+    /// Compact JSON: `shard`, `origins`, `weight` (listed origins first, in list order),
+    /// unknown fields, then `updated`.
+    pub fn encode(&self, updated: &str) -> String {
+        let mut out = String::with_capacity(128);
+        out.push_str("{\"shard\":");
+        out.push_str(&json_string(&self.shard));
+        out.push_str(",\"origins\":");
+        out.push_str(&Value::from(self.origins.clone()).to_string());
+        out.push_str(",\"weight\":{");
+        let listed = self.origins.iter().filter(|origin| self.weight.contains_key(*origin));
+        let unlisted = self.weight.keys().filter(|name| !self.origins.contains(name));
+        for (index, name) in listed.chain(unlisted).enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            out.push_str(&json_string(name));
+            out.push(':');
+            out.push_str(&self.weight_of(name).to_string());
+        }
+        out.push('}');
+        push_fields(&mut out, &self.extra);
+        out.push_str(",\"updated\":");
+        out.push_str(&json_string(updated));
+        out.push('}');
+        out
+    }
+
+    /// The value as a JSON tree (without `updated`), for output and diffs.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+fn extract_region(raw: &[u8]) -> Result<RegionValue, FieldError> {
+    let mut object = parse_object(raw)?;
+    object.remove("updated");
+    let shard = match object.remove("shard") {
+        Some(Value::String(shard)) if !shard.is_empty() => shard,
+        _ => return Err(FieldError::new("shard", "must be a non-empty string")),
+    };
+    let origins = match object.remove("origins") {
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .enumerate()
+            .map(|(index, item)| match item {
+                Value::String(origin) if !origin.is_empty() => Ok(origin),
+                _ => Err(FieldError::new(
+                    format!("origins[{index}]"),
+                    "must be a non-empty string",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => return Err(FieldError::new("origins", "must be a non-empty array")),
+    };
+    let weight = match object.remove("weight") {
+        Some(Value::Object(entries)) => entries
+            .into_iter()
+            .map(|(name, weight)| {
+                // serde_json reads `-0` as a float; the readers count it as the integer 0.
+                let negative_zero = weight.as_f64() == Some(0.0) && !weight.is_i64() && !weight.is_u64();
+                weight
+                    .as_i64()
+                    .or(negative_zero.then_some(0))
+                    .and_then(|weight| u32::try_from(weight).ok())
+                    .filter(|weight| *weight <= dw_routing::MAX_WEIGHT)
+                    .map(|weight| (name.clone(), weight))
+                    .ok_or_else(|| {
+                        FieldError::new(
+                            format!("weight.{name}"),
+                            format!("must be an integer from 0 to {}", dw_routing::MAX_WEIGHT),
+                        )
+                    })
+            })
+            .collect::<Result<BTreeMap<_, _>, _>>()?,
+        _ => return Err(FieldError::new("weight", "must be a JSON object")),
+    };
+    Ok(RegionValue {
+        shard,
+        origins,
+        weight,
+        extra: object,
+    })
+}
+
+/// A `policy/global` value, without its `updated` stamp. Every field is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyValue {
+    pub fields: Map<String, Value>,
+}
+
+/// Known policy fields, written first and in this order.
+const POLICY_FIELDS: [&str; 4] = ["default", "failover", "honor_client_hints", "pick"];
+
+impl PolicyValue {
+    /// A value as stored in etcd: valid when the readers would use it.
+    pub fn from_stored(raw: &[u8]) -> Result<PolicyValue, FieldError> {
+        dw_routing::Policy::parse(raw).map_err(routing_error)?;
+        let mut fields = parse_object(raw)?;
+        fields.remove("updated");
+        Ok(PolicyValue { fields })
+    }
+
+    /// A value an operator wants written: the readers' rules, then dwctl's stricter ones.
+    pub fn for_write(raw: &[u8]) -> Result<PolicyValue, Vec<FieldError>> {
+        let policy = PolicyValue::from_stored(raw).map_err(|error| vec![error])?;
+        let mut errors = Vec::new();
+        match policy.fields.get("default") {
+            None => {}
+            Some(Value::String(geo)) if !geo.is_empty() => {}
+            Some(_) => errors.push(FieldError::new("default", "must be a non-empty string (a geo)")),
+        }
+        match policy.fields.get("failover") {
+            None => {}
+            Some(Value::Array(items)) => {
+                for (index, item) in items.iter().enumerate() {
+                    if !matches!(item, Value::String(geo) if !geo.is_empty()) {
+                        errors.push(FieldError::new(
+                            format!("failover[{index}]"),
+                            "must be a non-empty string (a geo)",
+                        ));
+                    }
+                }
+            }
+            Some(_) => errors.push(FieldError::new("failover", "must be an array of geos")),
+        }
+        match policy.fields.get("pick") {
+            None => {}
+            Some(Value::String(mode)) if PICK_MODES.contains(&mode.as_str()) => {}
+            Some(_) => errors.push(FieldError::new(
+                "pick",
+                format!("must be one of {PICK_MODES:?} (an unknown mode would silently mean legacy)"),
+            )),
+        }
+        match policy.fields.get("honor_client_hints") {
+            None | Some(Value::Bool(_)) => {}
+            Some(_) => errors.push(FieldError::new("honor_client_hints", "must be true or false")),
+        }
+        if errors.is_empty() {
+            Ok(policy)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// [`PolicyValue::for_write`] on a value that is already a JSON tree (from `apply`).
+    pub fn for_write_json(value: &Value) -> Result<PolicyValue, Vec<FieldError>> {
+        PolicyValue::for_write(value.to_string().as_bytes())
+    }
+
+    /// Compact JSON: the known fields in a fixed order, the others, then `updated`.
+    pub fn encode(&self, updated: &str) -> String {
+        let mut members: Vec<String> = POLICY_FIELDS
+            .iter()
+            .filter_map(|name| self.fields.get(*name).map(|value| member(name, value)))
+            .collect();
+        members.extend(
+            self.fields
+                .iter()
+                .filter(|(name, _)| !POLICY_FIELDS.contains(&name.as_str()) && *name != "updated")
+                .map(|(name, value)| member(name, value)),
+        );
+        members.push(member("updated", &Value::from(updated)));
+        format!("{{{}}}", members.join(","))
+    }
+
+    pub fn to_json(&self) -> Value {
+        Value::Object(self.fields.clone())
+    }
+}
+
+/// `dw-routing`'s verdict as a field error.
+fn routing_error(error: dw_routing::Error) -> FieldError {
+    match error {
+        dw_routing::Error::Region { field, reason } | dw_routing::Error::Policy { field, reason } => {
+            FieldError::new(field, reason)
+        }
+        other => FieldError::new("json", other.to_string()),
+    }
+}
+
+fn parse_object(raw: &[u8]) -> Result<Map<String, Value>, FieldError> {
+    match serde_json::from_slice::<Value>(raw) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(FieldError::new("json", "must be a JSON object")),
+        Err(error) => Err(FieldError::new("json", format!("not valid JSON: {error}"))),
+    }
+}
+
+/// Appends `,"name":value` for every field but `updated`, in key order.
+fn push_fields(out: &mut String, fields: &Map<String, Value>) {
+    for (name, value) in fields.iter().filter(|(name, _)| *name != "updated") {
+        out.push(',');
+        out.push_str(&member(name, value));
+    }
+}
+
+/// `"name":value` as compact JSON.
+fn member(name: &str, value: &Value) -> String {
+    format!("{}:{value}", json_string(name))
+}
+
+fn json_string(text: &str) -> String {
+    Value::from(text).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(raw: &str) -> Result<RegionValue, Vec<FieldError>> {
+        RegionValue::for_write(raw.as_bytes())
+    }
+
+    fn fields(errors: Vec<FieldError>) -> Vec<String> {
+        errors.into_iter().map(|error| error.field).collect()
+    }
+
+    #[test]
+    fn encodes_compactly_with_updated_last_and_unknown_fields_kept() {
+        let value = region(
+            r#"{"weight":{"fra-b":30,"fra-a":70},"note":"x","origins":["fra-b","fra-a"],"shard":"eu-1","updated":"old"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            value.encode("2026-01-01T00:00:00Z"),
+            r#"{"shard":"eu-1","origins":["fra-b","fra-a"],"weight":{"fra-b":30,"fra-a":70},"note":"x","updated":"2026-01-01T00:00:00Z"}"#
+        );
+        let again = RegionValue::for_write(value.encode("t").as_bytes()).unwrap();
+        assert_eq!(again, value);
+    }
+
+    #[test]
+    fn names_the_field_at_fault() {
+        assert_eq!(fields(region(r#"{"shard":"","origins":["a"],"weight":{"a":1}}"#).unwrap_err()), ["shard"]);
+        assert_eq!(fields(region(r#"{"shard":"s","origins":["a","a"],"weight":{"a":1}}"#).unwrap_err()), ["origins"]);
+        assert_eq!(fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":-1}}"#).unwrap_err()), ["weight"]);
+        assert_eq!(fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":50.5}}"#).unwrap_err()), ["weight"]);
+        assert_eq!(fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":1000001}}"#).unwrap_err()), ["weight"]);
+        assert_eq!(fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":1,"b":1}}"#).unwrap_err()), ["weight.b"]);
+        assert_eq!(fields(region(r#"{"shard":"s","#).unwrap_err()), ["json"]);
+    }
+
+    #[test]
+    fn policy_is_strict_on_known_fields_and_keeps_the_rest() {
+        let policy = PolicyValue::for_write(br#"{"pick":"rendezvous","x":1,"default":"DE"}"#).unwrap();
+        assert_eq!(
+            policy.encode("t"),
+            r#"{"default":"DE","pick":"rendezvous","x":1,"updated":"t"}"#
+        );
+        assert_eq!(PolicyValue::for_write(b"{}").unwrap().encode("t"), r#"{"updated":"t"}"#);
+        assert_eq!(PolicyValue::for_write(br#"{"x":1}"#).unwrap().encode("t"), r#"{"x":1,"updated":"t"}"#);
+        let errors = PolicyValue::for_write(br#"{"pick":"rendevous","failover":["GB",3],"default":7}"#).unwrap_err();
+        assert_eq!(fields(errors), ["default", "failover[1]", "pick"]);
+        assert_eq!(fields(PolicyValue::for_write(b"[1]").unwrap_err()), ["json"]);
+    }
+}
