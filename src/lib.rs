@@ -13,6 +13,7 @@ mod fork;
 mod ini;
 mod info;
 mod registry;
+mod route_array;
 mod router;
 mod source;
 mod values;
@@ -28,6 +29,12 @@ fn startup(_ty: i32, module_number: i32) -> i32 {
     0
 }
 
+extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
+    static FAST_CONSTRUCTOR: std::sync::Once = std::sync::Once::new();
+    FAST_CONSTRUCTOR.call_once(router::install_fast_constructor);
+    0
+}
+
 #[php_module]
 #[php(startup = startup)]
 pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
@@ -35,5 +42,6 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
     module
         .name("dw_router")
         .class::<RegionRouter>()
+        .request_startup_function(request_startup)
         .info_function(info::module_info)
 }

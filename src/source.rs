@@ -17,6 +17,27 @@ use dw_routing::Table;
 use parking_lot::Mutex;
 
 use crate::fork;
+use crate::route_array::RouteSlots;
+
+/// A parsed table with the route arrays handed out for it.
+pub struct Loaded {
+    pub table: Table,
+    pub routes: RouteSlots,
+}
+
+impl Loaded {
+    fn new(table: Table) -> Loaded {
+        let routes = RouteSlots::for_table(&table);
+        Loaded { table, routes }
+    }
+}
+
+impl std::ops::Deref for Loaded {
+    type Target = Table;
+    fn deref(&self) -> &Table {
+        &self.table
+    }
+}
 
 /// How a source learns that its file changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,7 +94,10 @@ pub struct Source {
     path: PathBuf,
     max_bytes: u64,
     poll_interval_ns: u64,
-    table: ArcSwap<Table>,
+    loaded: ArcSwap<Loaded>,
+    /// Bumped on every swap, so a router object can keep its own `Arc<Loaded>` and
+    /// notice a reload with one atomic load instead of an `ArcSwap` load per call.
+    version: AtomicU64,
     seen: Mutex<Seen>,
     loads: AtomicU64,
     failed_loads: AtomicU64,
@@ -96,7 +120,8 @@ impl Source {
             path,
             max_bytes,
             poll_interval_ns: poll_interval_ms.saturating_mul(1_000_000),
-            table: ArcSwap::from_pointee(Table::empty()),
+            loaded: ArcSwap::from_pointee(Loaded::new(Table::empty())),
+            version: AtomicU64::new(0),
             seen: Mutex::new(Seen::default()),
             loads: AtomicU64::new(0),
             failed_loads: AtomicU64::new(0),
@@ -112,8 +137,19 @@ impl Source {
     }
 
     /// The table in use. Cheap: no lock, no I/O.
-    pub fn table(&self) -> arc_swap::Guard<Arc<Table>> {
-        self.table.load()
+    pub fn table(&self) -> arc_swap::Guard<Arc<Loaded>> {
+        self.loaded.load()
+    }
+
+    /// The table in use and its version, for a router object to keep.
+    pub fn current(&self) -> (u64, Arc<Loaded>) {
+        let version = self.version.load(Ordering::Acquire);
+        (version, self.loaded.load_full())
+    }
+
+    #[inline]
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
     }
 
     pub fn mechanism(&self) -> Mechanism {
@@ -198,7 +234,8 @@ impl Source {
         seen.identity = Some(identity);
         match self.read_table() {
             Ok(table) => {
-                self.table.store(Arc::new(table));
+                self.loaded.store(Arc::new(Loaded::new(table)));
+                self.version.fetch_add(1, Ordering::Release);
                 self.loads.fetch_add(1, Ordering::Relaxed);
                 seen.last_error = None;
             }

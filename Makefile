@@ -1,0 +1,52 @@
+# dw-router, the PHP-extension way: `make`, `make test`, `make install`.
+# Everything runs inside the development environment (scripts/devenv): PHP 8.4, etcd,
+# php-fpm, nginx. `make` provisions it on first use.
+
+DEVENV   := scripts/devenv
+IN_ENV   := $(DEVENV) exec --
+CARGO    := cargo
+SO       := target/release/libdw_router.so
+
+.PHONY: all build devenv fetch test test-rust test-php bench install stubs fmt lint clean help
+
+all: build
+
+help:
+	@echo "make            build the extension (target/release/libdw_router.so) and binaries"
+	@echo "make test       every test suite; ends with 'N passed, N failed'"
+	@echo "make bench      benchmarks, written to BENCHMARKS.md"
+	@echo "make install    copy dw_router.so into php-config --extension-dir, write a conf.d ini"
+	@echo "make stubs      regenerate stubs/dw_router.stub.php from the built extension"
+	@echo "make lint       cargo fmt --check and clippy -D warnings"
+
+devenv:
+	@$(DEVENV) setup
+
+# Crates are fetched on the host: the devenv root's TLS trust differs from the host's.
+fetch:
+	@$(CARGO) fetch --locked 2>/dev/null || $(CARGO) fetch
+
+build: devenv fetch
+	$(IN_ENV) $(CARGO) build --offline --release --workspace --bins --lib
+
+test: build
+	@$(IN_ENV) scripts/run-tests
+
+bench: build
+	@$(IN_ENV) scripts/run-bench
+
+install: build
+	$(IN_ENV) scripts/install-extension $(SO)
+
+stubs: build
+	$(IN_ENV) php -d extension=$(CURDIR)/$(SO) scripts/gen-stub.php > stubs/dw_router.stub.php
+
+fmt:
+	$(CARGO) fmt --all
+
+lint: devenv fetch
+	$(CARGO) fmt --all --check
+	$(IN_ENV) $(CARGO) clippy --offline --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean
