@@ -144,7 +144,7 @@ Example:
     Rebalance,
     /// Long-running: drain origins that fail HTTP probes, restore them when they recover.
     #[command(after_help = "\
-Each probe is an HTTP GET (plain http://); a 2xx or 3xx answer within --timeout is a \
+Each probe is an HTTP GET (plain http://); a 2xx or 3xx answer within --probe-timeout is a \
 success. After --fail-after consecutive failures the origin is drained (reason \
 `health-check`), after --recover-after consecutive successes its health drain is \
 restored. Never more than --max-drained-fraction of the probed origins are drained at once \
@@ -305,7 +305,7 @@ pub struct HealthArgs {
     pub interval: f64,
     /// Seconds a probe may take.
     #[arg(long, default_value_t = 2.0)]
-    pub timeout: f64,
+    pub probe_timeout: f64,
     /// Consecutive failures before an origin is drained.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub fail_after: u32,
@@ -320,17 +320,30 @@ pub struct HealthArgs {
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
     /// The key (region/DE, policy/global, or absolute).
-    pub key: String,
+    #[arg(value_name = "KEY")]
+    pub etcd_key: String,
 }
 
 #[derive(Debug, Args)]
 pub struct RollbackArgs {
     /// The key (region/DE, policy/global, or absolute).
-    pub key: String,
+    #[arg(value_name = "KEY")]
+    pub etcd_key: String,
     /// The revision whose value to put back (see `dwctl history KEY`).
     #[arg(long)]
     pub to_revision: i64,
     /// Show what would change, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own consistency checks (clashing ids, such as a global `--key` and a `KEY`).
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

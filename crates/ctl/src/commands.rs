@@ -67,8 +67,8 @@ pub async fn run_command(cli: Cli, shutdown: Shutdown) -> Result<Outcome, Error>
         Command::Origin(command) => crate::origin::command(&context, command, shutdown).await,
         Command::Rebalance => crate::rebalance::command(&context, shutdown).await,
         Command::Health(args) => crate::health::command(&context, args, shutdown).await,
-        Command::History(args) => crate::history::history(&context, &args.key).await,
-        Command::Rollback(args) => crate::history::rollback(&context, &args.key, args.to_revision, args.dry_run).await,
+        Command::History(args) => crate::history::history(&context, &args.etcd_key).await,
+        Command::Rollback(args) => crate::history::rollback(&context, &args.etcd_key, args.to_revision, args.dry_run).await,
     }
 }
 

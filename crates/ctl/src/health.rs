@@ -78,7 +78,7 @@ pub async fn command(context: &Context, args: HealthArgs, shutdown: Shutdown) ->
         }
     };
     let interval = seconds("interval", args.interval).map_err(|error| errors.push(error)).ok();
-    let timeout = seconds("timeout", args.timeout).map_err(|error| errors.push(error)).ok();
+    let timeout = seconds("probe-timeout", args.probe_timeout).map_err(|error| errors.push(error)).ok();
     if !(0.0..=1.0).contains(&args.max_drained_fraction) {
         errors.push(FieldError::new("max-drained-fraction", "must be between 0 and 1"));
     }
