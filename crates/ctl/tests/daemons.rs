@@ -1,0 +1,256 @@
+//! The long-running commands as real processes against a real etcd: `origin register`
+//! and `rebalance` (leases, SIGKILL, re-registration, SIGTERM, an etcd restart), and
+//! `health` (a local HTTP server that starts failing, recovers, and a fleet-wide outage
+//! that must not drain more than the allowed fraction).
+
+mod common;
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{CONTROL, Etcd, PREFIX, drain_key, eventually, listed_weights, region_key};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::process::Child;
+
+/// A long-running dwctl whose output goes to a log file (shown when a test fails).
+struct Daemon {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Daemon {
+    fn start(etcd: &Etcd, name: &str, args: &[&str]) -> Daemon {
+        let log = etcd.data_dir.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = etcd
+            .tokio_command(args)
+            .stdout(Stdio::from(file.try_clone().expect("log file")))
+            .stderr(Stdio::from(file))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn dwctl");
+        Daemon { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("still running").to_string();
+        let status = std::process::Command::new("kill").args([signal, &pid]).status().expect("kill");
+        assert!(status.success());
+    }
+
+    /// SIGTERM, then the exit code.
+    async fn terminate(mut self) -> i32 {
+        self.signal("-TERM");
+        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("no exit after SIGTERM; log:\n{}", self.log()))
+            .expect("wait");
+        status.code().unwrap_or(-1)
+    }
+
+    async fn sigkill(mut self) {
+        self.child.kill().await.expect("SIGKILL");
+    }
+}
+
+async fn drain_record(etcd: &Etcd, origin: &str) -> Option<Value> {
+    etcd.get_json(&drain_key(origin)).await
+}
+
+async fn lists(etcd: &Etcd, geo: &str, origin: &str) -> bool {
+    etcd.get_json(&region_key(geo))
+        .await
+        .is_some_and(|region| listed_weights(&region).iter().any(|(name, _)| name == origin))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
+    let mut etcd = Etcd::start().await;
+    let regions = [
+        ("DE", r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":50,"b":50}}"#),
+        ("FR", r#"{"shard":"eu-2","origins":["a","c"],"weight":{"a":30,"c":70}}"#),
+        ("US", r#"{"shard":"us-1","origins":["x","y"],"weight":{"x":50,"y":50}}"#),
+    ];
+    for (geo, value) in regions {
+        assert_eq!(etcd.dwctl(&["region", "set", geo, value]).code, 0);
+    }
+    let us_before = etcd.get(&region_key("US")).await.unwrap();
+    let rebalance = Daemon::start(&etcd, "rebalance", &["rebalance"]);
+    let ttl = 2;
+    let register = |etcd: &Etcd, name: &str| {
+        Daemon::start(etcd, name, &["origin", "register", "a", "--ttl", &ttl.to_string(), "--meta", r#"{"addr":"10.0.0.1:443"}"#])
+    };
+
+    // 1. Registered, then SIGKILLed: drained within ttl + 2 s, reason lease-expired.
+    let first = register(&etcd, "register-1");
+    eventually(Duration::from_secs(10), "a registers", || async {
+        etcd.get(&format!("{PREFIX}origin/a")).await.map(|_| ())
+    })
+    .await;
+    assert!(etcd.get(&format!("{CONTROL}registered/a")).await.is_some(), "the registration marker is written");
+    // rebalance must have seen it live before the kill, or it could not tell an expiry.
+    eventually(Duration::from_secs(10), "rebalance sees a", || async {
+        rebalance.log().contains("a registered").then_some(())
+    })
+    .await;
+    first.sigkill().await;
+    let killed = Instant::now();
+    let record = eventually(Duration::from_secs(ttl + 2), "a is drained within ttl + 2 s", || async {
+        drain_record(&etcd, "a").await
+    })
+    .await;
+    assert!(killed.elapsed() <= Duration::from_secs(ttl + 2));
+    assert_eq!(record["reason"], "lease-expired");
+    assert_eq!(record["source"], "rebalance");
+    assert!(!lists(&etcd, "DE", "a").await && !lists(&etcd, "FR", "a").await);
+
+    // 2. Registers again: the drain is restored.
+    let second = register(&etcd, "register-2");
+    eventually(Duration::from_secs(10), "a is restored", || async {
+        (drain_record(&etcd, "a").await.is_none() && lists(&etcd, "DE", "a").await).then_some(())
+    })
+    .await;
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("FR")).await.unwrap()),
+        [("a".to_string(), 30), ("c".to_string(), 70)]
+    );
+
+    // 3. etcd restarts under both daemons; they reconnect, and a crash is still caught.
+    etcd.restart().await;
+    eventually(Duration::from_secs(20), "the origin registers again after the restart", || async {
+        (second.log().matches("registered").count() >= 2).then_some(())
+    })
+    .await;
+    eventually(Duration::from_secs(20), "rebalance re-lists after the restart", || async {
+        (rebalance.log().matches("listed").count() >= 2).then_some(())
+    })
+    .await;
+    second.sigkill().await;
+    eventually(Duration::from_secs(20), "a is drained after the restart", || async {
+        drain_record(&etcd, "a").await
+    })
+    .await;
+
+    // 4. A clean stop (SIGTERM) revokes the lease at once: the key is gone, rebalance drains.
+    let third = register(&etcd, "register-3");
+    eventually(Duration::from_secs(10), "a is restored again", || async {
+        drain_record(&etcd, "a").await.is_none().then_some(())
+    })
+    .await;
+    assert_eq!(third.terminate().await, 0, "register exits 0 on SIGTERM");
+    assert!(etcd.get(&format!("{PREFIX}origin/a")).await.is_none(), "the lease was revoked");
+    eventually(Duration::from_secs(10), "a is drained after the clean stop", || async {
+        drain_record(&etcd, "a").await
+    })
+    .await;
+
+    // Origins that never registered are never touched.
+    assert_eq!(etcd.get(&region_key("US")).await.unwrap(), us_before);
+    assert!(lists(&etcd, "FR", "c").await);
+    let records: Vec<String> = etcd.dump(&format!("{CONTROL}drains/")).await.into_iter().map(|(key, _)| key).collect();
+    assert_eq!(records, [drain_key("a")]);
+
+    let log = rebalance.log();
+    assert_eq!(rebalance.terminate().await, 0, "rebalance exits 0 on SIGTERM; log:\n{log}");
+}
+
+/// An HTTP server on loopback answering 200 or 503 as told.
+async fn health_server(healthy: Arc<AtomicBool>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let healthy = healthy.clone();
+            tokio::spawn(async move {
+                let mut request = [0u8; 1024];
+                let _ = stream.read(&mut request).await;
+                let answer = if healthy.load(Ordering::SeqCst) {
+                    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                } else {
+                    "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                };
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{address}/healthz")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_drains_failing_origins_restores_them_and_never_drains_too_many() {
+    let etcd = Etcd::start().await;
+    let regions = [
+        ("DE", r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":50,"b":30,"c":20}}"#),
+        ("FR", r#"{"shard":"eu-2","origins":["a","b"],"weight":{"a":40,"b":60}}"#),
+    ];
+    for (geo, value) in regions {
+        assert_eq!(etcd.dwctl(&["region", "set", geo, value]).code, 0);
+    }
+    let de_before = etcd.get_json(&region_key("DE")).await.unwrap();
+    let mut switches = Vec::new();
+    let mut probes = Vec::new();
+    for origin in ["a", "b", "c"] {
+        let healthy = Arc::new(AtomicBool::new(true));
+        probes.push(format!("{origin}={}", health_server(healthy.clone()).await));
+        switches.push(healthy);
+    }
+    let mut args = vec!["health", "--interval", "0.2", "--probe-timeout", "1", "--fail-after", "2", "--recover-after", "2", "--max-drained-fraction", "0.5"];
+    for probe in &probes {
+        args.extend(["--probe", probe.as_str()]);
+    }
+    let health = Daemon::start(&etcd, "health", &args);
+
+    // a starts failing: drained.
+    switches[0].store(false, Ordering::SeqCst);
+    let record = eventually(Duration::from_secs(15), "a is drained", || async { drain_record(&etcd, "a").await }).await;
+    assert_eq!(record["source"], "health");
+    assert!(record["reason"].as_str().unwrap().contains("503"), "{record}");
+    assert!(!lists(&etcd, "DE", "a").await && !lists(&etcd, "FR", "a").await);
+
+    // a recovers: restored with its exact weights.
+    switches[0].store(true, Ordering::SeqCst);
+    eventually(Duration::from_secs(15), "a is restored", || async {
+        drain_record(&etcd, "a").await.is_none().then_some(())
+    })
+    .await;
+    assert_eq!(listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()), listed_weights(&de_before));
+
+    // Every probe fails: at most floor(0.5 * 3) = 1 origin is drained, however long it lasts.
+    for switch in &switches {
+        switch.store(false, Ordering::SeqCst);
+    }
+    eventually(Duration::from_secs(15), "one origin is drained", || async {
+        let records = etcd.dump(&format!("{CONTROL}drains/")).await;
+        (!records.is_empty()).then_some(())
+    })
+    .await;
+    for _ in 0..15 {
+        let records = etcd.dump(&format!("{CONTROL}drains/")).await;
+        assert_eq!(records.len(), 1, "more than the allowed fraction drained: {records:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(health.log().contains("drain-refused"), "the refusal is reported:\n{}", health.log());
+    for region in ["DE", "FR"] {
+        assert!(etcd.get_json(&region_key(region)).await.is_some());
+    }
+
+    // All recover: everything restored.
+    for switch in &switches {
+        switch.store(true, Ordering::SeqCst);
+    }
+    eventually(Duration::from_secs(15), "every drain is restored", || async {
+        etcd.dump(&format!("{CONTROL}drains/")).await.is_empty().then_some(())
+    })
+    .await;
+    assert_eq!(listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()), listed_weights(&de_before));
+    let log = health.log();
+    assert_eq!(health.terminate().await, 0, "health exits 0 on SIGTERM; log:\n{log}");
+}
