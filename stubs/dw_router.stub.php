@@ -1,0 +1,87 @@
+<?php
+
+/**
+ * Stubs of the dw_router extension, for IDEs and static analysers.
+ *
+ * Written by hand from the extension's contract (docs/routing.md, docs/snapshot-format.md);
+ * tests/phpt/074-stub-reflection.phpt holds it to the loaded extension's Reflection.
+ *
+ * @generate-class-entries
+ */
+
+/**
+ * Routes a visitor's country to a catalog shard and an upstream origin, from the routing
+ * snapshot that dw-agent keeps current (by default /dev/shm/dw-routing.json).
+ *
+ * Every RegionRouter for one snapshot path in a process shares one parsed table, kept
+ * fresh by an inotify watch on the snapshot's directory (or, when inotify is unavailable,
+ * a stat at most every dw_router.poll_interval_ms), so constructing one per request is
+ * cheap and does no file I/O.
+ */
+final class RegionRouter
+{
+    /**
+     * Opens the router for a snapshot file.
+     *
+     * @param string|null $snapshotPath the snapshot file; null means the ini setting
+     *                                  dw_router.snapshot_path. A missing file is not an
+     *                                  error: the router fails open until it appears.
+     */
+    public function __construct(?string $snapshotPath = null) {}
+
+    /**
+     * Resolves a visitor's country to a shard and an origin.
+     *
+     * Candidates, in order: $country, policy.default, each policy.failover geo; the first
+     * with a valid region answers, its origin picked (legacy or rendezvous pick) with the
+     * hash key $stickyKey ?? $country. When none has one, the fail-open route from the ini
+     * settings dw_router.fallback_shard / dw_router.fallback_origin. Never throws for any
+     * string: empty, long, NUL bytes, invalid UTF-8.
+     *
+     * @param string      $country   the visitor's country, matched byte for byte
+     * @param string|null $stickyKey keeps one visitor on one origin (e.g. a session id)
+     *
+     * @return array{shard: string, origin: string}
+     */
+    public function resolve(string $country, ?string $stickyKey = null): array {}
+
+    /**
+     * The etcd revision of the snapshot in use; 0 when none was loaded.
+     */
+    public function revision(): int {}
+
+    /**
+     * The policy/global object, as json_decode($value, true) gives it, unknown fields
+     * included; [] when the snapshot has no (valid) policy.
+     *
+     * @return array<array-key, mixed>
+     */
+    public function policy(): array {}
+
+    /**
+     * Counters and state of this router's snapshot source.
+     *
+     * @return array{
+     *     path: string,
+     *     revision: int,
+     *     regions: int,
+     *     invalid_keys: int,
+     *     loads: int,
+     *     failed_loads: int,
+     *     last_load_time: float|null,
+     *     reload_mechanism: 'inotify'|'poll'|'none',
+     *     last_error: string|null,
+     *     inotify_unavailable: string|null,
+     *     invalid: array<string, string>
+     * }
+     */
+    public function stats(): array {}
+
+    /**
+     * Re-checks the snapshot file now. Reloads normally happen by themselves; this is for
+     * scripts and tests.
+     *
+     * @return bool true when the revision in use changed
+     */
+    public function reload(): bool {}
+}

@@ -1,0 +1,36 @@
+--TEST--
+php --ri dw_router: the extension's section from the command line
+--EXTENSIONS--
+dw_router
+--SKIPIF--
+<?php if (!function_exists('proc_open')) die('skip proc_open() disabled'); ?>
+--FILE--
+<?php
+require __DIR__ . '/fixtures/helpers.inc';
+$so = dw_extension_path();
+$cmd = [PHP_BINARY, '-n', '-d', "extension=$so", '-d', 'dw_router.poll_interval_ms=75', '--ri', 'dw_router'];
+$proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+$out = stream_get_contents($pipes[1]);
+$err = stream_get_contents($pipes[2]);
+$status = proc_close($proc);
+var_dump($status, $err);
+echo preg_replace('/^version => .*$/m', 'version => V', $out);
+var_dump(str_contains($out, 'version => ' . phpversion('dw_router') . "\n"));
+?>
+--EXPECT--
+int(0)
+string(0) ""
+
+dw_router
+
+dw_router support => enabled
+version => V
+snapshot => no router constructed in this process yet
+
+Directive => Local Value => Master Value
+dw_router.snapshot_path => /dev/shm/dw-routing.json => /dev/shm/dw-routing.json
+dw_router.fallback_shard => us-1 => us-1
+dw_router.fallback_origin => iad-a => iad-a
+dw_router.poll_interval_ms => 75 => 75
+dw_router.max_snapshot_bytes => 67108864 => 67108864
+bool(true)
