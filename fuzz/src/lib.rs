@@ -1,0 +1,69 @@
+//! dw-routing-fuzz: what the fuzz targets do, as a library so that it also runs (on the
+//! seed inputs) under `cargo test`, without libFuzzer or nightly.
+//!
+//! [`exercise`] treats its input as a snapshot file and as a single region or policy value,
+//! and checks the invariants every reader relies on: nothing panics, every valid region
+//! answers for its own geo with one of its own origins, a route's indexes name the route,
+//! and a parsed snapshot survives a serialisation round trip.
+
+use dw_routing::{Policy, Region, Snapshot, Table};
+
+/// Runs every check on one input. Panics (which the fuzzer reports) on a broken invariant.
+pub fn exercise(data: &[u8]) {
+    let _ = Region::parse(data);
+    let _ = Policy::parse(data);
+
+    let Ok(snapshot) = Snapshot::parse(data) else {
+        assert!(
+            Table::parse(data).is_err(),
+            "Table::parse accepted what Snapshot::parse refused"
+        );
+        return;
+    };
+    assert_eq!(
+        Snapshot::parse(&snapshot.to_json()).ok().as_ref(),
+        Some(&snapshot),
+        "round trip"
+    );
+
+    let table = Table::from_snapshot(&snapshot);
+    assert_eq!(table.revision(), snapshot.revision);
+
+    let head = &data[..data.len().min(2)];
+    for country in [&b"US"[..], b"DE", b"", b"\0", head, data] {
+        for sticky in [None, Some(data), Some(head)] {
+            if let Some(route) = table.resolve(country, sticky) {
+                assert_eq!(table.region_shard(route.region_index), route.shard);
+                assert_eq!(
+                    table.region_origin(route.region_index, route.origin_index),
+                    route.origin
+                );
+            }
+        }
+    }
+    for (geo, region) in table.regions() {
+        let route = table.resolve(geo.as_bytes(), Some(data));
+        let route = route.unwrap_or_else(|| panic!("region {geo:?} does not answer for itself"));
+        assert_eq!(route.shard, region.shard());
+        assert!(region.origins().iter().any(|origin| origin == route.origin));
+        assert!(region.weight(route.origin) > 0 || route.origin == region.origins()[0]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed corpus: every file under `seeds/`.
+    #[test]
+    fn the_seeds_pass() {
+        let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
+        let mut count = 0;
+        for entry in std::fs::read_dir(&seeds).expect("fuzz/seeds exists") {
+            let path = entry.expect("readable directory").path();
+            exercise(&std::fs::read(&path).expect("readable seed"));
+            count += 1;
+        }
+        assert!(count >= 3, "only {count} seeds");
+    }
+}
