@@ -46,10 +46,15 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
             .map_err(|error| Error::invalid("file", format!("not valid JSON: {error}")))?,
         FileFormat::Toml => toml::from_str::<toml::Table>(text)
             .map(|table| toml_to_json(toml::Value::Table(table)))
-            .map_err(|error| Error::invalid("file", format!("not valid TOML: {}", error.message())))?,
+            .map_err(|error| {
+                Error::invalid("file", format!("not valid TOML: {}", error.message()))
+            })?,
     };
     let Value::Object(sections) = document else {
-        return Err(Error::invalid("file", "must be an object with `policy` and/or `regions`"));
+        return Err(Error::invalid(
+            "file",
+            "must be an object with `policy` and/or `regions`",
+        ));
     };
     let mut errors = Vec::new();
     let mut desired = Desired::default();
@@ -71,11 +76,16 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
                             Ok(region) => {
                                 desired.regions.insert(geo, region);
                             }
-                            Err(found) => errors.extend(found.into_iter().map(|error| within(error, &path))),
+                            Err(found) => {
+                                errors.extend(found.into_iter().map(|error| within(error, &path)))
+                            }
                         }
                     }
                 }
-                _ => errors.push(FieldError::new("regions", "must be an object of geo → region")),
+                _ => errors.push(FieldError::new(
+                    "regions",
+                    "must be an object of geo → region",
+                )),
             },
             other => errors.push(FieldError::new(
                 other,
@@ -150,7 +160,10 @@ pub fn plan_apply(state: &State, desired: &Desired, prune: bool) -> (Changes, Ve
                 diff.push(DiffLine {
                     op: '~',
                     key,
-                    detail: format!("replaces an invalid value ({error}) with {}", wanted.to_json()),
+                    detail: format!(
+                        "replaces an invalid value ({error}) with {}",
+                        wanted.to_json()
+                    ),
                 });
                 changes.regions.insert(geo.clone(), Some(wanted.clone()));
             }
@@ -191,7 +204,10 @@ pub fn plan_apply(state: &State, desired: &Desired, prune: bool) -> (Changes, Ve
         if !unchanged {
             let detail = match current {
                 None => wanted.to_json().to_string(),
-                Some(Err(error)) => format!("replaces an invalid value ({error}) with {}", wanted.to_json()),
+                Some(Err(error)) => format!(
+                    "replaces an invalid value ({error}) with {}",
+                    wanted.to_json()
+                ),
                 Some(Ok(policy)) => describe(&policy.to_json(), &wanted.to_json()),
             };
             let op = if state.policy.is_none() { '+' } else { '~' };
@@ -222,7 +238,8 @@ pub fn describe(old: &Value, new: &Value) -> String {
                 origins.sort();
                 origins.dedup();
                 for origin in origins {
-                    let shown = |value: Option<&Value>| value.map_or("-".to_string(), Value::to_string);
+                    let shown =
+                        |value: Option<&Value>| value.map_or("-".to_string(), Value::to_string);
                     let (was, now) = (before.get(origin), after.get(origin));
                     if was != now {
                         parts.push(format!("weight.{origin}: {} -> {}", shown(was), shown(now)));
@@ -270,10 +287,24 @@ mod tests {
             "FR":{"shard":"s","origins":["a"],"weight":{"a":1,"zz":1}}},"policy":{"pick":"x"},"extra":1}"#;
         assert_eq!(
             fields(parse_desired(text, FileFormat::Json)),
-            ["extra", "policy.pick", "regions.DE.shard", "regions.FR.weight.zz"]
+            [
+                "extra",
+                "policy.pick",
+                "regions.DE.shard",
+                "regions.FR.weight.zz"
+            ]
         );
-        assert_eq!(fields(parse_desired("[regions.DE]\nshard = \"s\"\norigins = [\"a\"]\nweight = { a = 50.0 }\n", FileFormat::Toml)), ["regions.DE.weight"]);
+        assert_eq!(
+            fields(parse_desired(
+                "[regions.DE]\nshard = \"s\"\norigins = [\"a\"]\nweight = { a = 50.0 }\n",
+                FileFormat::Toml
+            )),
+            ["regions.DE.weight"]
+        );
         assert_eq!(fields(parse_desired("{", FileFormat::Json)), ["file"]);
-        assert_eq!(fields(parse_desired("[regions", FileFormat::Toml)), ["file"]);
+        assert_eq!(
+            fields(parse_desired("[regions", FileFormat::Toml)),
+            ["file"]
+        );
     }
 }

@@ -43,7 +43,13 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// etcd endpoints, comma-separated.
-    #[arg(long, env = "DWCTL_ENDPOINTS", value_delimiter = ',', default_value = "http://127.0.0.1:2379", global = true)]
+    #[arg(
+        long,
+        env = "DWCTL_ENDPOINTS",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379",
+        global = true
+    )]
     pub endpoints: Vec<String>,
     /// The routing prefix the edge agents mirror.
     #[arg(long, env = "DWCTL_PREFIX", default_value = dw_routing::DEFAULT_PREFIX, global = true)]
@@ -189,9 +195,7 @@ Give the value as JSON, as a file, or with flags:
   dwctl region set DE --shard eu-1 --origin fra-a=50 --origin fra-b=50")]
     Set(RegionSetArgs),
     /// Delete one region (guarded).
-    Delete {
-        geo: String,
-    },
+    Delete { geo: String },
 }
 
 #[derive(Debug, Args)]
@@ -290,9 +294,7 @@ Example:
     /// Show live origins, and registered origins that are down.
     List,
     /// Stop tracking an origin that registered once (rebalance will not drain it again).
-    Forget {
-        id: String,
-    },
+    Forget { id: String },
 }
 
 #[derive(Debug, Args)]

@@ -6,7 +6,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::apply::{FileFormat, parse_desired, plan_apply};
-use crate::cli::{ApplyArgs, Cli, Command, DrainArgs, GlobalArgs, OutputFormat, PolicyCommand, RegionCommand, RegionSetArgs, RestoreArgs};
+use crate::cli::{
+    ApplyArgs, Cli, Command, DrainArgs, GlobalArgs, OutputFormat, PolicyCommand, RegionCommand,
+    RegionSetArgs, RestoreArgs,
+};
 use crate::clock::{now_rfc3339, operator};
 use crate::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::error::{Error, FieldError};
@@ -29,7 +32,9 @@ pub struct Context {
 impl Context {
     pub fn from_args(global: &GlobalArgs) -> Result<Context, Error> {
         if !(global.timeout.is_finite() && global.timeout > 0.0) {
-            return Err(Error::Usage("--timeout must be a positive number of seconds".into()));
+            return Err(Error::Usage(
+                "--timeout must be a positive number of seconds".into(),
+            ));
         }
         Ok(Context {
             etcd: EtcdConfig {
@@ -51,7 +56,9 @@ impl Context {
     }
 
     pub fn reporter(&self) -> Reporter {
-        Reporter { format: self.output }
+        Reporter {
+            format: self.output,
+        }
     }
 }
 
@@ -68,7 +75,9 @@ pub async fn run_command(cli: Cli, shutdown: Shutdown) -> Result<Outcome, Error>
         Command::Rebalance => crate::rebalance::command(&context, shutdown).await,
         Command::Health(args) => crate::health::command(&context, args, shutdown).await,
         Command::History(args) => crate::history::history(&context, &args.etcd_key).await,
-        Command::Rollback(args) => crate::history::rollback(&context, &args.etcd_key, args.to_revision, args.dry_run).await,
+        Command::Rollback(args) => {
+            crate::history::rollback(&context, &args.etcd_key, args.to_revision, args.dry_run).await
+        }
     }
 }
 
@@ -77,16 +86,18 @@ async fn region(context: &Context, command: RegionCommand) -> Result<Outcome, Er
     match command {
         RegionCommand::Get { geo } => {
             let state = read_state(&mut client, &context.layout).await?;
-            let entry = state
-                .regions
-                .get(&geo)
-                .ok_or_else(|| Error::NotFound(format!("region `{geo}` ({})", context.layout.region(&geo))))?;
+            let entry = state.regions.get(&geo).ok_or_else(|| {
+                Error::NotFound(format!("region `{geo}` ({})", context.layout.region(&geo)))
+            })?;
             let row = region_row(&geo, &entry.raw, entry.mod_revision);
             let text = format!(
                 "{}\nmod_revision {}{}",
                 String::from_utf8_lossy(&entry.raw),
                 entry.mod_revision,
-                row["error"].as_str().map(|error| format!("\nINVALID: {error}")).unwrap_or_default()
+                row["error"]
+                    .as_str()
+                    .map(|error| format!("\nINVALID: {error}"))
+                    .unwrap_or_default()
             );
             Ok(Outcome { text, json: row })
         }
@@ -110,7 +121,12 @@ async fn region(context: &Context, command: RegionCommand) -> Result<Outcome, Er
                                 .into_iter()
                                 .flatten()
                                 .filter_map(Value::as_str)
-                                .map(|origin| format!("{origin}:{}", value["weight"][origin].as_u64().unwrap_or(0)))
+                                .map(|origin| {
+                                    format!(
+                                        "{origin}:{}",
+                                        value["weight"][origin].as_u64().unwrap_or(0)
+                                    )
+                                })
                                 .collect();
                             format!(
                                 "{geo:<6} {:<8} {}  (updated {})",
@@ -124,7 +140,11 @@ async fn region(context: &Context, command: RegionCommand) -> Result<Outcome, Er
                 .collect::<Vec<_>>()
                 .join("\n");
             Ok(Outcome {
-                text: if rows.is_empty() { "no regions".into() } else { text },
+                text: if rows.is_empty() {
+                    "no regions".into()
+                } else {
+                    text
+                },
                 json: json!({"revision": state.revision, "regions": rows}),
             })
         }
@@ -133,29 +153,49 @@ async fn region(context: &Context, command: RegionCommand) -> Result<Outcome, Er
             check_geo(&geo)?;
             let value = region_input(&args)?;
             let updated = now_rfc3339();
-            let committed = transact(&mut client, &context.layout, &context.retry, &updated, |_| {
-                Ok(Changes {
-                    regions: [(geo.clone(), Some(value.clone()))].into(),
-                    ..Changes::default()
-                })
-            })
+            let committed = transact(
+                &mut client,
+                &context.layout,
+                &context.retry,
+                &updated,
+                |_| {
+                    Ok(Changes {
+                        regions: [(geo.clone(), Some(value.clone()))].into(),
+                        ..Changes::default()
+                    })
+                },
+            )
             .await?;
-            Ok(committed_outcome(&format!("region {geo} set"), &committed, false))
+            Ok(committed_outcome(
+                &format!("region {geo} set"),
+                &committed,
+                false,
+            ))
         }
         RegionCommand::Delete { geo } => {
             check_geo(&geo)?;
             let updated = now_rfc3339();
-            let committed = transact(&mut client, &context.layout, &context.retry, &updated, |state| {
-                if !state.regions.contains_key(&geo) {
-                    return Err(Error::NotFound(format!("region `{geo}`")));
-                }
-                Ok(Changes {
-                    regions: [(geo.clone(), None)].into(),
-                    ..Changes::default()
-                })
-            })
+            let committed = transact(
+                &mut client,
+                &context.layout,
+                &context.retry,
+                &updated,
+                |state| {
+                    if !state.regions.contains_key(&geo) {
+                        return Err(Error::NotFound(format!("region `{geo}`")));
+                    }
+                    Ok(Changes {
+                        regions: [(geo.clone(), None)].into(),
+                        ..Changes::default()
+                    })
+                },
+            )
             .await?;
-            Ok(committed_outcome(&format!("region {geo} deleted"), &committed, false))
+            Ok(committed_outcome(
+                &format!("region {geo} deleted"),
+                &committed,
+                false,
+            ))
         }
     }
 }
@@ -167,7 +207,9 @@ fn region_row(geo: &str, raw: &[u8], mod_revision: i64) -> Value {
         .and_then(|value| value.get("updated").cloned())
         .unwrap_or(Value::Null);
     match RegionValue::from_stored(raw) {
-        Ok(value) => json!({"geo": geo, "valid": true, "value": value.to_json(), "updated": updated, "mod_revision": mod_revision}),
+        Ok(value) => {
+            json!({"geo": geo, "valid": true, "value": value.to_json(), "updated": updated, "mod_revision": mod_revision})
+        }
         Err(error) => json!({
             "geo": geo, "valid": false, "error": error.to_string(),
             "raw": String::from_utf8_lossy(raw), "mod_revision": mod_revision,
@@ -189,14 +231,22 @@ fn region_input(args: &RegionSetArgs) -> Result<RegionValue, Error> {
         let mut weight = serde_json::Map::new();
         for entry in &args.origin {
             let Some((name, text)) = entry.split_once('=') else {
-                return Err(Error::Usage(format!("--origin {entry}: expected NAME=WEIGHT")));
+                return Err(Error::Usage(format!(
+                    "--origin {entry}: expected NAME=WEIGHT"
+                )));
             };
-            let parsed = serde_json::from_str::<Value>(text.trim())
-                .map_err(|_| Error::invalid(format!("weight.{name}"), format!("`{text}` is not a number")))?;
+            let parsed = serde_json::from_str::<Value>(text.trim()).map_err(|_| {
+                Error::invalid(
+                    format!("weight.{name}"),
+                    format!("`{text}` is not a number"),
+                )
+            })?;
             origins.push(Value::from(name));
             weight.insert(name.to_string(), parsed);
         }
-        json!({"shard": shard, "origins": origins, "weight": weight}).to_string().into_bytes()
+        json!({"shard": shard, "origins": origins, "weight": weight})
+            .to_string()
+            .into_bytes()
     } else {
         read_input(args.value.as_deref(), args.file.as_deref(), "region value")?
     };
@@ -208,7 +258,9 @@ fn read_input(inline: Option<&str>, file: Option<&str>, what: &str) -> Result<Ve
     match (inline, file) {
         (Some(text), _) => Ok(text.as_bytes().to_vec()),
         (None, Some(path)) => read_file(path),
-        (None, None) => Err(Error::Usage(format!("give the {what} as an argument or with --file"))),
+        (None, None) => Err(Error::Usage(format!(
+            "give the {what} as an argument or with --file"
+        ))),
     }
 }
 
@@ -233,17 +285,23 @@ async fn policy(context: &Context, command: PolicyCommand) -> Result<Outcome, Er
             let state = read_state(&mut client, &context.layout).await?;
             Ok(match &state.policy {
                 None => Outcome {
-                    text: "no policy: the defaults apply (default US, no failover, legacy pick)".into(),
+                    text: "no policy: the defaults apply (default US, no failover, legacy pick)"
+                        .into(),
                     json: json!({"exists": false}),
                 },
                 Some(entry) => {
                     let raw = String::from_utf8_lossy(&entry.raw).into_owned();
-                    let error = PolicyValue::from_stored(&entry.raw).err().map(|error| error.to_string());
+                    let error = PolicyValue::from_stored(&entry.raw)
+                        .err()
+                        .map(|error| error.to_string());
                     Outcome {
                         text: format!(
                             "{raw}\nmod_revision {}{}",
                             entry.mod_revision,
-                            error.as_ref().map(|error| format!("\nINVALID (the defaults apply): {error}")).unwrap_or_default()
+                            error
+                                .as_ref()
+                                .map(|error| format!("\nINVALID (the defaults apply): {error}"))
+                                .unwrap_or_default()
                         ),
                         json: json!({
                             "exists": true, "valid": error.is_none(), "error": error,
@@ -258,12 +316,18 @@ async fn policy(context: &Context, command: PolicyCommand) -> Result<Outcome, Er
             let raw = read_input(value.as_deref(), file.as_deref(), "policy value")?;
             let policy = PolicyValue::for_write(&raw).map_err(Error::Invalid)?;
             let updated = now_rfc3339();
-            let committed = transact(&mut client, &context.layout, &context.retry, &updated, |_| {
-                Ok(Changes {
-                    policy: Some(policy.clone()),
-                    ..Changes::default()
-                })
-            })
+            let committed = transact(
+                &mut client,
+                &context.layout,
+                &context.retry,
+                &updated,
+                |_| {
+                    Ok(Changes {
+                        policy: Some(policy.clone()),
+                        ..Changes::default()
+                    })
+                },
+            )
             .await?;
             Ok(committed_outcome("policy set", &committed, false))
         }
@@ -286,7 +350,14 @@ async fn apply(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
         (None, changes, 0)
     } else {
         let updated = now_rfc3339();
-        let committed = transact(&mut client, &context.layout, &context.retry, &updated, &mut plan).await?;
+        let committed = transact(
+            &mut client,
+            &context.layout,
+            &context.retry,
+            &updated,
+            &mut plan,
+        )
+        .await?;
         (committed.revision, committed.changes, committed.attempts)
     };
     let mut lines: Vec<String> = diff
@@ -328,14 +399,28 @@ async fn drain(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {
     };
     let mut client = context.etcd.connect().await?;
     let plan = |state: &State| plan_drain(state, &request);
-    run_plan(context, &mut client, &format!("drain {}", args.origin), args.dry_run, plan).await
+    run_plan(
+        context,
+        &mut client,
+        &format!("drain {}", args.origin),
+        args.dry_run,
+        plan,
+    )
+    .await
 }
 
 async fn restore(context: &Context, args: RestoreArgs) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
     let origin = args.origin.clone();
     let plan = |state: &State| plan_restore(state, &origin, None);
-    run_plan(context, &mut client, &format!("restore {}", args.origin), args.dry_run, plan).await
+    run_plan(
+        context,
+        &mut client,
+        &format!("restore {}", args.origin),
+        args.dry_run,
+        plan,
+    )
+    .await
 }
 
 /// Previews or commits a plan and reports it.
@@ -367,7 +452,13 @@ where
 /// The report of a (possibly dry-run) plan.
 pub fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> Outcome {
     let (mut lines, mut json) = render_changes(&committed.state, &committed.changes);
-    lines.extend(committed.changes.notes.iter().map(|note| format!("note: {note}")));
+    lines.extend(
+        committed
+            .changes
+            .notes
+            .iter()
+            .map(|note| format!("note: {note}")),
+    );
     let headline = match (dry_run, committed.revision) {
         (true, _) => format!("{title}: dry run, nothing written"),
         (false, Some(revision)) => format!("{title}: committed at revision {revision}"),
@@ -376,8 +467,14 @@ pub fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> O
     lines.insert(0, headline);
     if let Value::Object(object) = &mut json {
         object.insert("dry_run".into(), Value::from(dry_run));
-        object.insert("revision".into(), committed.revision.map_or(Value::Null, Value::from));
-        object.insert("read_revision".into(), Value::from(committed.state.revision));
+        object.insert(
+            "revision".into(),
+            committed.revision.map_or(Value::Null, Value::from),
+        );
+        object.insert(
+            "read_revision".into(),
+            Value::from(committed.state.revision),
+        );
         object.insert("attempts".into(), Value::from(committed.attempts));
         object.insert("notes".into(), Value::from(committed.changes.notes.clone()));
     }
@@ -391,7 +488,13 @@ pub fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> O
 pub fn json_object_arg(field: &str, text: &str) -> Result<serde_json::Map<String, Value>, Error> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(object)) => Ok(object),
-        Ok(_) => Err(Error::Invalid(vec![FieldError::new(field, "must be a JSON object")])),
-        Err(error) => Err(Error::Invalid(vec![FieldError::new(field, format!("not valid JSON: {error}"))])),
+        Ok(_) => Err(Error::Invalid(vec![FieldError::new(
+            field,
+            "must be a JSON object",
+        )])),
+        Err(error) => Err(Error::Invalid(vec![FieldError::new(
+            field,
+            format!("not valid JSON: {error}"),
+        )])),
     }
 }

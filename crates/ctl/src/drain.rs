@@ -64,7 +64,10 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
             .regions
             .iter()
             .filter_map(|geo| match state.region(geo) {
-                None => Some(FieldError::new("region", format!("there is no region `{geo}`"))),
+                None => Some(FieldError::new(
+                    "region",
+                    format!("there is no region `{geo}`"),
+                )),
                 Some(Err(error)) => Some(FieldError::new(
                     "region",
                     format!("region `{geo}` holds an invalid value ({error}); fix it first"),
@@ -94,14 +97,18 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         let current = match state.region(geo) {
             Some(Ok(current)) => current,
             Some(Err(error)) => {
-                changes.notes.push(format!("region {geo} skipped: its value is invalid ({error})"));
+                changes.notes.push(format!(
+                    "region {geo} skipped: its value is invalid ({error})"
+                ));
                 continue;
             }
             None => continue,
         };
         if !current.lists(origin) {
             if explicit {
-                changes.notes.push(format!("region {geo} does not list {origin}"));
+                changes
+                    .notes
+                    .push(format!("region {geo} does not list {origin}"));
             }
             continue;
         }
@@ -217,7 +224,11 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
 
 /// Plans the reversal of `origin`'s drain. With `only_source`, a drain made by another
 /// tool is left alone (an empty plan with a note).
-pub fn plan_restore(state: &State, origin: &str, only_source: Option<&str>) -> Result<Changes, Error> {
+pub fn plan_restore(
+    state: &State,
+    origin: &str,
+    only_source: Option<&str>,
+) -> Result<Changes, Error> {
     check_origin_name("origin", origin)?;
     let Some(record) = state.drain_record(origin)? else {
         return Err(Error::invalid(
@@ -226,20 +237,24 @@ pub fn plan_restore(state: &State, origin: &str, only_source: Option<&str>) -> R
         ));
     };
     let mut changes = Changes::default();
-    if let Some(source) = only_source {
-        if record.source != source {
-            changes.notes.push(format!(
-                "{origin} was drained by {} ({}), not by {source}: left drained",
-                record.source, record.reason
-            ));
-            return Ok(changes);
-        }
+    if let Some(source) = only_source
+        && record.source != source
+    {
+        changes.notes.push(format!(
+            "{origin} was drained by {} ({}), not by {source}: left drained",
+            record.source, record.reason
+        ));
+        return Ok(changes);
     }
     for (geo, drained) in &record.regions {
         match state.region(geo) {
             None if drained.after.is_none() => {
-                changes.notes.push(format!("region {geo} recreated as it was before the drain"));
-                changes.regions.insert(geo.clone(), Some(drained.before.clone()));
+                changes
+                    .notes
+                    .push(format!("region {geo} recreated as it was before the drain"));
+                changes
+                    .regions
+                    .insert(geo.clone(), Some(drained.before.clone()));
             }
             None => changes.notes.push(format!(
                 "region {geo} was deleted since the drain: not recreated"
@@ -248,7 +263,9 @@ pub fn plan_restore(state: &State, origin: &str, only_source: Option<&str>) -> R
                 "region {geo} left alone: its value is invalid now ({error})"
             )),
             Some(Ok(current)) if current.lists(origin) => {
-                changes.notes.push(format!("region {geo} already lists {origin}"));
+                changes
+                    .notes
+                    .push(format!("region {geo} already lists {origin}"));
             }
             Some(Ok(current)) => {
                 let unchanged = drained
@@ -286,7 +303,8 @@ fn readd(current: &RegionValue, before: &RegionValue, origin: &str) -> (RegionVa
         0
     } else {
         // Round half up: w * 100 / total.
-        let scaled = (u64::from(before.weight_of(origin)) * 200 + previous_total) / (2 * previous_total);
+        let scaled =
+            (u64::from(before.weight_of(origin)) * 200 + previous_total) / (2 * previous_total);
         scaled.min(u64::from(WEIGHT_TOTAL)) as u32
     };
     let others = renormalise(&current.listed_weights(), WEIGHT_TOTAL - share)
@@ -392,20 +410,32 @@ mod tests {
     }
 
     fn named(weights: &[(&str, u32)]) -> Vec<(String, u32)> {
-        weights.iter().map(|(name, weight)| (name.to_string(), *weight)).collect()
+        weights
+            .iter()
+            .map(|(name, weight)| (name.to_string(), *weight))
+            .collect()
     }
 
     #[test]
     fn drain_renormalises_every_region_and_restore_gives_back_the_exact_weights() {
         let before = state(&[
-            ("DE", r#"{"shard":"eu-1","origins":["a","b","c","d"],"weight":{"a":25,"b":25,"c":25,"d":25}}"#),
-            ("FR", r#"{"shard":"eu-1","origins":["b","a"],"weight":{"a":10,"b":90}}"#),
+            (
+                "DE",
+                r#"{"shard":"eu-1","origins":["a","b","c","d"],"weight":{"a":25,"b":25,"c":25,"d":25}}"#,
+            ),
+            (
+                "FR",
+                r#"{"shard":"eu-1","origins":["b","a"],"weight":{"a":10,"b":90}}"#,
+            ),
             ("US", r#"{"shard":"us-1","origins":["x"],"weight":{"x":1}}"#),
         ]);
         let changes = plan_drain(&before, &request("a")).unwrap();
         assert_eq!(changes.regions.keys().collect::<Vec<_>>(), ["DE", "FR"]);
         let drained = apply(&before, &changes);
-        assert_eq!(weights(&drained, "DE"), named(&[("b", 34), ("c", 33), ("d", 33)]));
+        assert_eq!(
+            weights(&drained, "DE"),
+            named(&[("b", 34), ("c", 33), ("d", 33)])
+        );
         assert_eq!(weights(&drained, "FR"), named(&[("b", 100)]));
         let record = drained.drain_record("a").unwrap().unwrap();
         assert_eq!(record.regions["FR"].before.weight_of("a"), 10);
@@ -418,22 +448,39 @@ mod tests {
 
     #[test]
     fn restore_after_a_change_readds_with_the_previous_share() {
-        let before = state(&[("DE", r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":40,"b":30,"c":30}}"#)]);
+        let before = state(&[(
+            "DE",
+            r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":40,"b":30,"c":30}}"#,
+        )]);
         let drained = apply(&before, &plan_drain(&before, &request("a")).unwrap());
         let mut changed = drained.clone();
         changed.regions.get_mut("DE").unwrap().raw =
             br#"{"shard":"eu-1","origins":["b","c","e"],"weight":{"b":1,"c":1,"e":2}}"#.to_vec();
         let changes = plan_restore(&changed, "a", None).unwrap();
-        assert!(changes.notes.iter().any(|note| note.contains("changed since the drain")));
+        assert!(
+            changes
+                .notes
+                .iter()
+                .any(|note| note.contains("changed since the drain"))
+        );
         let restored = apply(&changed, &changes);
-        assert_eq!(weights(&restored, "DE"), named(&[("a", 40), ("b", 15), ("c", 15), ("e", 30)]));
+        assert_eq!(
+            weights(&restored, "DE"),
+            named(&[("a", 40), ("b", 15), ("c", 15), ("e", 30)])
+        );
     }
 
     #[test]
     fn refuses_to_empty_a_region_unless_forced_and_restore_recreates_it() {
         let before = state(&[
-            ("DE", r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":100,"b":0}}"#),
-            ("FR", r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":1,"b":1}}"#),
+            (
+                "DE",
+                r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":100,"b":0}}"#,
+            ),
+            (
+                "FR",
+                r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":1,"b":1}}"#,
+            ),
         ]);
         let Err(Error::Invalid(errors)) = plan_drain(&before, &request("a")) else {
             panic!("an emptying drain must be refused");
@@ -441,20 +488,40 @@ mod tests {
         assert_eq!(errors.len(), 1);
         assert!(errors[0].reason.contains("`DE`"));
 
-        let skipping = plan_drain(&before, &DrainRequest { skip_emptying: true, ..request("a") }).unwrap();
+        let skipping = plan_drain(
+            &before,
+            &DrainRequest {
+                skip_emptying: true,
+                ..request("a")
+            },
+        )
+        .unwrap();
         assert_eq!(skipping.regions.keys().collect::<Vec<_>>(), ["FR"]);
 
-        let forced = plan_drain(&before, &DrainRequest { force: true, ..request("a") }).unwrap();
+        let forced = plan_drain(
+            &before,
+            &DrainRequest {
+                force: true,
+                ..request("a")
+            },
+        )
+        .unwrap();
         assert_eq!(forced.regions["DE"], None);
         let drained = apply(&before, &forced);
         assert!(drained.region("DE").is_none());
         let restored = apply(&drained, &plan_restore(&drained, "a", None).unwrap());
-        assert_eq!(restored.region("DE").unwrap().unwrap(), before.region("DE").unwrap().unwrap());
+        assert_eq!(
+            restored.region("DE").unwrap().unwrap(),
+            before.region("DE").unwrap().unwrap()
+        );
     }
 
     #[test]
     fn unknown_origins_and_regions_are_validation_errors() {
-        let before = state(&[("DE", r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":1,"b":1}}"#)]);
+        let before = state(&[(
+            "DE",
+            r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":1,"b":1}}"#,
+        )]);
         let field = |result: Result<Changes, Error>| match result {
             Err(Error::Invalid(errors)) => errors[0].field.clone(),
             other => panic!("expected a validation error, got {other:?}"),
@@ -462,7 +529,13 @@ mod tests {
         assert_eq!(field(plan_drain(&before, &request("zz"))), "origin");
         assert_eq!(field(plan_drain(&before, &request(""))), "origin");
         assert_eq!(
-            field(plan_drain(&before, &DrainRequest { regions: vec!["XX".into()], ..request("a") })),
+            field(plan_drain(
+                &before,
+                &DrainRequest {
+                    regions: vec!["XX".into()],
+                    ..request("a")
+                }
+            )),
             "region"
         );
         assert_eq!(field(plan_restore(&before, "a", None)), "origin");
@@ -470,18 +543,31 @@ mod tests {
 
     #[test]
     fn automation_restores_only_its_own_drains_and_respects_the_fleet_limit() {
-        let before = state(&[("DE", r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}"#)]);
+        let before = state(&[(
+            "DE",
+            r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}"#,
+        )]);
         let drained = apply(&before, &plan_drain(&before, &request("a")).unwrap());
-        assert!(plan_restore(&drained, "a", Some("health")).unwrap().is_empty());
+        assert!(
+            plan_restore(&drained, "a", Some("health"))
+                .unwrap()
+                .is_empty()
+        );
         let limit = FleetLimit {
-            origins: ["a", "b", "c"].iter().map(|name| name.to_string()).collect(),
+            origins: ["a", "b", "c"]
+                .iter()
+                .map(|name| name.to_string())
+                .collect(),
             max_drained: 1,
         };
         let limited = DrainRequest {
             fleet_limit: Some(limit),
             ..request("b")
         };
-        assert!(matches!(plan_drain(&drained, &limited), Err(Error::Failed(_))));
+        assert!(matches!(
+            plan_drain(&drained, &limited),
+            Err(Error::Failed(_))
+        ));
         assert!(plan_drain(&before, &limited).unwrap().guard_drains);
     }
 }

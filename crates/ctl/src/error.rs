@@ -50,7 +50,10 @@ pub enum Error {
     /// etcd refused or could not be reached. Exit code 1.
     Etcd(etcd_client::Error),
     /// A local file could not be read. Exit code 1.
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     /// Anything else that stops the command (a malformed drain record, a compacted
     /// revision, ...). Exit code 1.
     Failed(String),

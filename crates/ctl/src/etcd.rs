@@ -103,7 +103,8 @@ impl Layout {
             prefix: normalise("--prefix", prefix)?,
             control: normalise("--control-prefix", control)?,
         };
-        if layout.prefix.starts_with(&layout.control) || layout.control.starts_with(&layout.prefix) {
+        if layout.prefix.starts_with(&layout.control) || layout.control.starts_with(&layout.prefix)
+        {
             return Err(Error::Usage(
                 "--control-prefix must lie outside --prefix, or every agent would mirror dwctl's records".into(),
             ));

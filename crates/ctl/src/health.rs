@@ -48,13 +48,20 @@ impl HealthConfig {
     }
 }
 
-pub async fn command(context: &Context, args: HealthArgs, shutdown: Shutdown) -> Result<Outcome, Error> {
+pub async fn command(
+    context: &Context,
+    args: HealthArgs,
+    shutdown: Shutdown,
+) -> Result<Outcome, Error> {
     let mut errors = Vec::new();
     let mut probes = BTreeMap::new();
     for (index, entry) in args.probes.iter().enumerate() {
         let field = format!("probe[{index}]");
         let Some((origin, url)) = entry.split_once('=') else {
-            errors.push(FieldError::new(field, format!("`{entry}`: expected ORIGIN=URL")));
+            errors.push(FieldError::new(
+                field,
+                format!("`{entry}`: expected ORIGIN=URL"),
+            ));
             continue;
         };
         if let Err(Error::Invalid(found)) = check_origin_name(&field, origin) {
@@ -64,7 +71,10 @@ pub async fn command(context: &Context, args: HealthArgs, shutdown: Shutdown) ->
         match ProbeTarget::parse(url) {
             Ok(target) => {
                 if probes.insert(origin.to_string(), target).is_some() {
-                    errors.push(FieldError::new(field, format!("`{origin}` is probed twice")));
+                    errors.push(FieldError::new(
+                        field,
+                        format!("`{origin}` is probed twice"),
+                    ));
                 }
             }
             Err(reason) => errors.push(FieldError::new(field, reason)),
@@ -74,13 +84,23 @@ pub async fn command(context: &Context, args: HealthArgs, shutdown: Shutdown) ->
         if value.is_finite() && value > 0.0 {
             Ok(Duration::from_secs_f64(value))
         } else {
-            Err(FieldError::new(field, "must be a positive number of seconds"))
+            Err(FieldError::new(
+                field,
+                "must be a positive number of seconds",
+            ))
         }
     };
-    let interval = seconds("interval", args.interval).map_err(|error| errors.push(error)).ok();
-    let timeout = seconds("probe-timeout", args.probe_timeout).map_err(|error| errors.push(error)).ok();
+    let interval = seconds("interval", args.interval)
+        .map_err(|error| errors.push(error))
+        .ok();
+    let timeout = seconds("probe-timeout", args.probe_timeout)
+        .map_err(|error| errors.push(error))
+        .ok();
     if !(0.0..=1.0).contains(&args.max_drained_fraction) {
-        errors.push(FieldError::new("max-drained-fraction", "must be between 0 and 1"));
+        errors.push(FieldError::new(
+            "max-drained-fraction",
+            "must be between 0 and 1",
+        ));
     }
     let (Some(interval), Some(timeout), true) = (interval, timeout, errors.is_empty()) else {
         return Err(Error::Invalid(errors));
@@ -113,8 +133,16 @@ struct Streak {
 }
 
 /// Runs until `shutdown`.
-pub async fn run(config: &HealthConfig, reporter: Reporter, mut shutdown: Shutdown) -> Result<(), Error> {
-    let mut streaks: BTreeMap<String, Streak> = config.probes.keys().map(|origin| (origin.clone(), Streak::default())).collect();
+pub async fn run(
+    config: &HealthConfig,
+    reporter: Reporter,
+    mut shutdown: Shutdown,
+) -> Result<(), Error> {
+    let mut streaks: BTreeMap<String, Streak> = config
+        .probes
+        .keys()
+        .map(|origin| (origin.clone(), Streak::default()))
+        .collect();
     let mut client: Option<Client> = None;
     // What was last reported for an origin's pending action, so that a refusal repeated
     // every round is reported once.
@@ -131,12 +159,20 @@ pub async fn run(config: &HealthConfig, reporter: Reporter, mut shutdown: Shutdo
             round.spawn(async move { (origin, probe(&target, timeout).await) });
         }
         while let Some(joined) = round.join_next().await {
-            let Ok((origin, result)) = joined else { continue };
-            let Some(streak) = streaks.get_mut(&origin) else { continue };
+            let Ok((origin, result)) = joined else {
+                continue;
+            };
+            let Some(streak) = streaks.get_mut(&origin) else {
+                continue;
+            };
             match result {
                 Ok(_) => {
                     if streak.failures > 0 {
-                        reporter.event("probe-ok", &format!("{origin} answers again"), json!({"origin": origin}));
+                        reporter.event(
+                            "probe-ok",
+                            &format!("{origin} answers again"),
+                            json!({"origin": origin}),
+                        );
                     }
                     streak.successes = streak.successes.saturating_add(1);
                     streak.failures = 0;
@@ -144,7 +180,11 @@ pub async fn run(config: &HealthConfig, reporter: Reporter, mut shutdown: Shutdo
                 }
                 Err(error) => {
                     if streak.failures == 0 {
-                        reporter.event("probe-failed", &format!("{origin}: {error}"), json!({"origin": origin, "error": error}));
+                        reporter.event(
+                            "probe-failed",
+                            &format!("{origin}: {error}"),
+                            json!({"origin": origin, "error": error}),
+                        );
                     }
                     streak.failures = streak.failures.saturating_add(1);
                     streak.successes = 0;
@@ -152,21 +192,46 @@ pub async fn run(config: &HealthConfig, reporter: Reporter, mut shutdown: Shutdo
                 }
             }
         }
-        let failing: Vec<String> = streaks.iter().filter(|(_, streak)| streak.failures >= config.fail_after).map(|(origin, _)| origin.clone()).collect();
-        let healthy: Vec<String> = streaks.iter().filter(|(_, streak)| streak.successes >= config.recover_after).map(|(origin, _)| origin.clone()).collect();
+        let failing: Vec<String> = streaks
+            .iter()
+            .filter(|(_, streak)| streak.failures >= config.fail_after)
+            .map(|(origin, _)| origin.clone())
+            .collect();
+        let healthy: Vec<String> = streaks
+            .iter()
+            .filter(|(_, streak)| streak.successes >= config.recover_after)
+            .map(|(origin, _)| origin.clone())
+            .collect();
         if !failing.is_empty() || !healthy.is_empty() {
             if client.is_none() {
                 match config.etcd.connect().await {
                     Ok(connected) => client = Some(connected),
-                    Err(error) => reporter.event("error", &error.to_string(), json!({"error": error.to_string()})),
+                    Err(error) => reporter.event(
+                        "error",
+                        &error.to_string(),
+                        json!({"error": error.to_string()}),
+                    ),
                 }
             }
-            if let Some(connected) = client.as_mut() {
-                if let Err(error) = act(config, reporter, connected, &streaks, &failing, &healthy, &mut reported).await {
-                    reporter.event("error", &format!("{error}; retrying next round"), json!({"error": error.to_string()}));
-                    if matches!(error, Error::Etcd(_)) {
-                        client = None;
-                    }
+            if let Some(connected) = client.as_mut()
+                && let Err(error) = act(
+                    config,
+                    reporter,
+                    connected,
+                    &streaks,
+                    &failing,
+                    &healthy,
+                    &mut reported,
+                )
+                .await
+            {
+                reporter.event(
+                    "error",
+                    &format!("{error}; retrying next round"),
+                    json!({"error": error.to_string()}),
+                );
+                if matches!(error, Error::Etcd(_)) {
+                    client = None;
                 }
             }
         }
@@ -188,22 +253,33 @@ async fn act(
 ) -> Result<(), Error> {
     let state = read_state(client, &config.layout).await?;
     for origin in healthy {
-        let ours = state.drain_record(origin).ok().flatten().is_some_and(|record| record.source == SOURCE_HEALTH);
+        let ours = state
+            .drain_record(origin)
+            .ok()
+            .flatten()
+            .is_some_and(|record| record.source == SOURCE_HEALTH);
         if !ours {
             continue;
         }
-        let committed = transact(client, &config.layout, &config.retry, &now_rfc3339(), |state| {
-            match plan_restore(state, origin, Some(SOURCE_HEALTH)) {
+        let committed = transact(
+            client,
+            &config.layout,
+            &config.retry,
+            &now_rfc3339(),
+            |state| match plan_restore(state, origin, Some(SOURCE_HEALTH)) {
                 Err(Error::Invalid(_)) => Ok(Default::default()),
                 other => other,
-            }
-        })
+            },
+        )
         .await?;
         reported.remove(origin);
         if let Some(revision) = committed.revision {
             reporter.event(
                 "restored",
-                &format!("{origin} at revision {revision} after {} good probes", config.recover_after),
+                &format!(
+                    "{origin} at revision {revision} after {} good probes",
+                    config.recover_after
+                ),
                 json!({"origin": origin, "revision": revision, "notes": committed.changes.notes}),
             );
         }
@@ -213,11 +289,17 @@ async fn act(
         if state.drains.contains_key(origin) {
             continue;
         }
-        let last_error = streaks.get(origin).and_then(|streak| streak.last_error.clone()).unwrap_or_default();
+        let last_error = streaks
+            .get(origin)
+            .and_then(|streak| streak.last_error.clone())
+            .unwrap_or_default();
         let request = DrainRequest {
             origin: origin.clone(),
             regions: Vec::new(),
-            reason: format!("health-check: {} consecutive failed probes ({last_error})", config.fail_after),
+            reason: format!(
+                "health-check: {} consecutive failed probes ({last_error})",
+                config.fail_after
+            ),
             source: SOURCE_HEALTH.into(),
             by: config.by.clone(),
             at: now_rfc3339(),
@@ -228,7 +310,14 @@ async fn act(
                 max_drained: config.max_drained(),
             }),
         };
-        let result = transact(client, &config.layout, &config.retry, &now_rfc3339(), |state| plan_drain(state, &request)).await;
+        let result = transact(
+            client,
+            &config.layout,
+            &config.retry,
+            &now_rfc3339(),
+            |state| plan_drain(state, &request),
+        )
+        .await;
         let (event, text, fields) = match result {
             Ok(committed) => match committed.revision {
                 Some(revision) => (
@@ -236,12 +325,28 @@ async fn act(
                     format!("{origin} at revision {revision}: {}", request.reason),
                     json!({"origin": origin, "revision": revision, "regions": committed.changes.regions.keys().collect::<Vec<_>>(), "notes": committed.changes.notes}),
                 ),
-                None => ("drain-skipped", format!("{origin}: {}", committed.changes.notes.join("; ")), json!({"origin": origin, "notes": committed.changes.notes})),
+                None => (
+                    "drain-skipped",
+                    format!("{origin}: {}", committed.changes.notes.join("; ")),
+                    json!({"origin": origin, "notes": committed.changes.notes}),
+                ),
             },
-            Err(Error::Failed(reason)) => ("drain-refused", reason.clone(), json!({"origin": origin, "reason": reason})),
+            Err(Error::Failed(reason)) => (
+                "drain-refused",
+                reason.clone(),
+                json!({"origin": origin, "reason": reason}),
+            ),
             Err(Error::Invalid(errors)) => {
-                let reason = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
-                ("drain-refused", format!("{origin}: {reason}"), json!({"origin": origin, "reason": reason}))
+                let reason = errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                (
+                    "drain-refused",
+                    format!("{origin}: {reason}"),
+                    json!({"origin": origin, "reason": reason}),
+                )
             }
             Err(other) => return Err(other),
         };

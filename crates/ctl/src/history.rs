@@ -33,7 +33,10 @@ pub struct HistoryEntry {
 /// Replays a watch from revision 1 (or the compaction revision when etcd says the start
 /// is compacted). The replay is complete once a progress notification reports a revision
 /// at or past the one read first: etcd only sends those to watchers that caught up.
-pub async fn read_history(client: &mut Client, key: &str) -> Result<(Vec<HistoryEntry>, Option<i64>), Error> {
+pub async fn read_history(
+    client: &mut Client,
+    key: &str,
+) -> Result<(Vec<HistoryEntry>, Option<i64>), Error> {
     let head = client.get(key, None).await?;
     let target = head.header().map(|header| header.revision()).unwrap_or(0);
     let last_change = head.kvs().first().map(|kv| kv.mod_revision());
@@ -104,7 +107,10 @@ pub async fn history(context: &Context, key: &str) -> Result<Outcome, Error> {
         lines.push(format!("no history for {key}"));
     }
     if let Some(revision) = compacted {
-        lines.insert(0, format!("(history before revision {revision} was compacted)"));
+        lines.insert(
+            0,
+            format!("(history before revision {revision} was compacted)"),
+        );
     }
     Ok(Outcome {
         text: lines.join("\n"),
@@ -112,16 +118,26 @@ pub async fn history(context: &Context, key: &str) -> Result<Outcome, Error> {
     })
 }
 
-pub async fn rollback(context: &Context, key: &str, revision: i64, dry_run: bool) -> Result<Outcome, Error> {
+pub async fn rollback(
+    context: &Context,
+    key: &str,
+    revision: i64,
+    dry_run: bool,
+) -> Result<Outcome, Error> {
     if revision <= 0 {
         return Err(Error::invalid("to-revision", "must be a positive revision"));
     }
     let key = context.layout.resolve(key);
     let mut client = context.etcd.connect().await?;
     let past = client
-        .get(key.as_str(), Some(GetOptions::new().with_revision(revision)))
+        .get(
+            key.as_str(),
+            Some(GetOptions::new().with_revision(revision)),
+        )
         .await
-        .map_err(|error| Error::Failed(format!("cannot read {key} at revision {revision}: {error}")))?;
+        .map_err(|error| {
+            Error::Failed(format!("cannot read {key} at revision {revision}: {error}"))
+        })?;
     let past_value = past.kvs().first().map(|kv| kv.value().to_vec());
     let title = format!("rollback {key} to revision {revision}");
     let at_revision = format!("value at revision {revision}");
@@ -131,7 +147,14 @@ pub async fn rollback(context: &Context, key: &str, revision: i64, dry_run: bool
         let value = past_value
             .map(|raw| RegionValue::for_write(&raw))
             .transpose()
-            .map_err(|errors| Error::Invalid(errors.into_iter().map(|error| error.within(&at_revision)).collect()))?;
+            .map_err(|errors| {
+                Error::Invalid(
+                    errors
+                        .into_iter()
+                        .map(|error| error.within(&at_revision))
+                        .collect(),
+                )
+            })?;
         let geo = geo.to_string();
         let mut plan = |state: &crate::state::State| {
             let mut changes = Changes::default();
@@ -141,19 +164,42 @@ pub async fn rollback(context: &Context, key: &str, revision: i64, dry_run: bool
             Ok(changes)
         };
         if dry_run {
-            let (state, changes) = crate::state::preview(&mut client, &context.layout, &mut plan).await?;
-            let committed = crate::state::Committed { revision: None, state, changes, attempts: 0 };
+            let (state, changes) =
+                crate::state::preview(&mut client, &context.layout, &mut plan).await?;
+            let committed = crate::state::Committed {
+                revision: None,
+                state,
+                changes,
+                attempts: 0,
+            };
             return Ok(committed_outcome(&title, &committed, true));
         }
-        let committed = transact(&mut client, &context.layout, &context.retry, &now_rfc3339(), plan).await?;
+        let committed = transact(
+            &mut client,
+            &context.layout,
+            &context.retry,
+            &now_rfc3339(),
+            plan,
+        )
+        .await?;
         return Ok(committed_outcome(&title, &committed, false));
     }
 
     let new_value = if key == context.layout.policy() {
         past_value
-            .map(|raw| PolicyValue::for_write(&raw).map(|policy| policy.encode(&now_rfc3339()).into_bytes()))
+            .map(|raw| {
+                PolicyValue::for_write(&raw)
+                    .map(|policy| policy.encode(&now_rfc3339()).into_bytes())
+            })
             .transpose()
-            .map_err(|errors| Error::Invalid(errors.into_iter().map(|error| error.within(&at_revision)).collect()))?
+            .map_err(|errors| {
+                Error::Invalid(
+                    errors
+                        .into_iter()
+                        .map(|error| error.within(&at_revision))
+                        .collect(),
+                )
+            })?
     } else {
         past_value
     };
@@ -161,12 +207,21 @@ pub async fn rollback(context: &Context, key: &str, revision: i64, dry_run: bool
     for attempt in 1..=attempts {
         let current = client.get(key.as_str(), None).await?;
         let current_kv = current.kvs().first();
-        let shown = |raw: Option<&[u8]>| raw.map_or(Value::Null, |raw| serde_json::from_slice(raw).unwrap_or_else(|_| Value::from(String::from_utf8_lossy(raw).into_owned())));
+        let shown = |raw: Option<&[u8]>| {
+            raw.map_or(Value::Null, |raw| {
+                serde_json::from_slice(raw)
+                    .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(raw).into_owned()))
+            })
+        };
         let before = shown(current_kv.map(|kv| kv.value()));
         let after = shown(new_value.as_deref());
         let detail = describe(&before, &after);
         if dry_run || (current_kv.is_none() && new_value.is_none()) {
-            let headline = if dry_run { "dry run, nothing written" } else { "nothing to change" };
+            let headline = if dry_run {
+                "dry run, nothing written"
+            } else {
+                "nothing to change"
+            };
             return Ok(Outcome {
                 text: format!("{title}: {headline}\n~ {detail}"),
                 json: json!({"key": key, "dry_run": dry_run, "revision": Value::Null, "before": before, "after": after}),
@@ -180,9 +235,14 @@ pub async fn rollback(context: &Context, key: &str, revision: i64, dry_run: bool
             Some(raw) => TxnOp::put(key.as_str(), raw.clone(), None),
             None => TxnOp::delete(key.as_str(), None),
         };
-        let response = client.txn(Txn::new().when(vec![guard]).and_then(vec![op])).await?;
+        let response = client
+            .txn(Txn::new().when(vec![guard]).and_then(vec![op]))
+            .await?;
         if response.succeeded() {
-            let committed = response.header().map(|header| header.revision()).unwrap_or(0);
+            let committed = response
+                .header()
+                .map(|header| header.revision())
+                .unwrap_or(0);
             return Ok(Outcome {
                 text: format!("{title}: committed at revision {committed}\n~ {detail}"),
                 json: json!({"key": key, "dry_run": false, "revision": committed, "before": before, "after": after}),

@@ -52,7 +52,10 @@ pub use crate::{
     probe::{ProbeTarget, probe},
     record::{DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH, SOURCE_REBALANCE},
     shutdown::{Shutdown, ShutdownTrigger},
-    state::{Changes, Committed, Entry, RetryPolicy, State, commit, read_state, reconcile_drain_records, transact},
+    state::{
+        Changes, Committed, Entry, RetryPolicy, State, commit, read_state, reconcile_drain_records,
+        transact,
+    },
     value::{PolicyValue, RegionValue},
     weights::renormalise,
 };
@@ -75,7 +78,8 @@ pub fn main_with(cli: Cli) -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let shutdown = Shutdown::on_signals().map_err(|error| Error::Failed(format!("cannot install signal handlers: {error}")))?;
+        let shutdown = Shutdown::on_signals()
+            .map_err(|error| Error::Failed(format!("cannot install signal handlers: {error}")))?;
         run_command(cli, shutdown).await
     });
     // Do not wait for lingering background tasks (a watch stream, a signal listener).

@@ -36,7 +36,11 @@ pub struct RegisterConfig {
     pub meta: Map<String, Value>,
 }
 
-pub async fn command(context: &Context, command: OriginCommand, shutdown: Shutdown) -> Result<Outcome, Error> {
+pub async fn command(
+    context: &Context,
+    command: OriginCommand,
+    shutdown: Shutdown,
+) -> Result<Outcome, Error> {
     match command {
         OriginCommand::Register { id, ttl, meta } => {
             check_origin_name("id", &id)?;
@@ -57,12 +61,17 @@ pub async fn command(context: &Context, command: OriginCommand, shutdown: Shutdo
         OriginCommand::Forget { id } => {
             check_origin_name("id", &id)?;
             let mut client = context.etcd.connect().await?;
-            let deleted = client.delete(context.layout.registration(&id), None).await?.deleted();
+            let deleted = client
+                .delete(context.layout.registration(&id), None)
+                .await?
+                .deleted();
             if deleted == 0 {
                 return Err(Error::NotFound(format!("no registered origin `{id}`")));
             }
             Ok(Outcome {
-                text: format!("forgot {id}: rebalance no longer drains it when its key vanishes (until it registers again)"),
+                text: format!(
+                    "forgot {id}: rebalance no longer drains it when its key vanishes (until it registers again)"
+                ),
                 json: json!({"origin": id, "forgotten": true}),
             })
         }
@@ -77,7 +86,11 @@ enum SessionEnd {
 
 /// Registers the origin and keeps its lease alive until `shutdown`, then revokes it. A lost
 /// lease is replaced by a new registration; an unreachable etcd is retried with backoff.
-pub async fn register(config: &RegisterConfig, reporter: Reporter, mut shutdown: Shutdown) -> Result<(), Error> {
+pub async fn register(
+    config: &RegisterConfig,
+    reporter: Reporter,
+    mut shutdown: Shutdown,
+) -> Result<(), Error> {
     let mut backoff = Backoff::new(Duration::from_millis(300), Duration::from_secs(5));
     loop {
         if shutdown.is_triggered() {
@@ -86,10 +99,18 @@ pub async fn register(config: &RegisterConfig, reporter: Reporter, mut shutdown:
         match session(config, reporter, &mut shutdown, &mut backoff).await {
             Ok(SessionEnd::Shutdown) => return Ok(()),
             Ok(SessionEnd::LeaseLost) => {
-                reporter.event("lease-lost", &format!("{}: the lease expired; registering again", config.id), json!({"origin": config.id}));
+                reporter.event(
+                    "lease-lost",
+                    &format!("{}: the lease expired; registering again", config.id),
+                    json!({"origin": config.id}),
+                );
             }
             Err(error) => {
-                reporter.event("error", &format!("{}: {error}; retrying", config.id), json!({"origin": config.id, "error": error.to_string()}));
+                reporter.event(
+                    "error",
+                    &format!("{}: {error}; retrying", config.id),
+                    json!({"origin": config.id, "error": error.to_string()}),
+                );
                 if !shutdown.sleep(backoff.pause()).await {
                     return Ok(());
                 }
@@ -98,21 +119,37 @@ pub async fn register(config: &RegisterConfig, reporter: Reporter, mut shutdown:
     }
 }
 
-async fn session(config: &RegisterConfig, reporter: Reporter, shutdown: &mut Shutdown, backoff: &mut Backoff) -> Result<SessionEnd, Error> {
+async fn session(
+    config: &RegisterConfig,
+    reporter: Reporter,
+    shutdown: &mut Shutdown,
+    backoff: &mut Backoff,
+) -> Result<SessionEnd, Error> {
     let mut client = config.etcd.connect().await?;
     let lease = client.lease_grant(config.ttl, None).await?.id();
     let key = config.layout.origin(&config.id);
     let value = Value::Object(config.meta.clone()).to_string();
     let marker = config.layout.registration(&config.id);
     let txn = Txn::new().and_then(vec![
-        TxnOp::put(key.as_str(), value, Some(PutOptions::new().with_lease(lease))),
-        TxnOp::put(marker.as_str(), json!({"origin": config.id, "registered": now_rfc3339()}).to_string(), None),
+        TxnOp::put(
+            key.as_str(),
+            value,
+            Some(PutOptions::new().with_lease(lease)),
+        ),
+        TxnOp::put(
+            marker.as_str(),
+            json!({"origin": config.id, "registered": now_rfc3339()}).to_string(),
+            None,
+        ),
     ]);
     client.txn(txn).await?;
     backoff.reset();
     reporter.event(
         "registered",
-        &format!("{} at {key} on lease {lease:x} (ttl {}s)", config.id, config.ttl),
+        &format!(
+            "{} at {key} on lease {lease:x} (ttl {}s)",
+            config.id, config.ttl
+        ),
         json!({"origin": config.id, "key": key, "lease": lease, "ttl": config.ttl}),
     );
     let (mut keeper, mut responses) = client.lease_keep_alive(lease).await?;
@@ -146,11 +183,19 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
     let listing = list_origins(&mut client, &context.layout).await?;
     let mut rows = Vec::new();
-    let ids: BTreeSet<&String> = listing.live.keys().chain(listing.registered.iter()).collect();
+    let ids: BTreeSet<&String> = listing
+        .live
+        .keys()
+        .chain(listing.registered.iter())
+        .collect();
     for id in ids {
         let live = listing.live.get(id);
         let ttl = match live {
-            Some((_, lease)) if *lease != 0 => client.lease_time_to_live(*lease, None).await.ok().map(|response| response.ttl()),
+            Some((_, lease)) if *lease != 0 => client
+                .lease_time_to_live(*lease, None)
+                .await
+                .ok()
+                .map(|response| response.ttl()),
             _ => None,
         };
         let drained = listing.drains.get(id);
@@ -167,20 +212,36 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
         .iter()
         .map(|row| {
             let state = if row["live"].as_bool() == Some(true) {
-                format!("live (ttl {}s)", row["ttl"].as_i64().map_or("?".to_string(), |ttl| ttl.to_string()))
+                format!(
+                    "live (ttl {}s)",
+                    row["ttl"]
+                        .as_i64()
+                        .map_or("?".to_string(), |ttl| ttl.to_string())
+                )
             } else {
                 "DOWN (registered before, key gone)".to_string()
             };
             let drained = match &row["drained"] {
                 Value::Null => String::new(),
-                record => format!("  drained by {}: {}", record["source"].as_str().unwrap_or("?"), record["reason"].as_str().unwrap_or("?")),
+                record => format!(
+                    "  drained by {}: {}",
+                    record["source"].as_str().unwrap_or("?"),
+                    record["reason"].as_str().unwrap_or("?")
+                ),
             };
-            format!("{:<12} {state}{drained}", row["origin"].as_str().unwrap_or_default())
+            format!(
+                "{:<12} {state}{drained}",
+                row["origin"].as_str().unwrap_or_default()
+            )
         })
         .collect::<Vec<_>>()
         .join("\n");
     Ok(Outcome {
-        text: if rows.is_empty() { "no origins".into() } else { text },
+        text: if rows.is_empty() {
+            "no origins".into()
+        } else {
+            text
+        },
         json: json!({"origins": rows}),
     })
 }
@@ -207,7 +268,10 @@ pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<Origin
         ]))
         .await?;
     let mut listing = OriginListing {
-        revision: response.header().map(|header| header.revision()).unwrap_or(0),
+        revision: response
+            .header()
+            .map(|header| header.revision())
+            .unwrap_or(0),
         ..OriginListing::default()
     };
     let ranges: Vec<Vec<etcd_client::KeyValue>> = response
@@ -223,13 +287,20 @@ pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<Origin
             .get(index)
             .into_iter()
             .flatten()
-            .filter_map(move |kv| strip(kv.key(), &prefix).filter(|id| !id.is_empty()).map(|id| (id.to_string(), kv.clone())))
+            .filter_map(move |kv| {
+                strip(kv.key(), &prefix)
+                    .filter(|id| !id.is_empty())
+                    .map(|id| (id.to_string(), kv.clone()))
+            })
             .collect::<Vec<_>>()
     };
     for (id, kv) in named(0, layout.origins()) {
         listing.live.insert(id, (kv.value().to_vec(), kv.lease()));
     }
-    listing.registered = named(1, layout.registrations()).into_iter().map(|(id, _)| id).collect();
+    listing.registered = named(1, layout.registrations())
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     for (id, kv) in named(2, layout.drains()) {
         if let Ok(record) = DrainRecord::parse(&id, kv.value()) {
             listing.drains.insert(id, record);
@@ -244,8 +315,16 @@ pub async fn mark_registered(client: &mut Client, layout: &Layout, id: &str) -> 
     client
         .txn(
             Txn::new()
-                .when(vec![Compare::create_revision(marker.as_str(), CompareOp::Equal, 0)])
-                .and_then(vec![TxnOp::put(marker.as_str(), json!({"origin": id, "registered": now_rfc3339()}).to_string(), None)]),
+                .when(vec![Compare::create_revision(
+                    marker.as_str(),
+                    CompareOp::Equal,
+                    0,
+                )])
+                .and_then(vec![TxnOp::put(
+                    marker.as_str(),
+                    json!({"origin": id, "registered": now_rfc3339()}).to_string(),
+                    None,
+                )]),
         )
         .await?;
     Ok(())

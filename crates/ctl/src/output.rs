@@ -60,23 +60,37 @@ pub fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) 
         let before = state.region(geo);
         let before_json = match &before {
             Some(Ok(value)) => value.to_json(),
-            Some(Err(_)) => Value::from(String::from_utf8_lossy(&state.regions[geo].raw).into_owned()),
+            Some(Err(_)) => {
+                Value::from(String::from_utf8_lossy(&state.regions[geo].raw).into_owned())
+            }
             None => Value::Null,
         };
         let after_json = new.as_ref().map_or(Value::Null, |value| value.to_json());
         lines.push(match (&before, new) {
             (None, Some(value)) => format!("+ region/{geo} {}", value.to_json()),
-            (Some(Ok(old)), Some(value)) => format!("~ region/{geo} {}", describe(&old.to_json(), &value.to_json())),
-            (Some(Err(error)), Some(value)) => format!("~ region/{geo} replaces an invalid value ({error}) with {}", value.to_json()),
+            (Some(Ok(old)), Some(value)) => format!(
+                "~ region/{geo} {}",
+                describe(&old.to_json(), &value.to_json())
+            ),
+            (Some(Err(error)), Some(value)) => format!(
+                "~ region/{geo} replaces an invalid value ({error}) with {}",
+                value.to_json()
+            ),
             (_, None) => format!("- region/{geo}"),
         });
-        regions.insert(geo.clone(), json!({"before": before_json, "after": after_json}));
+        regions.insert(
+            geo.clone(),
+            json!({"before": before_json, "after": after_json}),
+        );
     }
     let mut policy = Value::Null;
     if let Some(new) = &changes.policy {
         let old = state.policy();
         lines.push(match &old {
-            Some(Ok(old)) => format!("~ policy/global {}", describe(&old.to_json(), &new.to_json())),
+            Some(Ok(old)) => format!(
+                "~ policy/global {}",
+                describe(&old.to_json(), &new.to_json())
+            ),
             _ => format!("+ policy/global {}", new.to_json()),
         });
         policy = json!({
@@ -88,13 +102,21 @@ pub fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) 
     for (origin, record) in &changes.drains {
         let existed = state.drains.contains_key(origin);
         lines.push(match (existed, record) {
-            (false, Some(record)) => format!("+ drain record {origin} (regions {:?})", record.regions.keys().collect::<Vec<_>>()),
-            (true, Some(record)) => format!("~ drain record {origin} (regions {:?})", record.regions.keys().collect::<Vec<_>>()),
+            (false, Some(record)) => format!(
+                "+ drain record {origin} (regions {:?})",
+                record.regions.keys().collect::<Vec<_>>()
+            ),
+            (true, Some(record)) => format!(
+                "~ drain record {origin} (regions {:?})",
+                record.regions.keys().collect::<Vec<_>>()
+            ),
             (_, None) => format!("- drain record {origin}"),
         });
         drains.insert(
             origin.clone(),
-            record.as_ref().map_or(Value::Null, |record| serde_json::to_value(record).unwrap_or(Value::Null)),
+            record.as_ref().map_or(Value::Null, |record| {
+                serde_json::to_value(record).unwrap_or(Value::Null)
+            }),
         );
     }
     (

@@ -42,7 +42,9 @@ impl ProbeTarget {
             return Err(format!("`{url}`: no host"));
         }
         let port = match port {
-            Some(port) => port.parse::<u16>().map_err(|_| format!("`{url}`: bad port `{port}`"))?,
+            Some(port) => port
+                .parse::<u16>()
+                .map_err(|_| format!("`{url}`: bad port `{port}`"))?,
             None => 80,
         };
         Ok(ProbeTarget {
@@ -77,7 +79,10 @@ pub async fn probe(target: &ProbeTarget, timeout: Duration) -> Result<u16, Strin
         let mut head = Vec::with_capacity(256);
         let mut buffer = [0u8; 256];
         while !head.contains(&b'\n') && head.len() < 4096 {
-            let read = stream.read(&mut buffer).await.map_err(|error| format!("receive: {error}"))?;
+            let read = stream
+                .read(&mut buffer)
+                .await
+                .map_err(|error| format!("receive: {error}"))?;
             if read == 0 {
                 break;
             }
@@ -109,9 +114,15 @@ mod tests {
     #[test]
     fn parses_http_urls() {
         let target = ProbeTarget::parse("http://10.1.0.1:8080/healthz?x=1").unwrap();
-        assert_eq!((target.host.as_str(), target.port, target.path.as_str()), ("10.1.0.1", 8080, "/healthz?x=1"));
+        assert_eq!(
+            (target.host.as_str(), target.port, target.path.as_str()),
+            ("10.1.0.1", 8080, "/healthz?x=1")
+        );
         let target = ProbeTarget::parse("http://origin.example").unwrap();
-        assert_eq!((target.host.as_str(), target.port, target.path.as_str()), ("origin.example", 80, "/"));
+        assert_eq!(
+            (target.host.as_str(), target.port, target.path.as_str()),
+            ("origin.example", 80, "/")
+        );
         let target = ProbeTarget::parse("http://[::1]:81/h").unwrap();
         assert_eq!((target.host.as_str(), target.port), ("::1", 81));
         assert!(ProbeTarget::parse("https://a/").is_err());

@@ -52,7 +52,11 @@ pub async fn command(context: &Context, shutdown: Shutdown) -> Result<Outcome, E
 }
 
 /// Runs until `shutdown`.
-pub async fn run(config: &RebalanceConfig, reporter: Reporter, mut shutdown: Shutdown) -> Result<(), Error> {
+pub async fn run(
+    config: &RebalanceConfig,
+    reporter: Reporter,
+    mut shutdown: Shutdown,
+) -> Result<(), Error> {
     let mut backoff = Backoff::new(Duration::from_millis(300), Duration::from_secs(10));
     loop {
         if shutdown.is_triggered() {
@@ -61,7 +65,11 @@ pub async fn run(config: &RebalanceConfig, reporter: Reporter, mut shutdown: Shu
         match session(config, reporter, &mut shutdown, &mut backoff).await {
             Ok(()) => return Ok(()),
             Err(error) => {
-                reporter.event("error", &format!("{error}; re-listing after a pause"), json!({"error": error.to_string()}));
+                reporter.event(
+                    "error",
+                    &format!("{error}; re-listing after a pause"),
+                    json!({"error": error.to_string()}),
+                );
                 if !shutdown.sleep(backoff.pause()).await {
                     return Ok(());
                 }
@@ -70,7 +78,12 @@ pub async fn run(config: &RebalanceConfig, reporter: Reporter, mut shutdown: Shu
     }
 }
 
-async fn session(config: &RebalanceConfig, reporter: Reporter, shutdown: &mut Shutdown, backoff: &mut Backoff) -> Result<(), Error> {
+async fn session(
+    config: &RebalanceConfig,
+    reporter: Reporter,
+    shutdown: &mut Shutdown,
+    backoff: &mut Backoff,
+) -> Result<(), Error> {
     let mut client = config.etcd.connect().await?;
     let listing = list_origins(&mut client, &config.layout).await?;
     let mut seen: BTreeSet<String> = listing.registered.clone();
@@ -86,7 +99,11 @@ async fn session(config: &RebalanceConfig, reporter: Reporter, shutdown: &mut Sh
     );
     for id in &seen {
         if listing.live.contains_key(id) {
-            if listing.drains.get(id).is_some_and(|record| record.source == SOURCE_REBALANCE) {
+            if listing
+                .drains
+                .get(id)
+                .is_some_and(|record| record.source == SOURCE_REBALANCE)
+            {
                 restore(config, reporter, &mut client, id).await?;
             }
         } else {
@@ -115,7 +132,8 @@ async fn session(config: &RebalanceConfig, reporter: Reporter, shutdown: &mut Sh
         }
         for event in response.events() {
             let Some(kv) = event.kv() else { continue };
-            let Some(id) = strip(kv.key(), &config.layout.origins()).filter(|id| !id.is_empty()) else {
+            let Some(id) = strip(kv.key(), &config.layout.origins()).filter(|id| !id.is_empty())
+            else {
                 continue;
             };
             let id = id.to_string();
@@ -128,7 +146,11 @@ async fn session(config: &RebalanceConfig, reporter: Reporter, shutdown: &mut Sh
                     restore(config, reporter, &mut client, &id).await?;
                 }
                 EventType::Delete if seen.contains(&id) => {
-                    reporter.event("down", &format!("{id}: its key vanished (lease ended)"), json!({"origin": id}));
+                    reporter.event(
+                        "down",
+                        &format!("{id}: its key vanished (lease ended)"),
+                        json!({"origin": id}),
+                    );
                     drain(config, reporter, &mut client, &id).await?;
                 }
                 EventType::Delete => {}
@@ -137,7 +159,12 @@ async fn session(config: &RebalanceConfig, reporter: Reporter, shutdown: &mut Sh
     }
 }
 
-async fn drain(config: &RebalanceConfig, reporter: Reporter, client: &mut Client, id: &str) -> Result<(), Error> {
+async fn drain(
+    config: &RebalanceConfig,
+    reporter: Reporter,
+    client: &mut Client,
+    id: &str,
+) -> Result<(), Error> {
     let request = DrainRequest {
         origin: id.to_string(),
         regions: Vec::new(),
@@ -149,32 +176,54 @@ async fn drain(config: &RebalanceConfig, reporter: Reporter, client: &mut Client
         skip_emptying: true,
         fleet_limit: None,
     };
-    let committed = transact(client, &config.layout, &config.retry, &now_rfc3339(), |state| {
-        match plan_drain(state, &request) {
-            // Registered but listed in no region: nothing to take away.
-            Err(Error::Invalid(_)) => Ok(Default::default()),
-            other => other,
-        }
-    })
+    let committed = transact(
+        client,
+        &config.layout,
+        &config.retry,
+        &now_rfc3339(),
+        |state| {
+            match plan_drain(state, &request) {
+                // Registered but listed in no region: nothing to take away.
+                Err(Error::Invalid(_)) => Ok(Default::default()),
+                other => other,
+            }
+        },
+    )
     .await;
     report(reporter, "drained", id, committed)
 }
 
-async fn restore(config: &RebalanceConfig, reporter: Reporter, client: &mut Client, id: &str) -> Result<(), Error> {
-    let committed = transact(client, &config.layout, &config.retry, &now_rfc3339(), |state| {
-        match plan_restore(state, id, Some(SOURCE_REBALANCE)) {
-            // No drain recorded: nothing to give back.
-            Err(Error::Invalid(_)) => Ok(Default::default()),
-            other => other,
-        }
-    })
+async fn restore(
+    config: &RebalanceConfig,
+    reporter: Reporter,
+    client: &mut Client,
+    id: &str,
+) -> Result<(), Error> {
+    let committed = transact(
+        client,
+        &config.layout,
+        &config.retry,
+        &now_rfc3339(),
+        |state| {
+            match plan_restore(state, id, Some(SOURCE_REBALANCE)) {
+                // No drain recorded: nothing to give back.
+                Err(Error::Invalid(_)) => Ok(Default::default()),
+                other => other,
+            }
+        },
+    )
     .await;
     report(reporter, "restored", id, committed)
 }
 
 /// Reports a drain or restore. A conflict that outlived the retries ends the session (the
 /// next one re-lists and tries again); other errors too.
-fn report(reporter: Reporter, event: &str, id: &str, committed: Result<crate::state::Committed, Error>) -> Result<(), Error> {
+fn report(
+    reporter: Reporter,
+    event: &str,
+    id: &str,
+    committed: Result<crate::state::Committed, Error>,
+) -> Result<(), Error> {
     let committed = committed?;
     let notes = committed.changes.notes.join("; ");
     match committed.revision {

@@ -111,7 +111,10 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
         TxnOp::get(layout.drains(), prefix()),
     ]);
     let response = client.txn(txn).await?;
-    let revision = response.header().map(|header| header.revision()).unwrap_or(0);
+    let revision = response
+        .header()
+        .map(|header| header.revision())
+        .unwrap_or(0);
     let mut ranges = response.op_responses().into_iter().map(|op| match op {
         TxnOpResponse::Get(get) => get.kvs().to_vec(),
         _ => Vec::new(),
@@ -149,10 +152,10 @@ pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(
         if changes.drains.contains_key(origin) {
             continue;
         }
-        if let Some(record) = state.drain_record(origin)? {
-            if record.regions.keys().any(|geo| touched.contains(geo)) {
-                candidates.insert(origin.clone(), record);
-            }
+        if let Some(record) = state.drain_record(origin)?
+            && record.regions.keys().any(|geo| touched.contains(geo))
+        {
+            candidates.insert(origin.clone(), record);
         }
     }
     for (origin, record) in &changes.drains {
@@ -194,7 +197,11 @@ pub async fn commit(
     let mut compares = Vec::new();
     let mut ops = Vec::new();
     let mut guard = |key: String, entry: Option<&Entry>| match entry {
-        Some(entry) => compares.push(Compare::mod_revision(key, CompareOp::Equal, entry.mod_revision)),
+        Some(entry) => compares.push(Compare::mod_revision(
+            key,
+            CompareOp::Equal,
+            entry.mod_revision,
+        )),
         None => compares.push(Compare::create_revision(key, CompareOp::Equal, 0)),
     };
     for (geo, value) in &changes.regions {
@@ -220,7 +227,8 @@ pub async fn commit(
     }
     if changes.guard_drains {
         compares.push(
-            Compare::mod_revision(layout.drains(), CompareOp::Less, state.revision + 1).with_prefix(),
+            Compare::mod_revision(layout.drains(), CompareOp::Less, state.revision + 1)
+                .with_prefix(),
         );
     }
     let response = client
@@ -228,7 +236,12 @@ pub async fn commit(
         .await
         .map_err(|error| explain_txn_error(error, changes))?;
     if response.succeeded() {
-        Ok(Some(response.header().map(|header| header.revision()).unwrap_or(0)))
+        Ok(Some(
+            response
+                .header()
+                .map(|header| header.revision())
+                .unwrap_or(0),
+        ))
     } else {
         Ok(None)
     }
@@ -237,7 +250,8 @@ pub async fn commit(
 fn explain_txn_error(error: etcd_client::Error, changes: &Changes) -> Error {
     let text = error.to_string();
     if text.contains("too many operations in txn") {
-        let keys = changes.regions.len() + changes.drains.len() + usize::from(changes.policy.is_some());
+        let keys =
+            changes.regions.len() + changes.drains.len() + usize::from(changes.policy.is_some());
         Error::Failed(format!(
             "etcd refused a transaction of {keys} keys ({text}); raise etcd's --max-txn-ops \
              so that one change can cover every region"
@@ -327,7 +341,11 @@ where
 }
 
 /// Reads and plans without writing (`--dry-run`).
-pub async fn preview<F>(client: &mut Client, layout: &Layout, plan: &mut F) -> Result<(State, Changes), Error>
+pub async fn preview<F>(
+    client: &mut Client,
+    layout: &Layout,
+    plan: &mut F,
+) -> Result<(State, Changes), Error>
 where
     F: FnMut(&State) -> Result<Changes, Error>,
 {

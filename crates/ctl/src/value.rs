@@ -105,8 +105,14 @@ impl RegionValue {
         out.push_str(",\"origins\":");
         out.push_str(&Value::from(self.origins.clone()).to_string());
         out.push_str(",\"weight\":{");
-        let listed = self.origins.iter().filter(|origin| self.weight.contains_key(*origin));
-        let unlisted = self.weight.keys().filter(|name| !self.origins.contains(name));
+        let listed = self
+            .origins
+            .iter()
+            .filter(|origin| self.weight.contains_key(*origin));
+        let unlisted = self
+            .weight
+            .keys()
+            .filter(|name| !self.origins.contains(name));
         for (index, name) in listed.chain(unlisted).enumerate() {
             if index > 0 {
                 out.push(',');
@@ -155,7 +161,8 @@ fn extract_region(raw: &[u8]) -> Result<RegionValue, FieldError> {
             .into_iter()
             .map(|(name, weight)| {
                 // serde_json reads `-0` as a float; the readers count it as the integer 0.
-                let negative_zero = weight.as_f64() == Some(0.0) && !weight.is_i64() && !weight.is_u64();
+                let negative_zero =
+                    weight.as_f64() == Some(0.0) && !weight.is_i64() && !weight.is_u64();
                 weight
                     .as_i64()
                     .or(negative_zero.then_some(0))
@@ -205,7 +212,10 @@ impl PolicyValue {
         match policy.fields.get("default") {
             None => {}
             Some(Value::String(geo)) if !geo.is_empty() => {}
-            Some(_) => errors.push(FieldError::new("default", "must be a non-empty string (a geo)")),
+            Some(_) => errors.push(FieldError::new(
+                "default",
+                "must be a non-empty string (a geo)",
+            )),
         }
         match policy.fields.get("failover") {
             None => {}
@@ -226,12 +236,17 @@ impl PolicyValue {
             Some(Value::String(mode)) if PICK_MODES.contains(&mode.as_str()) => {}
             Some(_) => errors.push(FieldError::new(
                 "pick",
-                format!("must be one of {PICK_MODES:?} (an unknown mode would silently mean legacy)"),
+                format!(
+                    "must be one of {PICK_MODES:?} (an unknown mode would silently mean legacy)"
+                ),
             )),
         }
         match policy.fields.get("honor_client_hints") {
             None | Some(Value::Bool(_)) => {}
-            Some(_) => errors.push(FieldError::new("honor_client_hints", "must be true or false")),
+            Some(_) => errors.push(FieldError::new(
+                "honor_client_hints",
+                "must be true or false",
+            )),
         }
         if errors.is_empty() {
             Ok(policy)
@@ -269,9 +284,8 @@ impl PolicyValue {
 /// `dw-routing`'s verdict as a field error.
 fn routing_error(error: dw_routing::Error) -> FieldError {
     match error {
-        dw_routing::Error::Region { field, reason } | dw_routing::Error::Policy { field, reason } => {
-            FieldError::new(field, reason)
-        }
+        dw_routing::Error::Region { field, reason }
+        | dw_routing::Error::Policy { field, reason } => FieldError::new(field, reason),
         other => FieldError::new("json", other.to_string()),
     }
 }
@@ -329,26 +343,56 @@ mod tests {
 
     #[test]
     fn names_the_field_at_fault() {
-        assert_eq!(fields(region(r#"{"shard":"","origins":["a"],"weight":{"a":1}}"#).unwrap_err()), ["shard"]);
-        assert_eq!(fields(region(r#"{"shard":"s","origins":["a","a"],"weight":{"a":1}}"#).unwrap_err()), ["origins"]);
-        assert_eq!(fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":-1}}"#).unwrap_err()), ["weight"]);
-        assert_eq!(fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":50.5}}"#).unwrap_err()), ["weight"]);
-        assert_eq!(fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":1000001}}"#).unwrap_err()), ["weight"]);
-        assert_eq!(fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":1,"b":1}}"#).unwrap_err()), ["weight.b"]);
+        assert_eq!(
+            fields(region(r#"{"shard":"","origins":["a"],"weight":{"a":1}}"#).unwrap_err()),
+            ["shard"]
+        );
+        assert_eq!(
+            fields(region(r#"{"shard":"s","origins":["a","a"],"weight":{"a":1}}"#).unwrap_err()),
+            ["origins"]
+        );
+        assert_eq!(
+            fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":-1}}"#).unwrap_err()),
+            ["weight"]
+        );
+        assert_eq!(
+            fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":50.5}}"#).unwrap_err()),
+            ["weight"]
+        );
+        assert_eq!(
+            fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":1000001}}"#).unwrap_err()),
+            ["weight"]
+        );
+        assert_eq!(
+            fields(region(r#"{"shard":"s","origins":["a"],"weight":{"a":1,"b":1}}"#).unwrap_err()),
+            ["weight.b"]
+        );
         assert_eq!(fields(region(r#"{"shard":"s","#).unwrap_err()), ["json"]);
     }
 
     #[test]
     fn policy_is_strict_on_known_fields_and_keeps_the_rest() {
-        let policy = PolicyValue::for_write(br#"{"pick":"rendezvous","x":1,"default":"DE"}"#).unwrap();
+        let policy =
+            PolicyValue::for_write(br#"{"pick":"rendezvous","x":1,"default":"DE"}"#).unwrap();
         assert_eq!(
             policy.encode("t"),
             r#"{"default":"DE","pick":"rendezvous","x":1,"updated":"t"}"#
         );
-        assert_eq!(PolicyValue::for_write(b"{}").unwrap().encode("t"), r#"{"updated":"t"}"#);
-        assert_eq!(PolicyValue::for_write(br#"{"x":1}"#).unwrap().encode("t"), r#"{"x":1,"updated":"t"}"#);
-        let errors = PolicyValue::for_write(br#"{"pick":"rendevous","failover":["GB",3],"default":7}"#).unwrap_err();
+        assert_eq!(
+            PolicyValue::for_write(b"{}").unwrap().encode("t"),
+            r#"{"updated":"t"}"#
+        );
+        assert_eq!(
+            PolicyValue::for_write(br#"{"x":1}"#).unwrap().encode("t"),
+            r#"{"x":1,"updated":"t"}"#
+        );
+        let errors =
+            PolicyValue::for_write(br#"{"pick":"rendevous","failover":["GB",3],"default":7}"#)
+                .unwrap_err();
         assert_eq!(fields(errors), ["default", "failover[1]", "pick"]);
-        assert_eq!(fields(PolicyValue::for_write(b"[1]").unwrap_err()), ["json"]);
+        assert_eq!(
+            fields(PolicyValue::for_write(b"[1]").unwrap_err()),
+            ["json"]
+        );
     }
 }

@@ -48,7 +48,10 @@ mod tests {
     use super::*;
 
     fn named(weights: &[(&str, u32)]) -> Vec<(String, u32)> {
-        weights.iter().map(|(name, weight)| (name.to_string(), *weight)).collect()
+        weights
+            .iter()
+            .map(|(name, weight)| (name.to_string(), *weight))
+            .collect()
     }
 
     #[test]

@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 const DE: &str = r#"{"shard":"eu-1","origins":["fra-a","fra-b","ams-a"],"weight":{"fra-a":50,"fra-b":30,"ams-a":20}}"#;
 
 fn weights(pairs: &[(&str, u64)]) -> Vec<(String, u64)> {
-    pairs.iter().map(|(name, weight)| (name.to_string(), *weight)).collect()
+    pairs
+        .iter()
+        .map(|(name, weight)| (name.to_string(), *weight))
+        .collect()
 }
 
 async fn seed(etcd: &Etcd, regions: &[(&str, &str)]) {
@@ -24,20 +27,34 @@ async fn region_set_get_list_delete() {
     let etcd = Etcd::start().await;
     let run = etcd.dwctl(&["region", "set", "DE", DE]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let run = etcd.dwctl(&["region", "set", "FR", "--shard", "eu-2", "--origin", "par-a=70", "--origin", "par-b=30"]);
+    let run = etcd.dwctl(&[
+        "region", "set", "FR", "--shard", "eu-2", "--origin", "par-a=70", "--origin", "par-b=30",
+    ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
 
     // Compact JSON, known fields first, a real UTC `updated` last.
     let (stored, _) = etcd.get(&region_key("DE")).await.expect("DE written");
     assert!(stored.starts_with(r#"{"shard":"eu-1","origins":["fra-a","fra-b","ams-a"],"weight":{"fra-a":50,"fra-b":30,"ams-a":20},"updated":""#), "{stored}");
-    let updated = serde_json::from_str::<Value>(&stored).unwrap()["updated"].as_str().unwrap().to_string();
+    let updated = serde_json::from_str::<Value>(&stored).unwrap()["updated"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(updated.len(), 20, "{updated}");
-    assert!(updated.ends_with('Z') && updated.as_str() > "2025-01-01T00:00:00Z", "{updated}");
+    assert!(
+        updated.ends_with('Z') && updated.as_str() > "2025-01-01T00:00:00Z",
+        "{updated}"
+    );
     let now = dwctl::now_rfc3339();
-    assert!(updated.as_str() <= now.as_str(), "{updated} is in the future");
+    assert!(
+        updated.as_str() <= now.as_str(),
+        "{updated} is in the future"
+    );
 
     let fr = etcd.get_json(&region_key("FR")).await.expect("FR written");
-    assert_eq!(listed_weights(&fr), weights(&[("par-a", 70), ("par-b", 30)]));
+    assert_eq!(
+        listed_weights(&fr),
+        weights(&[("par-a", 70), ("par-b", 30)])
+    );
 
     let (code, got, _) = etcd.dwctl_json(&["region", "get", "DE"]);
     assert_eq!(code, 0);
@@ -49,7 +66,12 @@ async fn region_set_get_list_delete() {
     let (code, listed, _) = etcd.dwctl_json(&["region", "list"]);
     assert_eq!(code, 0);
     let rows = listed["regions"].as_array().unwrap();
-    assert_eq!(rows.iter().map(|row| row["geo"].as_str().unwrap()).collect::<Vec<_>>(), ["DE", "FR", "XX"]);
+    assert_eq!(
+        rows.iter()
+            .map(|row| row["geo"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["DE", "FR", "XX"]
+    );
     assert_eq!(rows[2]["valid"], false);
     assert!(rows[2]["error"].as_str().unwrap().contains("origins"));
     let text = etcd.dwctl(&["region", "list"]);
@@ -72,22 +94,95 @@ async fn invalid_input_exits_4_names_the_field_and_writes_nothing() {
         std::fs::write(&path, text).unwrap();
         path.display().to_string()
     };
-    let bad_json = file("bad.json", r#"{"regions":{"DE":{"shard":"eu-1","origins":["a"]"#);
+    let bad_json = file(
+        "bad.json",
+        r#"{"regions":{"DE":{"shard":"eu-1","origins":["a"]"#,
+    );
     let bad_toml = file("bad.toml", "[regions.DE\nshard = 1");
-    let fractional_toml = file("fractional.toml", "[regions.DE]\nshard = \"eu-1\"\norigins = [\"a\"]\nweight = { a = 50.5 }\n");
-    let unknown_in_file = file("unknown.json", r#"{"regions":{"DE":{"shard":"eu-1","origins":["a"],"weight":{"a":1,"b":1}}}}"#);
+    let fractional_toml = file(
+        "fractional.toml",
+        "[regions.DE]\nshard = \"eu-1\"\norigins = [\"a\"]\nweight = { a = 50.5 }\n",
+    );
+    let unknown_in_file = file(
+        "unknown.json",
+        r#"{"regions":{"DE":{"shard":"eu-1","origins":["a"],"weight":{"a":1,"b":1}}}}"#,
+    );
 
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["region", "set", "DE", r#"{"shard":"eu-1","#], "json"),
-        (vec!["region", "set", "DE", r#"{"shard":"","origins":["a"],"weight":{"a":1}}"#], "shard"),
-        (vec!["region", "set", "DE", r#"{"shard":"eu-1","origins":["a","a"],"weight":{"a":1}}"#], "origins"),
-        (vec!["region", "set", "DE", r#"{"shard":"eu-1","origins":["a"],"weight":{"a":-5}}"#], "weight"),
-        (vec!["region", "set", "DE", r#"{"shard":"eu-1","origins":["a"],"weight":{"a":2.5}}"#], "weight"),
-        (vec!["region", "set", "DE", r#"{"shard":"eu-1","origins":["a"],"weight":{"a":1000001}}"#], "weight"),
-        (vec!["region", "set", "DE", r#"{"shard":"eu-1","origins":["a"],"weight":{"a":0}}"#], "weight"),
-        (vec!["region", "set", "DE", r#"{"shard":"eu-1","origins":["a"],"weight":{"a":1,"zz":1}}"#], "weight.zz"),
-        (vec!["region", "set", "DE", "--shard", "eu-1", "--origin", "a=lots"], "weight.a"),
-        (vec!["region", "set", "DE", "--shard", "", "--origin", "a=1"], "shard"),
+        (
+            vec![
+                "region",
+                "set",
+                "DE",
+                r#"{"shard":"","origins":["a"],"weight":{"a":1}}"#,
+            ],
+            "shard",
+        ),
+        (
+            vec![
+                "region",
+                "set",
+                "DE",
+                r#"{"shard":"eu-1","origins":["a","a"],"weight":{"a":1}}"#,
+            ],
+            "origins",
+        ),
+        (
+            vec![
+                "region",
+                "set",
+                "DE",
+                r#"{"shard":"eu-1","origins":["a"],"weight":{"a":-5}}"#,
+            ],
+            "weight",
+        ),
+        (
+            vec![
+                "region",
+                "set",
+                "DE",
+                r#"{"shard":"eu-1","origins":["a"],"weight":{"a":2.5}}"#,
+            ],
+            "weight",
+        ),
+        (
+            vec![
+                "region",
+                "set",
+                "DE",
+                r#"{"shard":"eu-1","origins":["a"],"weight":{"a":1000001}}"#,
+            ],
+            "weight",
+        ),
+        (
+            vec![
+                "region",
+                "set",
+                "DE",
+                r#"{"shard":"eu-1","origins":["a"],"weight":{"a":0}}"#,
+            ],
+            "weight",
+        ),
+        (
+            vec![
+                "region",
+                "set",
+                "DE",
+                r#"{"shard":"eu-1","origins":["a"],"weight":{"a":1,"zz":1}}"#,
+            ],
+            "weight.zz",
+        ),
+        (
+            vec![
+                "region", "set", "DE", "--shard", "eu-1", "--origin", "a=lots",
+            ],
+            "weight.a",
+        ),
+        (
+            vec!["region", "set", "DE", "--shard", "", "--origin", "a=1"],
+            "shard",
+        ),
         (vec!["policy", "set", r#"{"pick":"fastest"}"#], "pick"),
         (vec!["policy", "set", r#"{"failover":"GB"}"#], "failover"),
         (vec!["policy", "set", "[]"], "json"),
@@ -107,11 +202,23 @@ async fn invalid_input_exits_4_names_the_field_and_writes_nothing() {
         let (code, output, stderr) = etcd.dwctl_json(&args);
         assert_eq!(code, 4, "{args:?}: {stderr}");
         assert_eq!(output["error"]["kind"], "validation", "{args:?}");
-        let fields: Vec<&str> = output["error"]["fields"].as_array().unwrap().iter().map(|entry| entry["field"].as_str().unwrap()).collect();
+        let fields: Vec<&str> = output["error"]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| entry["field"].as_str().unwrap())
+            .collect();
         assert_eq!(fields, [field], "{args:?}: {stderr}");
-        assert!(stderr.contains(&format!("`{field}`")), "{args:?}: the message names the field: {stderr}");
+        assert!(
+            stderr.contains(&format!("`{field}`")),
+            "{args:?}: the message names the field: {stderr}"
+        );
     }
-    assert_eq!(etcd.revision().await, before, "a rejected command wrote something");
+    assert_eq!(
+        etcd.revision().await,
+        before,
+        "a rejected command wrote something"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -121,10 +228,25 @@ async fn usage_errors_exit_2() {
     assert_eq!(etcd.dwctl(&["region", "set", "DE"]).code, 2);
     assert_eq!(etcd.dwctl(&["frobnicate"]).code, 2);
     assert_eq!(etcd.dwctl(&["drain"]).code, 2);
-    assert_eq!(etcd.dwctl(&["--prefix", "/dw/", "--control-prefix", "/dw/control/", "region", "list"]).code, 2);
+    assert_eq!(
+        etcd.dwctl(&[
+            "--prefix",
+            "/dw/",
+            "--control-prefix",
+            "/dw/control/",
+            "region",
+            "list"
+        ])
+        .code,
+        2
+    );
     let help = etcd.dwctl(&["drain", "--help"]);
     assert_eq!(help.code, 0);
-    assert!(help.stdout.contains("dwctl drain fra-a"), "help shows examples: {}", help.stdout);
+    assert!(
+        help.stdout.contains("dwctl drain fra-a"),
+        "help shows examples: {}",
+        help.stdout
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,23 +278,47 @@ async fn drain_across_three_regions_is_one_revision_and_restore_gives_everything
     let revision = drained["revision"].as_i64().expect("a commit revision");
     for geo in ["DE", "FR", "NL"] {
         let (value, mod_revision) = etcd.get(&region_key(geo)).await.unwrap();
-        assert_eq!(mod_revision, revision, "{geo} changed in the same transaction");
+        assert_eq!(
+            mod_revision, revision,
+            "{geo} changed in the same transaction"
+        );
         let value: Value = serde_json::from_str(&value).unwrap();
         assert_eq!(weight_sum(&value), 100, "{geo}: {value}");
-        assert!(!value["origins"].as_array().unwrap().contains(&json!("fra-a")));
+        assert!(
+            !value["origins"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("fra-a"))
+        );
     }
-    assert_eq!(listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()), weights(&[("fra-b", 60), ("ams-a", 40)]));
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()),
+        weights(&[("fra-b", 60), ("ams-a", 40)])
+    );
     // 1:1:1 of 100 by largest remainder: the extra unit goes to the first.
-    assert_eq!(listed_weights(&etcd.get_json(&region_key("FR")).await.unwrap()), weights(&[("par-a", 34), ("par-b", 33), ("par-c", 33)]));
-    assert_eq!(etcd.get(&region_key("US")).await.unwrap().1, us_revision, "US does not list fra-a");
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("FR")).await.unwrap()),
+        weights(&[("par-a", 34), ("par-b", 33), ("par-c", 33)])
+    );
+    assert_eq!(
+        etcd.get(&region_key("US")).await.unwrap().1,
+        us_revision,
+        "US does not list fra-a"
+    );
 
     let (record, record_revision) = etcd.get(&drain_key("fra-a")).await.expect("a drain record");
-    assert_eq!(record_revision, revision, "the drain record lands in the same transaction");
+    assert_eq!(
+        record_revision, revision,
+        "the drain record lands in the same transaction"
+    );
     let record: Value = serde_json::from_str(&record).unwrap();
     assert_eq!(record["reason"], "INC-1: 502s");
     assert_eq!(record["source"], "cli");
     assert!(record["by"].as_str().unwrap().starts_with("tester@"));
-    assert_eq!(record["regions"]["NL"]["before"]["weight"], json!({"ams-a": 7, "fra-a": 3}));
+    assert_eq!(
+        record["regions"]["NL"]["before"]["weight"],
+        json!({"ams-a": 7, "fra-a": 3})
+    );
 
     // Draining again is a no-op.
     let (code, again, _) = etcd.dwctl_json(&["drain", "fra-a"]);
@@ -189,7 +335,10 @@ async fn drain_across_three_regions_is_one_revision_and_restore_gives_everything
         assert_eq!(listed_weights(&value), listed_weights(original), "{geo}");
         assert_eq!(value["shard"], original["shard"]);
     }
-    assert!(etcd.get(&drain_key("fra-a")).await.is_none(), "the record is gone");
+    assert!(
+        etcd.get(&drain_key("fra-a")).await.is_none(),
+        "the record is gone"
+    );
 }
 
 async fn futures_lite_join(etcd: &Etcd, geos: &[&str]) -> Vec<Value> {
@@ -207,7 +356,10 @@ async fn drain_never_empties_a_region_unless_forced_and_restore_adapts_to_change
         &etcd,
         &[
             ("DE", DE),
-            ("LU", r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":100}}"#),
+            (
+                "LU",
+                r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":100}}"#,
+            ),
         ],
     )
     .await;
@@ -215,8 +367,17 @@ async fn drain_never_empties_a_region_unless_forced_and_restore_adapts_to_change
     let (code, refused, _) = etcd.dwctl_json(&["drain", "fra-a"]);
     assert_eq!(code, 4);
     assert_eq!(refused["error"]["fields"][0]["field"], "region");
-    assert!(refused["error"]["message"].as_str().unwrap().contains("`LU`"));
-    assert_eq!(etcd.revision().await, before, "a refused drain writes nothing");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`LU`")
+    );
+    assert_eq!(
+        etcd.revision().await,
+        before,
+        "a refused drain writes nothing"
+    );
 
     // Only DE: allowed.
     let (code, _, stderr) = etcd.dwctl_json(&["drain", "fra-a", "--region", "DE"]);
@@ -226,17 +387,34 @@ async fn drain_never_empties_a_region_unless_forced_and_restore_adapts_to_change
     assert_eq!(code, 0, "{stderr}");
     assert!(etcd.get(&region_key("LU")).await.is_none());
     let record = etcd.get_json(&drain_key("fra-a")).await.unwrap();
-    assert_eq!(record["regions"].as_object().unwrap().keys().collect::<Vec<_>>(), ["DE", "LU"]);
+    assert_eq!(
+        record["regions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["DE", "LU"]
+    );
 
     // DE changes while fra-a is drained.
     seed(&etcd, &[("DE", r#"{"shard":"eu-1","origins":["fra-b","ams-a","ams-b"],"weight":{"fra-b":1,"ams-a":1,"ams-b":2}}"#)]).await;
     let restore = etcd.dwctl(&["restore", "fra-a"]);
     assert_eq!(restore.code, 0, "{}", restore.stderr);
-    assert!(restore.stdout.contains("region DE changed since the drain"), "{}", restore.stdout);
+    assert!(
+        restore.stdout.contains("region DE changed since the drain"),
+        "{}",
+        restore.stdout
+    );
     let de = etcd.get_json(&region_key("DE")).await.unwrap();
     // fra-a had 50 of 100: it gets 50 back, the rest share the other 50 (1:1:2).
-    assert_eq!(listed_weights(&de), weights(&[("fra-a", 50), ("fra-b", 13), ("ams-a", 12), ("ams-b", 25)]));
-    let lu = etcd.get_json(&region_key("LU")).await.expect("LU recreated");
+    assert_eq!(
+        listed_weights(&de),
+        weights(&[("fra-a", 50), ("fra-b", 13), ("ams-a", 12), ("ams-b", 25)])
+    );
+    let lu = etcd
+        .get_json(&region_key("LU"))
+        .await
+        .expect("LU recreated");
     assert_eq!(listed_weights(&lu), weights(&[("fra-a", 100)]));
 }
 
@@ -247,18 +425,36 @@ async fn writing_a_drained_origin_back_updates_its_drain_record() {
         &etcd,
         &[
             ("DE", DE),
-            ("AT", r#"{"shard":"eu-1","origins":["fra-a","vie-a"],"weight":{"fra-a":50,"vie-a":50}}"#),
+            (
+                "AT",
+                r#"{"shard":"eu-1","origins":["fra-a","vie-a"],"weight":{"fra-a":50,"vie-a":50}}"#,
+            ),
         ],
     )
     .await;
     assert_eq!(etcd.dwctl(&["drain", "fra-a"]).code, 0);
-    let (code, set, _) = etcd.dwctl_json(&["region", "set", "AT", r#"{"shard":"eu-1","origins":["fra-a","vie-a"],"weight":{"fra-a":10,"vie-a":90}}"#]);
+    let (code, set, _) = etcd.dwctl_json(&[
+        "region",
+        "set",
+        "AT",
+        r#"{"shard":"eu-1","origins":["fra-a","vie-a"],"weight":{"fra-a":10,"vie-a":90}}"#,
+    ]);
     assert_eq!(code, 0);
     let revision = set["revision"].as_i64().unwrap();
     let (record, record_revision) = etcd.get(&drain_key("fra-a")).await.unwrap();
-    assert_eq!(record_revision, revision, "the record changes with the region");
+    assert_eq!(
+        record_revision, revision,
+        "the record changes with the region"
+    );
     let record: Value = serde_json::from_str(&record).unwrap();
-    assert_eq!(record["regions"].as_object().unwrap().keys().collect::<Vec<_>>(), ["DE"]);
+    assert_eq!(
+        record["regions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["DE"]
+    );
     // Setting DE back with fra-a closes the record entirely.
     seed(&etcd, &[("DE", DE)]).await;
     assert!(etcd.get(&drain_key("fra-a")).await.is_none());
@@ -267,7 +463,11 @@ async fn writing_a_drained_origin_back_updates_its_drain_record() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_prints_the_diff_and_writes_one_transaction() {
     let etcd = Etcd::start().await;
-    seed(&etcd, &[("XX", r#"{"shard":"x","origins":["x"],"weight":{"x":1}}"#)]).await;
+    seed(
+        &etcd,
+        &[("XX", r#"{"shard":"x","origins":["x"],"weight":{"x":1}}"#)],
+    )
+    .await;
     let dir = std::env::temp_dir().join(format!("dwctl-apply-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json_path = dir.join("routing.json");
@@ -287,20 +487,40 @@ async fn apply_prints_the_diff_and_writes_one_transaction() {
     assert_eq!(dry.code, 0, "{}", dry.stderr);
     assert!(dry.stdout.contains("+ region/DE"), "{}", dry.stdout);
     assert!(dry.stdout.contains("+ policy/global"), "{}", dry.stdout);
-    assert!(dry.stdout.contains("--prune"), "mentions the kept XX: {}", dry.stdout);
+    assert!(
+        dry.stdout.contains("--prune"),
+        "mentions the kept XX: {}",
+        dry.stdout
+    );
     assert_eq!(etcd.revision().await, before);
 
     let (code, applied, stderr) = etcd.dwctl_json(&["apply", &path]);
     assert_eq!(code, 0, "{stderr}");
     let revision = applied["revision"].as_i64().unwrap();
-    for key in [region_key("DE"), region_key("GB"), region_key("US"), format!("{PREFIX}policy/global")] {
-        assert_eq!(etcd.get(&key).await.unwrap().1, revision, "{key} in the one transaction");
+    for key in [
+        region_key("DE"),
+        region_key("GB"),
+        region_key("US"),
+        format!("{PREFIX}policy/global"),
+    ] {
+        assert_eq!(
+            etcd.get(&key).await.unwrap().1,
+            revision,
+            "{key} in the one transaction"
+        );
     }
-    assert!(etcd.get(&region_key("XX")).await.is_some(), "kept without --prune");
+    assert!(
+        etcd.get(&region_key("XX")).await.is_some(),
+        "kept without --prune"
+    );
 
     let (code, again, _) = etcd.dwctl_json(&["apply", &path]);
     assert_eq!(code, 0);
-    assert_eq!(again["revision"], Value::Null, "nothing to do the second time");
+    assert_eq!(
+        again["revision"],
+        Value::Null,
+        "nothing to do the second time"
+    );
     assert_eq!(again["diff"], json!([]));
 
     // The same state in TOML, one weight changed, with --prune.
@@ -315,11 +535,24 @@ async fn apply_prints_the_diff_and_writes_one_transaction() {
     .unwrap();
     let pruned = etcd.dwctl(&["apply", &toml_path.display().to_string(), "--prune"]);
     assert_eq!(pruned.code, 0, "{}", pruned.stderr);
-    assert!(pruned.stdout.contains("~ region/DE weight.fra-a: 50 -> 70; weight.fra-b: 50 -> 30"), "{}", pruned.stdout);
+    assert!(
+        pruned
+            .stdout
+            .contains("~ region/DE weight.fra-a: 50 -> 70; weight.fra-b: 50 -> 30"),
+        "{}",
+        pruned.stdout
+    );
     assert!(pruned.stdout.contains("- region/XX"), "{}", pruned.stdout);
-    assert!(!pruned.stdout.contains("region/GB"), "unchanged keys are not in the diff: {}", pruned.stdout);
+    assert!(
+        !pruned.stdout.contains("region/GB"),
+        "unchanged keys are not in the diff: {}",
+        pruned.stdout
+    );
     assert!(etcd.get(&region_key("XX")).await.is_none());
-    assert_eq!(listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()), weights(&[("fra-a", 70), ("fra-b", 30)]));
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()),
+        weights(&[("fra-a", 70), ("fra-b", 30)])
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -329,9 +562,20 @@ async fn policy_get_and_set() {
     let (code, missing, _) = etcd.dwctl_json(&["policy", "get"]);
     assert_eq!(code, 0);
     assert_eq!(missing["exists"], false);
-    assert_eq!(etcd.dwctl(&["policy", "set", r#"{"default":"DE","pick":"rendezvous","team":"edge"}"#]).code, 0);
+    assert_eq!(
+        etcd.dwctl(&[
+            "policy",
+            "set",
+            r#"{"default":"DE","pick":"rendezvous","team":"edge"}"#
+        ])
+        .code,
+        0
+    );
     let stored = etcd.get(&format!("{PREFIX}policy/global")).await.unwrap().0;
-    assert!(stored.starts_with(r#"{"default":"DE","pick":"rendezvous","team":"edge","updated":""#), "{stored}");
+    assert!(
+        stored.starts_with(r#"{"default":"DE","pick":"rendezvous","team":"edge","updated":""#),
+        "{stored}"
+    );
     let (_, got, _) = etcd.dwctl_json(&["policy", "get"]);
     assert_eq!(got["valid"], true);
     assert_eq!(got["value"]["team"], "edge");
@@ -343,9 +587,20 @@ async fn history_lists_past_values_and_rollback_puts_one_back() {
     let first = r#"{"shard":"eu-1","origins":["a"],"weight":{"a":100}}"#;
     let (_, set, _) = etcd.dwctl_json(&["region", "set", "DE", first]);
     let first_revision = set["revision"].as_i64().unwrap();
-    seed(&etcd, &[("DE", r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":50,"b":50}}"#)]).await;
+    seed(
+        &etcd,
+        &[(
+            "DE",
+            r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":50,"b":50}}"#,
+        )],
+    )
+    .await;
     assert_eq!(etcd.dwctl(&["region", "delete", "DE"]).code, 0);
-    seed(&etcd, &[("DE", r#"{"shard":"eu-9","origins":["c"],"weight":{"c":1}}"#)]).await;
+    seed(
+        &etcd,
+        &[("DE", r#"{"shard":"eu-9","origins":["c"],"weight":{"c":1}}"#)],
+    )
+    .await;
     // Someone writes an invalid value by hand.
     etcd.put(&region_key("DE"), r#"{"shard":"eu-9"}"#).await;
     let invalid_revision = etcd.revision().await;
@@ -353,22 +608,52 @@ async fn history_lists_past_values_and_rollback_puts_one_back() {
     let (code, history, stderr) = etcd.dwctl_json(&["history", "region/DE"]);
     assert_eq!(code, 0, "{stderr}");
     let entries = history["history"].as_array().unwrap();
-    assert_eq!(entries.iter().map(|entry| entry["kind"].as_str().unwrap()).collect::<Vec<_>>(), ["put", "put", "delete", "put", "put"]);
+    assert_eq!(
+        entries
+            .iter()
+            .map(|entry| entry["kind"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["put", "put", "delete", "put", "put"]
+    );
     assert_eq!(entries[0]["revision"], first_revision);
-    assert!(entries[0]["value"].as_str().unwrap().contains(r#""origins":["a"]"#));
+    assert!(
+        entries[0]["value"]
+            .as_str()
+            .unwrap()
+            .contains(r#""origins":["a"]"#)
+    );
 
-    let (code, rolled, stderr) = etcd.dwctl_json(&["rollback", "region/DE", "--to-revision", &first_revision.to_string()]);
+    let (code, rolled, stderr) = etcd.dwctl_json(&[
+        "rollback",
+        "region/DE",
+        "--to-revision",
+        &first_revision.to_string(),
+    ]);
     assert_eq!(code, 0, "{stderr}");
     let revision = rolled["revision"].as_i64().unwrap();
     let (value, mod_revision) = etcd.get(&region_key("DE")).await.unwrap();
     assert_eq!(mod_revision, revision);
-    assert_eq!(listed_weights(&serde_json::from_str(&value).unwrap()), weights(&[("a", 100)]));
+    assert_eq!(
+        listed_weights(&serde_json::from_str(&value).unwrap()),
+        weights(&[("a", 100)])
+    );
 
     // Rolling back to an invalid value is refused, naming the field.
     let before = etcd.revision().await;
-    let (code, refused, _) = etcd.dwctl_json(&["rollback", &region_key("DE"), "--to-revision", &invalid_revision.to_string()]);
+    let (code, refused, _) = etcd.dwctl_json(&[
+        "rollback",
+        &region_key("DE"),
+        "--to-revision",
+        &invalid_revision.to_string(),
+    ]);
     assert_eq!(code, 4);
-    assert!(refused["error"]["fields"][0]["field"].as_str().unwrap().ends_with("origins"), "{refused}");
+    assert!(
+        refused["error"]["fields"][0]["field"]
+            .as_str()
+            .unwrap()
+            .ends_with("origins"),
+        "{refused}"
+    );
     assert_eq!(etcd.revision().await, before);
 
     // Back to a revision where the key did not exist: it is deleted.
@@ -380,7 +665,12 @@ async fn history_lists_past_values_and_rollback_puts_one_back() {
     etcd.put(&format!("{CONTROL}note"), "one").await;
     let note_revision = etcd.revision().await;
     etcd.put(&format!("{CONTROL}note"), "two").await;
-    let (code, _, stderr) = etcd.dwctl_json(&["rollback", &format!("{CONTROL}note"), "--to-revision", &note_revision.to_string()]);
+    let (code, _, stderr) = etcd.dwctl_json(&[
+        "rollback",
+        &format!("{CONTROL}note"),
+        "--to-revision",
+        &note_revision.to_string(),
+    ]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(etcd.get(&format!("{CONTROL}note")).await.unwrap().0, "one");
 }

@@ -42,7 +42,10 @@ impl Daemon {
 
     fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("still running").to_string();
-        let status = std::process::Command::new("kill").args([signal, &pid]).status().expect("kill");
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("kill");
         assert!(status.success());
     }
 
@@ -66,18 +69,29 @@ async fn drain_record(etcd: &Etcd, origin: &str) -> Option<Value> {
 }
 
 async fn lists(etcd: &Etcd, geo: &str, origin: &str) -> bool {
-    etcd.get_json(&region_key(geo))
-        .await
-        .is_some_and(|region| listed_weights(&region).iter().any(|(name, _)| name == origin))
+    etcd.get_json(&region_key(geo)).await.is_some_and(|region| {
+        listed_weights(&region)
+            .iter()
+            .any(|(name, _)| name == origin)
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
     let mut etcd = Etcd::start().await;
     let regions = [
-        ("DE", r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":50,"b":50}}"#),
-        ("FR", r#"{"shard":"eu-2","origins":["a","c"],"weight":{"a":30,"c":70}}"#),
-        ("US", r#"{"shard":"us-1","origins":["x","y"],"weight":{"x":50,"y":50}}"#),
+        (
+            "DE",
+            r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":50,"b":50}}"#,
+        ),
+        (
+            "FR",
+            r#"{"shard":"eu-2","origins":["a","c"],"weight":{"a":30,"c":70}}"#,
+        ),
+        (
+            "US",
+            r#"{"shard":"us-1","origins":["x","y"],"weight":{"x":50,"y":50}}"#,
+        ),
     ];
     for (geo, value) in regions {
         assert_eq!(etcd.dwctl(&["region", "set", geo, value]).code, 0);
@@ -86,7 +100,19 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
     let rebalance = Daemon::start(&etcd, "rebalance", &["rebalance"]);
     let ttl = 2;
     let register = |etcd: &Etcd, name: &str| {
-        Daemon::start(etcd, name, &["origin", "register", "a", "--ttl", &ttl.to_string(), "--meta", r#"{"addr":"10.0.0.1:443"}"#])
+        Daemon::start(
+            etcd,
+            name,
+            &[
+                "origin",
+                "register",
+                "a",
+                "--ttl",
+                &ttl.to_string(),
+                "--meta",
+                r#"{"addr":"10.0.0.1:443"}"#,
+            ],
+        )
     };
 
     // 1. Registered, then SIGKILLed: drained within ttl + 2 s, reason lease-expired.
@@ -95,7 +121,10 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
         etcd.get(&format!("{PREFIX}origin/a")).await.map(|_| ())
     })
     .await;
-    assert!(etcd.get(&format!("{CONTROL}registered/a")).await.is_some(), "the registration marker is written");
+    assert!(
+        etcd.get(&format!("{CONTROL}registered/a")).await.is_some(),
+        "the registration marker is written"
+    );
     // rebalance must have seen it live before the kill, or it could not tell an expiry.
     eventually(Duration::from_secs(10), "rebalance sees a", || async {
         rebalance.log().contains("a registered").then_some(())
@@ -103,9 +132,11 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
     .await;
     first.sigkill().await;
     let killed = Instant::now();
-    let record = eventually(Duration::from_secs(ttl + 2), "a is drained within ttl + 2 s", || async {
-        drain_record(&etcd, "a").await
-    })
+    let record = eventually(
+        Duration::from_secs(ttl + 2),
+        "a is drained within ttl + 2 s",
+        || async { drain_record(&etcd, "a").await },
+    )
     .await;
     assert!(killed.elapsed() <= Duration::from_secs(ttl + 2));
     assert_eq!(record["reason"], "lease-expired");
@@ -125,18 +156,24 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
 
     // 3. etcd restarts under both daemons; they reconnect, and a crash is still caught.
     etcd.restart().await;
-    eventually(Duration::from_secs(20), "the origin registers again after the restart", || async {
-        (second.log().matches("registered").count() >= 2).then_some(())
-    })
+    eventually(
+        Duration::from_secs(20),
+        "the origin registers again after the restart",
+        || async { (second.log().matches("registered").count() >= 2).then_some(()) },
+    )
     .await;
-    eventually(Duration::from_secs(20), "rebalance re-lists after the restart", || async {
-        (rebalance.log().matches("listed").count() >= 2).then_some(())
-    })
+    eventually(
+        Duration::from_secs(20),
+        "rebalance re-lists after the restart",
+        || async { (rebalance.log().matches("listed").count() >= 2).then_some(()) },
+    )
     .await;
     second.sigkill().await;
-    eventually(Duration::from_secs(20), "a is drained after the restart", || async {
-        drain_record(&etcd, "a").await
-    })
+    eventually(
+        Duration::from_secs(20),
+        "a is drained after the restart",
+        || async { drain_record(&etcd, "a").await },
+    )
     .await;
 
     // 4. A clean stop (SIGTERM) revokes the lease at once: the key is gone, rebalance drains.
@@ -146,20 +183,34 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
     })
     .await;
     assert_eq!(third.terminate().await, 0, "register exits 0 on SIGTERM");
-    assert!(etcd.get(&format!("{PREFIX}origin/a")).await.is_none(), "the lease was revoked");
-    eventually(Duration::from_secs(10), "a is drained after the clean stop", || async {
-        drain_record(&etcd, "a").await
-    })
+    assert!(
+        etcd.get(&format!("{PREFIX}origin/a")).await.is_none(),
+        "the lease was revoked"
+    );
+    eventually(
+        Duration::from_secs(10),
+        "a is drained after the clean stop",
+        || async { drain_record(&etcd, "a").await },
+    )
     .await;
 
     // Origins that never registered are never touched.
     assert_eq!(etcd.get(&region_key("US")).await.unwrap(), us_before);
     assert!(lists(&etcd, "FR", "c").await);
-    let records: Vec<String> = etcd.dump(&format!("{CONTROL}drains/")).await.into_iter().map(|(key, _)| key).collect();
+    let records: Vec<String> = etcd
+        .dump(&format!("{CONTROL}drains/"))
+        .await
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
     assert_eq!(records, [drain_key("a")]);
 
     let log = rebalance.log();
-    assert_eq!(rebalance.terminate().await, 0, "rebalance exits 0 on SIGTERM; log:\n{log}");
+    assert_eq!(
+        rebalance.terminate().await,
+        0,
+        "rebalance exits 0 on SIGTERM; log:\n{log}"
+    );
 }
 
 /// An HTTP server on loopback answering 200 or 503 as told.
@@ -188,8 +239,14 @@ async fn health_server(healthy: Arc<AtomicBool>) -> String {
 async fn health_drains_failing_origins_restores_them_and_never_drains_too_many() {
     let etcd = Etcd::start().await;
     let regions = [
-        ("DE", r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":50,"b":30,"c":20}}"#),
-        ("FR", r#"{"shard":"eu-2","origins":["a","b"],"weight":{"a":40,"b":60}}"#),
+        (
+            "DE",
+            r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":50,"b":30,"c":20}}"#,
+        ),
+        (
+            "FR",
+            r#"{"shard":"eu-2","origins":["a","b"],"weight":{"a":40,"b":60}}"#,
+        ),
     ];
     for (geo, value) in regions {
         assert_eq!(etcd.dwctl(&["region", "set", geo, value]).code, 0);
@@ -202,7 +259,19 @@ async fn health_drains_failing_origins_restores_them_and_never_drains_too_many()
         probes.push(format!("{origin}={}", health_server(healthy.clone()).await));
         switches.push(healthy);
     }
-    let mut args = vec!["health", "--interval", "0.2", "--probe-timeout", "1", "--fail-after", "2", "--recover-after", "2", "--max-drained-fraction", "0.5"];
+    let mut args = vec![
+        "health",
+        "--interval",
+        "0.2",
+        "--probe-timeout",
+        "1",
+        "--fail-after",
+        "2",
+        "--recover-after",
+        "2",
+        "--max-drained-fraction",
+        "0.5",
+    ];
     for probe in &probes {
         args.extend(["--probe", probe.as_str()]);
     }
@@ -210,9 +279,15 @@ async fn health_drains_failing_origins_restores_them_and_never_drains_too_many()
 
     // a starts failing: drained.
     switches[0].store(false, Ordering::SeqCst);
-    let record = eventually(Duration::from_secs(15), "a is drained", || async { drain_record(&etcd, "a").await }).await;
+    let record = eventually(Duration::from_secs(15), "a is drained", || async {
+        drain_record(&etcd, "a").await
+    })
+    .await;
     assert_eq!(record["source"], "health");
-    assert!(record["reason"].as_str().unwrap().contains("503"), "{record}");
+    assert!(
+        record["reason"].as_str().unwrap().contains("503"),
+        "{record}"
+    );
     assert!(!lists(&etcd, "DE", "a").await && !lists(&etcd, "FR", "a").await);
 
     // a recovers: restored with its exact weights.
@@ -221,7 +296,10 @@ async fn health_drains_failing_origins_restores_them_and_never_drains_too_many()
         drain_record(&etcd, "a").await.is_none().then_some(())
     })
     .await;
-    assert_eq!(listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()), listed_weights(&de_before));
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()),
+        listed_weights(&de_before)
+    );
 
     // Every probe fails: at most floor(0.5 * 3) = 1 origin is drained, however long it lasts.
     for switch in &switches {
@@ -234,10 +312,18 @@ async fn health_drains_failing_origins_restores_them_and_never_drains_too_many()
     .await;
     for _ in 0..15 {
         let records = etcd.dump(&format!("{CONTROL}drains/")).await;
-        assert_eq!(records.len(), 1, "more than the allowed fraction drained: {records:?}");
+        assert_eq!(
+            records.len(),
+            1,
+            "more than the allowed fraction drained: {records:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(health.log().contains("drain-refused"), "the refusal is reported:\n{}", health.log());
+    assert!(
+        health.log().contains("drain-refused"),
+        "the refusal is reported:\n{}",
+        health.log()
+    );
     for region in ["DE", "FR"] {
         assert!(etcd.get_json(&region_key(region)).await.is_some());
     }
@@ -246,11 +332,25 @@ async fn health_drains_failing_origins_restores_them_and_never_drains_too_many()
     for switch in &switches {
         switch.store(true, Ordering::SeqCst);
     }
-    eventually(Duration::from_secs(15), "every drain is restored", || async {
-        etcd.dump(&format!("{CONTROL}drains/")).await.is_empty().then_some(())
-    })
+    eventually(
+        Duration::from_secs(15),
+        "every drain is restored",
+        || async {
+            etcd.dump(&format!("{CONTROL}drains/"))
+                .await
+                .is_empty()
+                .then_some(())
+        },
+    )
     .await;
-    assert_eq!(listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()), listed_weights(&de_before));
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()),
+        listed_weights(&de_before)
+    );
     let log = health.log();
-    assert_eq!(health.terminate().await, 0, "health exits 0 on SIGTERM; log:\n{log}");
+    assert_eq!(
+        health.terminate().await,
+        0,
+        "health exits 0 on SIGTERM; log:\n{log}"
+    );
 }

@@ -58,8 +58,18 @@ impl Etcd {
         let child = Command::new("etcd")
             .args(["--name", "test", "--data-dir"])
             .arg(self.data_dir.join("etcd"))
-            .args(["--listen-client-urls", &client_url, "--advertise-client-urls", &client_url])
-            .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
+            .args([
+                "--listen-client-urls",
+                &client_url,
+                "--advertise-client-urls",
+                &client_url,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer_url,
+                "--initial-advertise-peer-urls",
+                &peer_url,
+            ])
             .args(["--initial-cluster", &format!("test={peer_url}")])
             .args(["--log-level", "error", "--unsafe-no-fsync"])
             .stdout(Stdio::null())
@@ -69,10 +79,12 @@ impl Etcd {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if let Ok(Ok(mut client)) = tokio::time::timeout(Duration::from_secs(2), Client::connect([self.endpoint()], None)).await {
-                if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), client.get("/", None)).await {
-                    return;
-                }
+            let connect = Client::connect([self.endpoint()], None);
+            if let Ok(Ok(mut client)) = tokio::time::timeout(Duration::from_secs(2), connect).await
+                && let Ok(Ok(_)) =
+                    tokio::time::timeout(Duration::from_secs(2), client.get("/", None)).await
+            {
+                return;
             }
             assert!(Instant::now() < deadline, "etcd did not start");
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -97,20 +109,26 @@ impl Etcd {
     }
 
     pub async fn client(&self) -> Client {
-        Client::connect([self.endpoint()], None).await.expect("connect")
+        Client::connect([self.endpoint()], None)
+            .await
+            .expect("connect")
     }
 
     /// A key's value and mod_revision.
     pub async fn get(&self, key: &str) -> Option<(String, i64)> {
         let response = self.client().await.get(key, None).await.expect("get");
-        response
-            .kvs()
-            .first()
-            .map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.mod_revision()))
+        response.kvs().first().map(|kv| {
+            (
+                String::from_utf8_lossy(kv.value()).into_owned(),
+                kv.mod_revision(),
+            )
+        })
     }
 
     pub async fn get_json(&self, key: &str) -> Option<Value> {
-        self.get(key).await.map(|(value, _)| serde_json::from_str(&value).expect("a JSON value"))
+        self.get(key)
+            .await
+            .map(|(value, _)| serde_json::from_str(&value).expect("a JSON value"))
     }
 
     /// Every key under `prefix` with its value.
@@ -124,17 +142,29 @@ impl Etcd {
         response
             .kvs()
             .iter()
-            .map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), String::from_utf8_lossy(kv.value()).into_owned()))
+            .map(|kv| {
+                (
+                    String::from_utf8_lossy(kv.key()).into_owned(),
+                    String::from_utf8_lossy(kv.value()).into_owned(),
+                )
+            })
             .collect()
     }
 
     pub async fn revision(&self) -> i64 {
         let response = self.client().await.get("/", None).await.expect("get");
-        response.header().map(|header| header.revision()).unwrap_or(0)
+        response
+            .header()
+            .map(|header| header.revision())
+            .unwrap_or(0)
     }
 
     pub async fn put(&self, key: &str, value: &str) {
-        self.client().await.put(key, value, None).await.expect("put");
+        self.client()
+            .await
+            .put(key, value, None)
+            .await
+            .expect("put");
     }
 
     /// Runs `dwctl ARGS` against this etcd.
@@ -197,7 +227,10 @@ pub fn listed_weights(region: &Value) -> Vec<(String, u64)> {
         .iter()
         .map(|origin| {
             let origin = origin.as_str().expect("an origin name");
-            (origin.to_string(), region["weight"][origin].as_u64().unwrap_or(0))
+            (
+                origin.to_string(),
+                region["weight"][origin].as_u64().unwrap_or(0),
+            )
         })
         .collect()
 }
