@@ -213,7 +213,10 @@ async fn compaction_while_cut_off_ends_in_a_fresh_listing() {
     let last = converged(&mut client, &snapshot).await;
     assert!(last.revision >= cut_revision);
     assert!(!last.kvs.contains_key(&format!("{PREFIX}region/R5")));
-    eprintln!("restarts after compaction: {:?}", agent.status.get().restarts);
+    eprintln!(
+        "restarts after compaction: {:?}",
+        agent.status.get().restarts
+    );
     let published: Vec<u64> = agent.drain().iter().map(|p| p.revision).collect();
     assert!(published.windows(2).all(|w| w[0] < w[1]), "{published:?}");
     agent.stop().await;

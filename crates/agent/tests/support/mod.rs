@@ -191,7 +191,8 @@ impl Cluster {
         Cluster { members }
     }
 
-    async fn wait_ready(&mut self) -> bool {
+    /// Waits until every member answers reads; false if one exited or time ran out.
+    pub async fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if self.members.iter_mut().any(|m| m.exited()) {
