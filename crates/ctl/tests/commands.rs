@@ -674,3 +674,82 @@ async fn history_lists_past_values_and_rollback_puts_one_back() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(etcd.get(&format!("{CONTROL}note")).await.unwrap().0, "one");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_desired_state_applies() {
+    let etcd = Etcd::start().await;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/routing.json");
+    let desired: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (code, applied, stderr) = etcd.dwctl_json(&["apply", path]);
+    assert_eq!(code, 0, "{stderr}");
+    let revision = applied["revision"].as_i64().unwrap();
+    let regions = etcd.dump(&format!("{PREFIX}region/")).await;
+    assert_eq!(regions.len(), desired["regions"].as_object().unwrap().len());
+    for (key, _) in &regions {
+        assert_eq!(etcd.get(key).await.unwrap().1, revision, "{key}");
+    }
+}
+
+/// A writer that changes a guarded key between every read and its commit: the guard
+/// fails each time, the retries are bounded, and the error maps to exit code 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conflicts_are_retried_then_reported_with_exit_code_3() {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE)]).await;
+    let layout = dwctl::Layout::new(PREFIX, CONTROL).unwrap();
+    let retry = dwctl::RetryPolicy {
+        attempts: 3,
+        ..dwctl::RetryPolicy::default()
+    };
+    let mut client = etcd.client().await;
+    let endpoint = etcd.endpoint();
+    let mut plans = 0;
+    let result = dwctl::transact(&mut client, &layout, &retry, "now", |state| {
+        plans += 1;
+        // The concurrent writer: bump DE after it was read.
+        let status = std::process::Command::new("etcdctl")
+            .args(["--endpoints", &endpoint, "put", &region_key("DE"), DE])
+            .output()
+            .expect("etcdctl");
+        assert!(status.status.success());
+        dwctl::plan_drain(
+            state,
+            &dwctl::DrainRequest {
+                origin: "fra-a".into(),
+                regions: vec![],
+                reason: "test".into(),
+                source: "cli".into(),
+                by: "me".into(),
+                at: "now".into(),
+                force: false,
+                skip_emptying: false,
+                fleet_limit: None,
+            },
+        )
+    })
+    .await;
+    assert_eq!(plans, 3, "one plan per attempt");
+    let error = result.expect_err("every attempt conflicts");
+    assert!(
+        matches!(error, dwctl::Error::Conflict { attempts: 3 }),
+        "{error}"
+    );
+    assert_eq!(error.exit_code(), 3);
+    assert!(
+        etcd.get(&drain_key("fra-a")).await.is_none(),
+        "nothing written"
+    );
+    assert_eq!(
+        etcd.get_json(&region_key("DE")).await.unwrap()["origins"],
+        json!(["fra-a", "fra-b", "ams-a"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_of_a_key_that_never_existed_is_empty() {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE)]).await;
+    let (code, history, stderr) = etcd.dwctl_json(&["history", "region/NOPE"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(history["history"], json!([]));
+}

@@ -1,0 +1,195 @@
+//! dwctl against an etcd with authentication, and with mutual TLS.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Etcd, eventually};
+
+const DE: &str = r#"{"shard":"eu-1","origins":["a"],"weight":{"a":100}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_and_password() {
+    let etcd = Etcd::start().await;
+    let etcdctl = |args: &[&str]| {
+        let status = Command::new("etcdctl")
+            .args(["--endpoints", &etcd.endpoint()])
+            .args(args)
+            .output()
+            .expect("etcdctl on PATH");
+        assert!(
+            status.status.success(),
+            "etcdctl {args:?}: {}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+    };
+    etcdctl(&["user", "add", "root:s3cret", "--interactive=false"]);
+    etcdctl(&["auth", "enable"]);
+
+    let anonymous = etcd.dwctl(&["region", "set", "DE", DE]);
+    assert_eq!(anonymous.code, 1, "{}", anonymous.stderr);
+    let wrong = etcd.dwctl(&["--user", "root", "--password", "nope", "region", "list"]);
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    let half = etcd.dwctl(&["--user", "root", "region", "list"]);
+    assert_eq!(half.code, 2, "--user without --password is a usage error");
+
+    let run = etcd.dwctl(&[
+        "--user",
+        "root",
+        "--password",
+        "s3cret",
+        "region",
+        "set",
+        "DE",
+        DE,
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut env = etcd.command(&["region", "get", "DE"]);
+    env.env("DWCTL_USER", "root")
+        .env("DWCTL_PASSWORD", "s3cret");
+    let got = common::run(env);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert!(got.stdout.contains("eu-1"));
+}
+
+/// A CA, and a certificate for 127.0.0.1 (server) and for a client, made with openssl.
+fn make_certificates(dir: &Path) {
+    let openssl = |args: &[&str]| {
+        let output = Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .expect("openssl on PATH");
+        assert!(
+            output.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let key = |name: &str| {
+        openssl(&[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            name,
+        ])
+    };
+    key("ca.key");
+    openssl(&[
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=dwctl-test-ca",
+    ]);
+    for (name, usage) in [("server", "serverAuth"), ("client", "clientAuth")] {
+        key(&format!("{name}.key"));
+        openssl(&[
+            "req",
+            "-new",
+            "-key",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.csr"),
+            "-subj",
+            &format!("/CN={name}"),
+        ]);
+        std::fs::write(
+            dir.join(format!("{name}.ext")),
+            format!("subjectAltName=IP:127.0.0.1\nextendedKeyUsage={usage}\n"),
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &format!("{name}.crt"),
+            "-days",
+            "2",
+            "-extfile",
+            &format!("{name}.ext"),
+        ]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls() {
+    let flags = [
+        "--cert-file",
+        "{dir}/server.crt",
+        "--key-file",
+        "{dir}/server.key",
+        "--trusted-ca-file",
+        "{dir}/ca.crt",
+        "--client-cert-auth",
+    ];
+    let etcd = Etcd::start_with("https", flags.map(String::from).to_vec(), make_certificates).await;
+    let dir = etcd.data_dir.display().to_string();
+    let (cacert, cert, key) = (
+        format!("{dir}/ca.crt"),
+        format!("{dir}/client.crt"),
+        format!("{dir}/client.key"),
+    );
+    let tls = [
+        "--cacert",
+        cacert.as_str(),
+        "--cert",
+        cert.as_str(),
+        "--key",
+        key.as_str(),
+    ];
+
+    let args: Vec<&str> = tls
+        .iter()
+        .copied()
+        .chain(["--timeout", "2", "region", "set", "DE", DE])
+        .collect();
+    eventually(
+        Duration::from_secs(15),
+        "a write over mutual TLS",
+        || async {
+            let run = etcd.dwctl(&args);
+            (run.code == 0).then_some(())
+        },
+    )
+    .await;
+    let args: Vec<&str> = tls
+        .iter()
+        .copied()
+        .chain(["--output", "json", "region", "get", "DE"])
+        .collect();
+    let got = etcd.dwctl(&args);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert!(got.stdout.contains("\"shard\":\"eu-1\""), "{}", got.stdout);
+
+    // Without a client certificate the server refuses; a missing file is a plain error.
+    let anonymous = etcd.dwctl(&["--cacert", &cacert, "--timeout", "2", "region", "list"]);
+    assert_eq!(anonymous.code, 1, "{}", anonymous.stderr);
+    let missing = etcd.dwctl(&["--cacert", "/nonexistent/ca.crt", "region", "list"]);
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing.stderr.contains("/nonexistent/ca.crt"),
+        "{}",
+        missing.stderr
+    );
+    let half = etcd.dwctl(&["--cacert", &cacert, "--cert", &cert, "region", "list"]);
+    assert_eq!(half.code, 2, "--cert without --key is a usage error");
+}
