@@ -270,3 +270,49 @@ fn environment_variables_stand_in_for_flags() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("from-env"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_client_certificates_and_a_certificate_from_the_wrong_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    fs::create_dir(&certs).unwrap();
+    let tls = TestTls::generate(&certs);
+    let cluster = Cluster::start_with(dir.path(), 1, Some(tls.clone())).await;
+    let mut client = cluster.client().await;
+    put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
+    let snapshot = dir.path().join("dw-routing.json");
+    let old = br#"{"format":1,"revision":1,"kvs":{"/dw/routing/region/XX":"{}"}}"#;
+    fs::write(&snapshot, old).unwrap();
+    let flags = |ca: &Path| {
+        let flags = [
+            format!("--cacert={}", ca.display()),
+            format!("--cert={}", tls.client_cert.display()),
+            format!("--key={}", tls.client_key.display()),
+        ];
+        agent_args(
+            &cluster.endpoints(),
+            &snapshot,
+            &flags.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
+    };
+
+    // Members whose certificate the CA bundle does not vouch for: refused, retried, logged.
+    let mut wrong = AgentProcess::spawn(&flags(&tls.other_ca), &dir.path().join("wrong.log"));
+    eventually("the certificate error is logged twice", || async {
+        wrong.log().matches("certificate").count() >= 2
+    })
+    .await;
+    assert!(
+        wrong.child.try_wait().unwrap().is_none(),
+        "gave up: {}",
+        wrong.log()
+    );
+    assert_eq!(fs::read(&snapshot).unwrap(), old);
+    assert!(wrong.terminate().success());
+
+    // The right CA and a client certificate: mirrored over TLS.
+    let mut right = AgentProcess::spawn(&flags(&tls.ca), &dir.path().join("right.log"));
+    let published = converged(&mut client, &snapshot).await;
+    assert!(published.kvs.contains_key(&format!("{PREFIX}region/DE")));
+    assert!(right.terminate().success(), "{}", right.log());
+}

@@ -116,12 +116,119 @@ impl Drop for Etcd {
 /// An etcd cluster of one or more members on loopback.
 pub struct Cluster {
     pub members: Vec<Etcd>,
+    tls: Option<TestTls>,
+}
+
+/// Certificates for an etcd that serves clients over TLS and requires client certificates.
+#[derive(Clone)]
+pub struct TestTls {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    /// A CA that signed none of the above.
+    pub other_ca: PathBuf,
+}
+
+impl TestTls {
+    /// Makes a CA, a server certificate for 127.0.0.1 and a client certificate with the
+    /// `openssl` command (it is in the devenv).
+    pub fn generate(dir: &Path) -> TestTls {
+        let run = |args: &[&str]| {
+            let output = Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .expect("openssl must be on PATH (run the tests inside scripts/devenv)");
+            assert!(
+                output.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        for ca in ["ca", "other-ca"] {
+            let mut args = vec!["req", "-x509", "-days", "2", "-subj"];
+            let subject = format!("/CN=dw-test-{ca}");
+            args.push(&subject);
+            args.extend(ec);
+            let (key, pem) = (format!("{ca}.key"), format!("{ca}.pem"));
+            args.extend(["-keyout", &key, "-out", &pem]);
+            run(&args);
+        }
+        for (name, usage) in [("server", "serverAuth"), ("client", "clientAuth")] {
+            let (key, csr, pem, ext) = (
+                format!("{name}.key"),
+                format!("{name}.csr"),
+                format!("{name}.pem"),
+                format!("{name}.ext"),
+            );
+            fs::write(
+                dir.join(&ext),
+                format!("subjectAltName=IP:127.0.0.1\nextendedKeyUsage={usage}\n"),
+            )
+            .unwrap();
+            let mut args = vec!["req", "-subj", "/CN=127.0.0.1"];
+            args.extend(ec);
+            args.extend(["-keyout", &key, "-out", &csr]);
+            run(&args);
+            run(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+                "-out",
+                &pem,
+            ]);
+        }
+        TestTls {
+            ca: dir.join("ca.pem"),
+            server_cert: dir.join("server.pem"),
+            server_key: dir.join("server.key"),
+            client_cert: dir.join("client.pem"),
+            client_key: dir.join("client.key"),
+            other_ca: dir.join("other-ca.pem"),
+        }
+    }
+
+    fn client_options(&self) -> etcd_client::ConnectOptions {
+        let tls = etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(
+                fs::read(&self.ca).unwrap(),
+            ))
+            .identity(etcd_client::Identity::from_pem(
+                fs::read(&self.client_cert).unwrap(),
+                fs::read(&self.client_key).unwrap(),
+            ));
+        etcd_client::ConnectOptions::new().with_tls(tls)
+    }
 }
 
 impl Cluster {
     pub async fn start(dir: &Path, size: usize) -> Cluster {
+        Cluster::start_with(dir, size, None).await
+    }
+
+    /// Starts a cluster whose client URLs are https with client certificates required.
+    pub async fn start_with(dir: &Path, size: usize, tls: Option<TestTls>) -> Cluster {
         for attempt in 0..3 {
-            let mut cluster = Cluster::spawn(dir, size, attempt);
+            let mut cluster = Cluster::spawn(dir, size, attempt, tls.clone());
             if cluster.wait_ready().await {
                 return cluster;
             }
@@ -131,7 +238,8 @@ impl Cluster {
         panic!("etcd did not start; see the logs under {}", dir.display());
     }
 
-    fn spawn(dir: &Path, size: usize, attempt: usize) -> Cluster {
+    fn spawn(dir: &Path, size: usize, attempt: usize, tls: Option<TestTls>) -> Cluster {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let ports: Vec<(u16, u16)> = (0..size).map(|_| (free_port(), free_port())).collect();
         let initial: Vec<String> = ports
             .iter()
@@ -145,9 +253,9 @@ impl Cluster {
             .map(|(i, (client, peer))| {
                 let name = format!("m{i}");
                 let data_dir = dir.join(format!("{name}-{attempt}.etcd"));
-                let client_url = format!("http://127.0.0.1:{client}");
+                let client_url = format!("{scheme}://127.0.0.1:{client}");
                 let peer_url = format!("http://127.0.0.1:{peer}");
-                let args = vec![
+                let mut args: Vec<String> = vec![
                     "--name".into(),
                     name.clone(),
                     "--data-dir".into(),
@@ -171,9 +279,19 @@ impl Cluster {
                     "--election-timeout".into(),
                     "500".into(),
                     "--unsafe-no-fsync".into(),
-                    "--log-level".into(),
-                    "warn".into(),
                 ];
+                if let Some(tls) = &tls {
+                    for (flag, path) in [
+                        ("--cert-file", &tls.server_cert),
+                        ("--key-file", &tls.server_key),
+                        ("--trusted-ca-file", &tls.ca),
+                    ] {
+                        args.push(flag.into());
+                        args.push(path.display().to_string());
+                    }
+                    args.push("--client-cert-auth".into());
+                }
+                args.extend(["--log-level".into(), "warn".into()]);
                 Etcd {
                     log: dir.join(format!("{name}-{attempt}.log")),
                     name,
@@ -188,7 +306,7 @@ impl Cluster {
         for member in &mut members {
             member.spawn();
         }
-        Cluster { members }
+        Cluster { members, tls }
     }
 
     /// Waits until every member answers reads; false if one exited or time ran out.
@@ -200,7 +318,7 @@ impl Cluster {
             }
             let mut ready = true;
             for member in &self.members {
-                ready &= member_answers(&member.client_url).await;
+                ready &= member_answers(&member.client_url, self.options()).await;
             }
             if ready {
                 return true;
@@ -216,7 +334,13 @@ impl Cluster {
 
     /// A client over every member, for test writes and checks.
     pub async fn client(&self) -> Client {
-        Client::connect(self.endpoints(), None).await.unwrap()
+        Client::connect(self.endpoints(), self.options())
+            .await
+            .unwrap()
+    }
+
+    fn options(&self) -> Option<etcd_client::ConnectOptions> {
+        self.tls.as_ref().map(TestTls::client_options)
     }
 
     /// The index of the member that is the current leader, as the live members see it.
@@ -243,9 +367,9 @@ impl Cluster {
     }
 }
 
-async fn member_answers(url: &str) -> bool {
+async fn member_answers(url: &str, options: Option<etcd_client::ConnectOptions>) -> bool {
     let attempt = async {
-        let mut client = Client::connect([url], None).await.ok()?;
+        let mut client = Client::connect([url], options).await.ok()?;
         client.get("ready?", None).await.ok()
     };
     matches!(
