@@ -29,7 +29,7 @@ Examples:
   dwctl restore fra-a
   dwctl apply routing.toml --dry-run
 
-Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_USER, DWCTL_PASSWORD.";
+Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_USER, DWCTL_PASSWORD,\nDWCTL_CACERT, DWCTL_CERT, DWCTL_KEY. Guide: docs/dwctl.md.";
 
 #[derive(Debug, Parser)]
 #[command(name = "dwctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
@@ -64,13 +64,13 @@ pub struct GlobalArgs {
     #[arg(long, env = "DWCTL_PASSWORD", hide_env_values = true, global = true)]
     pub password: Option<String>,
     /// CA bundle (PEM) to verify etcd's TLS certificate; switches to TLS.
-    #[arg(long, global = true)]
+    #[arg(long, env = "DWCTL_CACERT", global = true)]
     pub cacert: Option<PathBuf>,
     /// Client certificate (PEM) for mutual TLS, with --key.
-    #[arg(long, global = true)]
+    #[arg(long, env = "DWCTL_CERT", global = true)]
     pub cert: Option<PathBuf>,
     /// Client private key (PEM) for mutual TLS, with --cert.
-    #[arg(long, global = true)]
+    #[arg(long, env = "DWCTL_KEY", global = true)]
     pub key: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text", global = true)]

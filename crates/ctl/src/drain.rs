@@ -24,7 +24,7 @@ pub struct DrainRequest {
     /// Only these geos; empty means every region that lists the origin.
     pub regions: Vec<String>,
     pub reason: String,
-    /// `cli`, `rebalance` or `health` (see [`crate::record`]).
+    /// `cli`, `rebalance` or `health` (see [`crate::DrainRecord`]).
     pub source: String,
     pub by: String,
     pub at: String,

@@ -10,14 +10,15 @@
 //!   the revision read ([`commit`]). A conflict re-reads and re-plans, bounded and jittered
 //!   ([`transact`]); when every attempt loses, the command exits 3 having written nothing.
 //! - **One set of validation rules.** Values are checked by `dw-routing`, exactly as the
-//!   edge nodes check them, plus a few stricter rules for values dwctl writes ([`value`]).
+//!   edge nodes check them, plus a few stricter rules for values dwctl writes
+//!   ([`RegionValue::for_write`], [`PolicyValue::for_write`]).
 //!   A failure exits 4 naming the field, before anything is written.
 //! - **Drains are recorded.** A drain writes, in the same transaction, what it took
 //!   ([`DrainRecord`]) under the control prefix, outside the agents' mirror; `restore` gives
 //!   it back. Weights are renormalised to exactly 100 by largest remainder ([`renormalise`]).
 //! - **Daemons are libraries.** `origin register`, `rebalance` and `health` are
-//!   `run(config, shutdown)` functions ([`origin::register`], [`rebalance::run`],
-//!   [`health::run`]); the binary only wires signals to [`Shutdown`].
+//!   `run(config, reporter, shutdown)` functions ([`register_origin`], [`run_rebalance`],
+//!   [`run_health`]); the binary only wires SIGTERM/SIGINT to [`Shutdown`].
 
 mod apply;
 mod backoff;
@@ -27,16 +28,16 @@ mod commands;
 mod drain;
 mod error;
 mod etcd;
-pub mod health;
+mod health;
 mod history;
-pub mod origin;
+mod origin;
 mod output;
 mod probe;
-pub mod rebalance;
+mod rebalance;
 mod record;
 mod shutdown;
 mod state;
-pub mod value;
+mod value;
 mod weights;
 
 pub use crate::{
@@ -47,16 +48,19 @@ pub use crate::{
     drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
     error::{Error, FieldError},
     etcd::{DEFAULT_CONTROL_PREFIX, EtcdConfig, Layout},
+    health::{HealthConfig, run as run_health},
     history::{HistoryEntry, read_history},
+    origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
     output::{Outcome, Reporter},
     probe::{ProbeTarget, probe},
+    rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
     record::{DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH, SOURCE_REBALANCE},
     shutdown::{Shutdown, ShutdownTrigger},
     state::{
         Changes, Committed, Entry, RetryPolicy, State, commit, read_state, reconcile_drain_records,
         transact,
     },
-    value::{PolicyValue, RegionValue},
+    value::{PICK_MODES, PolicyValue, RegionValue},
     weights::renormalise,
 };
 

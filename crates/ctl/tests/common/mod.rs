@@ -218,6 +218,11 @@ impl Etcd {
             .env("USER", "tester")
             .env_remove("DWCTL_PREFIX")
             .env_remove("DWCTL_CONTROL_PREFIX")
+            .env_remove("DWCTL_USER")
+            .env_remove("DWCTL_PASSWORD")
+            .env_remove("DWCTL_CACERT")
+            .env_remove("DWCTL_CERT")
+            .env_remove("DWCTL_KEY")
             .args(args);
         command
     }
