@@ -7,11 +7,15 @@ IN_ENV   := $(DEVENV) exec --
 CARGO    := cargo
 SO       := target/release/libdw_router.so
 
-.PHONY: all build devenv fetch test test-rust test-php bench install stubs fmt lint clean help
+demo: build
+	@$(IN_ENV) php -d extension=$(CURDIR)/$(SO) scripts/demo.php examples/snapshot.json
+
+.PHONY: all demo build devenv fetch test test-rust test-php bench install stubs fmt lint clean help
 
 all: build
 
 help:
+	@echo "make demo       build, then resolve a few countries against examples/snapshot.json"
 	@echo "make            build the extension (target/release/libdw_router.so) and binaries"
 	@echo "make test       every test suite; ends with 'N passed, N failed'"
 	@echo "make bench      benchmarks, written to BENCHMARKS.md"

@@ -18,7 +18,8 @@ use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags};
 use ext_php_rs::prelude::*;
 use ext_php_rs::class::RegisteredClass;
 use ext_php_rs::ffi::{zend_execute_data, zval};
-use ext_php_rs::types::{ZendClassObject, ZendStr, Zval};
+use ext_php_rs::boxed::ZBox;
+use ext_php_rs::types::{ZendClassObject, ZendHashTable, ZendStr, Zval};
 use ext_php_rs::zend::{ExecuteData, ce};
 
 use crate::registry;
@@ -62,15 +63,15 @@ impl RegionRouter {
     }
 
     /// The parsed `policy/global` object, unknown fields included; [] when absent.
-    pub fn policy(&self) -> Zval {
+    pub fn policy(&self) -> ZBox<ZendHashTable> {
         watch::ensure_fresh(&self.source);
-        values::object_to_zval(&self.source.table().policy().raw)
+        values::object_to_array(&self.source.table().policy().raw)
     }
 
     /// Counters and state of this router's source.
-    pub fn stats(&self) -> Zval {
+    pub fn stats(&self) -> ZBox<ZendHashTable> {
         watch::ensure_fresh(&self.source);
-        values::stats_to_zval(&self.source)
+        values::stats_to_array(&self.source)
     }
 
     /// Re-checks the snapshot file now; true when the revision in use changed.

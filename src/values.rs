@@ -1,5 +1,6 @@
 //! Turning Rust values into PHP values: routes, the policy object, stats.
 
+use ext_php_rs::boxed::ZBox;
 use ext_php_rs::types::{ZendHashTable, Zval};
 
 use crate::source::Source;
@@ -14,14 +15,12 @@ pub fn set_route(retval: &mut Zval, shard: &str, origin: &str) {
 }
 
 /// A JSON object as a PHP array, as `json_decode($json, true)` would build it.
-pub fn object_to_zval(object: &serde_json::Map<String, serde_json::Value>) -> Zval {
+pub fn object_to_array(object: &serde_json::Map<String, serde_json::Value>) -> ZBox<ZendHashTable> {
     let mut array = ZendHashTable::with_capacity(object.len() as u32);
     for (key, value) in object {
         insert_json_key(&mut array, key, json_to_zval(value));
     }
-    let mut zval = Zval::new();
-    zval.set_hashtable(array);
-    zval
+    array
 }
 
 fn json_to_zval(value: &serde_json::Value) -> Zval {
@@ -45,7 +44,7 @@ fn json_to_zval(value: &serde_json::Value) -> Zval {
             }
             zval.set_hashtable(array);
         }
-        Value::Object(object) => return object_to_zval(object),
+        Value::Object(object) => zval.set_hashtable(object_to_array(object)),
     }
     zval
 }
@@ -72,7 +71,7 @@ fn canonical_integer(key: &str) -> Option<i64> {
     if canonical { key.parse().ok() } else { None }
 }
 
-pub fn stats_to_zval(source: &Source) -> Zval {
+pub fn stats_to_array(source: &Source) -> ZBox<ZendHashTable> {
     let table = source.table();
     let mut stats = ZendHashTable::with_capacity(12);
     let _ = stats.insert("path", source.path().to_string_lossy().as_ref());
@@ -111,7 +110,5 @@ pub fn stats_to_zval(source: &Source) -> Zval {
         let _ = invalid.insert(key.key.as_str(), key.error.to_string().as_str());
     }
     let _ = stats.insert("invalid", invalid);
-    let mut zval = Zval::new();
-    zval.set_hashtable(stats);
-    zval
+    stats
 }
