@@ -49,7 +49,7 @@ pub(crate) fn legacy_index(region: &Region, hash_key: &[u8]) -> usize {
 
 /// Keys up to this long (with the separator and the origin) are hashed from a stack buffer
 /// in one shot; longer ones go through the streaming hasher, which gives the same digest.
-const STACK_INPUT: usize = 256;
+const STACK_INPUT: usize = 128;
 
 /// 2^52, as the divisor that maps a 52-bit integer into (0, 1) exactly.
 const TWO_POW_52: f64 = 4_503_599_627_370_496.0;
