@@ -210,7 +210,7 @@ impl Table {
             .map_or("", String::as_str)
     }
 
-    /// The region at `region_index` (from a [`Route`] of this table).
+    /// The region at `region_index` (a [`Route`]'s, or any below [`Table::region_count`]).
     pub fn region_at(&self, region_index: u32) -> Option<&Region> {
         self.regions.get(region_index as usize)
     }
@@ -497,6 +497,8 @@ mod tests {
                 );
             }
         }
+        assert_eq!(table.region_at(1).map(Region::shard), Some("us-1"));
+        assert!(table.region_at(2).is_none());
         assert_eq!(table.region_shard(2), "");
         assert_eq!(table.region_origin(0, 2), "");
         assert_eq!(table.region_origin(u32::MAX, 0), "");
