@@ -1,6 +1,6 @@
 //! One region value (`<prefix>region/<geo>`): validation and the data the picks need.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::value::RawValue;
 
@@ -52,9 +52,14 @@ impl Region {
         let origins = parse_origins(json::member(&members, "origins"))?;
         let weights = parse_weights(json::member(&members, "weight"))?;
 
+        // A map, not `lookup`, so that many origins and many weights stay linear.
+        let by_name: HashMap<&str, u32> = weights
+            .iter()
+            .map(|(name, weight)| (name.as_str(), *weight))
+            .collect();
         let listed_weights: Vec<u32> = origins
             .iter()
-            .map(|origin| lookup(&weights, origin))
+            .map(|origin| by_name.get(origin.as_str()).copied().unwrap_or(0))
             .collect();
         if listed_weights.iter().all(|&weight| weight == 0) {
             return Err(invalid(
