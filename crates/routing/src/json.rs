@@ -343,8 +343,23 @@ pub(crate) fn to_value(text: &str) -> Value {
                 .map(|element| to_value(element.get()))
                 .collect(),
         ),
-        // Scalars: serde_json's own reading, which matches PHP's except at the edges above.
+        Kind::Number => number_value(text),
+        // null, booleans and strings read the same in serde_json and PHP.
         _ => serde_json::from_str(text).unwrap_or(Value::Null),
+    }
+}
+
+/// A number as PHP reads it: an integer literal within i64 is an int (`-0` included),
+/// anything else a double (integers beyond i64 too). PHP's ±INF for `1e400` has no
+/// serde_json form: it becomes null.
+fn number_value(text: &str) -> Value {
+    match integer(text) {
+        Some(integer) => Value::from(integer),
+        None => text
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Value::Null, Value::Number),
     }
 }
 
@@ -491,5 +506,19 @@ mod tests {
     fn converts_to_values_keeping_order_and_php_edges() {
         let value = to_value(r#"{"z":1,"a":[true,"x",1e400],"z":2}"#);
         assert_eq!(value.to_string(), r#"{"z":2,"a":[true,"x",null]}"#);
+        // PHP 8.4 json_decode(): -0 is int(0), -0.0 float(-0), 9223372036854775808 a float,
+        // -9223372036854775808 an int, 1E3 float(1000).
+        assert_eq!(to_value("-0"), Value::from(0i64));
+        assert!(to_value("-0").is_i64());
+        let negative_zero = to_value("-0.0").as_f64().unwrap();
+        assert!(negative_zero == 0.0 && negative_zero.is_sign_negative());
+        assert_eq!(
+            to_value("9223372036854775808"),
+            Value::from(9_223_372_036_854_775_808f64)
+        );
+        assert!(to_value("9223372036854775808").is_f64());
+        assert_eq!(to_value("-9223372036854775808"), Value::from(i64::MIN));
+        assert!(to_value("1E3").is_f64());
+        assert_eq!(to_value("-1E400"), Value::Null);
     }
 }

@@ -23,7 +23,7 @@ pub enum PickMode {
 
 /// The parsed policy. Every field of the value is optional and falls back to its default
 /// when absent or of another type; only a value that is not a JSON object is invalid.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Policy {
     /// The geo tried when the visitor's country has no valid region.
     pub default: String,
@@ -32,8 +32,23 @@ pub struct Policy {
     /// `"rendezvous"` selects [`PickMode::Rendezvous`]; anything else, unknown modes
     /// included, keeps [`PickMode::Legacy`] so a typo moves no traffic.
     pub pick: PickMode,
-    /// The whole object as written, known fields and unknown ones, in document order.
+    /// The whole object as written, known fields and unknown ones, in document order, read
+    /// as PHP's `json_decode()` reads it, except that a number beyond the double range
+    /// (PHP: ±INF) is null here; [`Policy::source`] has the exact text.
     pub raw: Map<String, Value>,
+    /// The value's JSON text as the snapshot holds it; empty for the defaults.
+    source: String,
+}
+
+/// Equal when they mean the same: the source text's spelling (spaces, escapes) is not
+/// compared.
+impl PartialEq for Policy {
+    fn eq(&self, other: &Policy) -> bool {
+        self.default == other.default
+            && self.failover == other.failover
+            && self.pick == other.pick
+            && self.raw == other.raw
+    }
 }
 
 impl Default for Policy {
@@ -43,6 +58,7 @@ impl Default for Policy {
             failover: Vec::new(),
             pick: PickMode::Legacy,
             raw: Map::new(),
+            source: String::new(),
         }
     }
 }
@@ -82,7 +98,14 @@ impl Policy {
             failover,
             pick,
             raw,
+            source: text.to_owned(),
         })
+    }
+
+    /// The policy value's JSON text, exactly as the snapshot holds it (empty when the
+    /// defaults apply), for a reader that wants to decode it with PHP itself.
+    pub fn source(&self) -> &str {
+        &self.source
     }
 }
 
@@ -128,6 +151,8 @@ mod tests {
         );
         assert_eq!(policy.raw["zz"], serde_json::json!({"nested": [1, 2]}));
         assert_eq!(policy.raw["honor_client_hints"], Value::Bool(false));
+        assert!(policy.source().starts_with(r#"{"default":"DE""#));
+        assert_eq!(Policy::default().source(), "");
     }
 
     #[test]
