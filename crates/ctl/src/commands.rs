@@ -484,7 +484,7 @@ pub fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> O
     }
 }
 
-/// Field errors of a value, for commands that take one from an argument.
+/// A JSON object given on the command line (`--meta`); exit 4 naming `field` otherwise.
 pub fn json_object_arg(field: &str, text: &str) -> Result<serde_json::Map<String, Value>, Error> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(object)) => Ok(object),

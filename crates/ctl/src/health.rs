@@ -147,6 +147,7 @@ pub async fn run(
     // What was last reported for an origin's pending action, so that a refusal repeated
     // every round is reported once.
     let mut reported: BTreeMap<String, String> = BTreeMap::new();
+    let mut known = Known::default();
     reporter.event(
         "started",
         &format!("probing {} origins every {:?}; at most {} drained at once", config.probes.len(), config.interval, config.max_drained()),
@@ -192,14 +193,28 @@ pub async fn run(
                 }
             }
         }
+        if known
+            .read_at
+            .is_none_or(|read_at| read_at.elapsed() >= RESYNC)
+        {
+            known.synced = false;
+        }
+        // etcd is only consulted when an origin needs something done, as far as the last
+        // read knows: a failing origin not drained yet, a healthy one that health drained.
         let failing: Vec<String> = streaks
             .iter()
-            .filter(|(_, streak)| streak.failures >= config.fail_after)
+            .filter(|(origin, streak)| {
+                streak.failures >= config.fail_after
+                    && !(known.synced && known.drained.contains(*origin))
+            })
             .map(|(origin, _)| origin.clone())
             .collect();
         let healthy: Vec<String> = streaks
             .iter()
-            .filter(|(_, streak)| streak.successes >= config.recover_after)
+            .filter(|(origin, streak)| {
+                streak.successes >= config.recover_after
+                    && (!known.synced || known.ours.contains(*origin))
+            })
             .map(|(origin, _)| origin.clone())
             .collect();
         if !failing.is_empty() || !healthy.is_empty() {
@@ -222,9 +237,11 @@ pub async fn run(
                     &failing,
                     &healthy,
                     &mut reported,
+                    &mut known,
                 )
                 .await
             {
+                known.synced = false;
                 reporter.event(
                     "error",
                     &format!("{error}; retrying next round"),
@@ -241,7 +258,23 @@ pub async fn run(
     }
 }
 
+/// How often the view of drains is refreshed even when nothing seems to need it (someone
+/// else may have drained or restored a probed origin).
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// What the last read of etcd said about the probed origins' drains.
+#[derive(Debug, Default)]
+struct Known {
+    synced: bool,
+    read_at: Option<std::time::Instant>,
+    /// Probed origins with a drain record, whoever made it.
+    drained: BTreeSet<String>,
+    /// Probed origins with a drain record made by health.
+    ours: BTreeSet<String>,
+}
+
 /// Drains the failing origins and restores the healthy ones that health drained.
+#[allow(clippy::too_many_arguments)]
 async fn act(
     config: &HealthConfig,
     reporter: Reporter,
@@ -250,8 +283,21 @@ async fn act(
     failing: &[String],
     healthy: &[String],
     reported: &mut BTreeMap<String, String>,
+    known: &mut Known,
 ) -> Result<(), Error> {
     let state = read_state(client, &config.layout).await?;
+    known.drained.clear();
+    known.ours.clear();
+    for origin in config.probes.keys() {
+        if let Some(record) = state.drain_record(origin).ok().flatten() {
+            known.drained.insert(origin.clone());
+            if record.source == SOURCE_HEALTH {
+                known.ours.insert(origin.clone());
+            }
+        }
+    }
+    known.synced = true;
+    known.read_at = Some(std::time::Instant::now());
     for origin in healthy {
         let ours = state
             .drain_record(origin)
@@ -273,6 +319,8 @@ async fn act(
         )
         .await?;
         reported.remove(origin);
+        known.drained.remove(origin);
+        known.ours.remove(origin);
         if let Some(revision) = committed.revision {
             reporter.event(
                 "restored",
@@ -354,6 +402,8 @@ async fn act(
             reporter.event(event, &text, fields);
         }
         if event == "drained" {
+            known.drained.insert(origin.clone());
+            known.ours.insert(origin.clone());
             reported.remove(origin);
         } else {
             reported.insert(origin.clone(), text);
