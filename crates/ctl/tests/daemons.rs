@@ -354,3 +354,38 @@ async fn health_drains_failing_origins_restores_them_and_never_drains_too_many()
         "health exits 0 on SIGTERM; log:\n{log}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn register_registers_again_after_losing_its_lease() {
+    let etcd = Etcd::start().await;
+    let register = Daemon::start(
+        &etcd,
+        "register",
+        &["origin", "register", "b", "--ttl", "2"],
+    );
+    let key = format!("{PREFIX}origin/b");
+    let first = eventually(Duration::from_secs(10), "b registers", || {
+        lease_of(&etcd, &key)
+    })
+    .await;
+    // Frozen past its ttl (as a long GC pause or a suspended VM would), the lease expires.
+    register.signal("-STOP");
+    eventually(Duration::from_secs(10), "the key expires", || async {
+        etcd.get(&key).await.is_none().then_some(())
+    })
+    .await;
+    register.signal("-CONT");
+    let second = eventually(Duration::from_secs(10), "b registers again", || {
+        lease_of(&etcd, &key)
+    })
+    .await;
+    assert_ne!(first, second, "a new lease");
+    assert!(register.log().contains("lease-lost"), "{}", register.log());
+    assert_eq!(register.terminate().await, 0);
+}
+
+/// The lease a key is attached to, if the key exists.
+async fn lease_of(etcd: &Etcd, key: &str) -> Option<i64> {
+    let response = etcd.client().await.get(key, None).await.ok()?;
+    response.kvs().first().map(|kv| kv.lease())
+}
