@@ -154,6 +154,23 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
         [("a".to_string(), 30), ("c".to_string(), 70)]
     );
 
+    let (code, listed, _) = etcd.dwctl_json(&["origin", "list"]);
+    assert_eq!(code, 0);
+    let row = &listed["origins"][0];
+    assert_eq!(
+        (row["origin"].as_str(), row["live"].as_bool()),
+        (Some("a"), Some(true)),
+        "{listed}"
+    );
+    assert!(
+        row["ttl"]
+            .as_i64()
+            .is_some_and(|remaining| remaining > 0 && remaining <= ttl as i64),
+        "{listed}"
+    );
+    assert_eq!(row["meta"]["addr"], "10.0.0.1:443");
+    assert_eq!(row["drained"], Value::Null);
+
     // 3. etcd restarts under both daemons; they reconnect, and a crash is still caught.
     etcd.restart().await;
     eventually(
@@ -205,12 +222,26 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
         .collect();
     assert_eq!(records, [drain_key("a")]);
 
+    let (_, listed, _) = etcd.dwctl_json(&["origin", "list"]);
+    let row = &listed["origins"][0];
+    assert_eq!(
+        (row["live"].as_bool(), row["registered"].as_bool()),
+        (Some(false), Some(true)),
+        "{listed}"
+    );
+    assert_eq!(row["drained"]["source"], "rebalance");
+    assert!(etcd.dwctl(&["origin", "list"]).stdout.contains("DOWN"));
+
     let log = rebalance.log();
     assert_eq!(
         rebalance.terminate().await,
         0,
         "rebalance exits 0 on SIGTERM; log:\n{log}"
     );
+
+    assert_eq!(etcd.dwctl(&["origin", "forget", "a"]).code, 0);
+    assert!(etcd.get(&format!("{CONTROL}registered/a")).await.is_none());
+    assert_eq!(etcd.dwctl(&["origin", "forget", "a"]).code, 1);
 }
 
 /// An HTTP server on loopback answering 200 or 503 as told.
