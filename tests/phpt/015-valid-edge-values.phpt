@@ -6,7 +6,7 @@ dw_router
 <?php
 require __DIR__ . '/fixtures/helpers.inc';
 $dir = dw_test_dir(__FILE__);
-// One directory per process: see 059 (a router for a second directory can deadlock).
+// One watched directory in this test (routers for several directories: 059).
 dw_publish_fixture("$dir/invalid-values.json", 'invalid-values.json');
 $router = new RegionRouter("$dir/invalid-values.json");
 

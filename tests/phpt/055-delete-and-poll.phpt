@@ -9,8 +9,9 @@ dw_router.poll_interval_ms=50
 require __DIR__ . '/fixtures/helpers.inc';
 $dir = dw_test_dir(__FILE__);
 $path = "$dir/dw-routing.json";
-// Poll mode: the directory does not exist when this router is constructed. It comes
-// first: a router for a second directory while the watcher handles events can deadlock (059).
+// Poll mode: the directory does not exist when this router is constructed. (It comes
+// first so that this test does not depend on 059's subject: a new directory while the
+// watcher is busy.)
 $late = "$dir/late/dw-routing.json";
 $poller = new RegionRouter($late);
 dw_publish($path, 7, ['region/DE' => dw_region('eu-1', ['fra-a'], ['fra-a' => 1])]);

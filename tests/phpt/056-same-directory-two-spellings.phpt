@@ -15,7 +15,7 @@ foreach (['a', 'b', 'c'] as $name) {
     dw_publish("$dir/real/$name.json", 1, []);
 }
 // (A pause between constructions lets the watcher drain its events: a router for another
-// directory while it handles some can deadlock, which is 059's subject, not this test's.)
+// directory while it is busy is 059's subject, not this test's.)
 $a = new RegionRouter("$dir/real/a.json");
 usleep(100000);
 $b = new RegionRouter("$dir/link/b.json");        // the same directory through a symlink

@@ -28,7 +28,7 @@ var_dump($router->revision(), (new ReflectionClass('RegionRouter'))->isFinal());
 // Calling the constructor again re-targets the object; it keeps working.
 $router->__construct(__DIR__ . '/fixtures/picks.json');
 var_dump($router->revision(), $router->resolve('ONE'));
-usleep(100000);   // let the watcher drain first: a new directory while it is busy can deadlock (059)
+usleep(100000);   // let the watcher drain first: a new directory while it is busy is 059's subject
 $router->__construct();
 var_dump($router->stats()['path']);
 $router->__construct($basic);
