@@ -291,7 +291,7 @@ Example:
         #[arg(long, default_value = "{}")]
         meta: String,
     },
-    /// Show live origins, and registered origins that are down.
+    /// Show live origins, registered origins that are down, and drained origins.
     List,
     /// Stop tracking an origin that registered once (rebalance will not drain it again).
     Forget { id: String },

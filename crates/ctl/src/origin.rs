@@ -178,7 +178,7 @@ async fn session(
 }
 
 /// Live origins (with their lease's remaining ttl), registered origins that are down, and
-/// which of them are drained.
+/// drained origins (registered or not), with who drained them and why.
 async fn list(context: &Context) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
     let listing = list_origins(&mut client, &context.layout).await?;
@@ -187,6 +187,7 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
         .live
         .keys()
         .chain(listing.registered.iter())
+        .chain(listing.drains.keys())
         .collect();
     for id in ids {
         let live = listing.live.get(id);
@@ -218,8 +219,10 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
                         .as_i64()
                         .map_or("?".to_string(), |ttl| ttl.to_string())
                 )
-            } else {
+            } else if row["registered"].as_bool() == Some(true) {
                 "DOWN (registered before, key gone)".to_string()
+            } else {
+                "not registered".to_string()
             };
             let drained = match &row["drained"] {
                 Value::Null => String::new(),

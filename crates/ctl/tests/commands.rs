@@ -320,6 +320,14 @@ async fn drain_across_three_regions_is_one_revision_and_restore_gives_everything
         json!({"ams-a": 7, "fra-a": 3})
     );
 
+    // `origin list` shows who drained what, registered or not.
+    let listed = etcd.dwctl(&["origin", "list"]);
+    assert!(
+        listed.stdout.contains("fra-a") && listed.stdout.contains("drained by cli: INC-1: 502s"),
+        "{}",
+        listed.stdout
+    );
+
     // Draining again is a no-op.
     let (code, again, _) = etcd.dwctl_json(&["drain", "fra-a"]);
     assert_eq!(code, 0);
