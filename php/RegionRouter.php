@@ -369,6 +369,9 @@ final class RegionRouter
     private function region(string $geo): ?array
     {
         \assert($this->table !== null);
+        if ($geo === '') {
+            return null; // `region/` names no geo: an invalid key, never a route
+        }
         $raw = $this->table['kvs'][$this->table['prefix'] . 'region/' . $geo] ?? null;
         if ($raw === null) {
             return null; // absent: not cached, so 10 KB junk countries cost no memory

@@ -20,6 +20,8 @@ pub fn generation() -> u64 {
 }
 
 extern "C" fn prepare() {
+    // Lock order: watcher state, reload, registry (no other path takes two of them).
+    std::mem::forget(crate::watch::WATCH_STATE.lock());
     std::mem::forget(crate::watch::RELOAD_LOCK.lock());
     std::mem::forget(crate::registry::lock_for_fork());
 }
@@ -29,6 +31,7 @@ extern "C" fn parent() {
     unsafe {
         crate::registry::unlock_after_fork();
         crate::watch::RELOAD_LOCK.force_unlock();
+        crate::watch::WATCH_STATE.force_unlock();
     }
 }
 
@@ -38,6 +41,7 @@ extern "C" fn child() {
     unsafe {
         crate::registry::unlock_after_fork();
         crate::watch::RELOAD_LOCK.force_unlock();
+        crate::watch::WATCH_STATE.force_unlock();
     }
 }
 

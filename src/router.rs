@@ -65,7 +65,7 @@ impl RegionRouter {
     /// The parsed `policy/global` object, unknown fields included; [] when absent.
     pub fn policy(&self) -> ZBox<ZendHashTable> {
         watch::ensure_fresh(&self.source);
-        values::object_to_array(&self.source.table().policy().raw)
+        values::policy_array(self.source.table().policy())
     }
 
     /// Counters and state of this router's source.
@@ -306,7 +306,26 @@ fn string_arg_coerced(zval: &Zval, strict: bool) -> Option<std::borrow::Cow<'_, 
     if strict || !(value.is_long() || value.is_double() || value.is_bool()) {
         return None;
     }
-    value.coerce_to_string().map(|s| std::borrow::Cow::Owned(s.into_bytes()))
+    Some(std::borrow::Cow::Owned(php_string_of(value)))
+}
+
+unsafe extern "C" {
+    fn zval_get_string_func(value: *mut zval) -> *mut ext_php_rs::ffi::zend_string;
+}
+
+/// The engine's own string conversion (so a float prints as PHP prints it).
+fn php_string_of(value: &Zval) -> Vec<u8> {
+    // SAFETY: `value` is a live scalar zval; the engine returns a new string reference,
+    // which is copied and then released.
+    unsafe {
+        let converted = zval_get_string_func(std::ptr::from_ref(value).cast_mut());
+        if converted.is_null() {
+            return Vec::new();
+        }
+        let bytes = (*converted).as_bytes().to_vec();
+        ext_php_rs::ffi::ext_php_rs_zend_string_release(converted);
+        bytes
+    }
 }
 
 fn string_arg(zval: &Zval) -> Option<&[u8]> {

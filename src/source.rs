@@ -218,8 +218,7 @@ impl Source {
         self.refresh_locked();
     }
 
-    /// `refresh`, for a caller that already holds the reload lock.
-    pub fn refresh_locked(&self) {
+    fn refresh_locked(&self) {
         let mut seen = self.seen.lock();
         let meta = match std::fs::metadata(&self.path) {
             Ok(meta) => meta,

@@ -14,6 +14,42 @@ pub fn set_route(retval: &mut Zval, shard: &str, origin: &str) {
     retval.set_hashtable(route);
 }
 
+unsafe extern "C" {
+    fn php_json_decode_ex(
+        retval: *mut ext_php_rs::ffi::zval,
+        text: *const std::ffi::c_char,
+        length: usize,
+        options: i64,
+        depth: i64,
+    ) -> i32;
+}
+
+/// The policy as a PHP array, decoded by PHP's own `json_decode($text, true)`, so that
+/// every number edge (INF, -0, big integers) is exactly what userland would see.
+pub fn policy_array(policy: &dw_routing::Policy) -> ZBox<ZendHashTable> {
+    const PHP_JSON_OBJECT_AS_ARRAY: i64 = 1;
+    let text = policy.source();
+    if !text.is_empty() {
+        let mut decoded = Zval::new();
+        // SAFETY: `decoded` is a fresh zval the call fills; `text` outlives the call.
+        let status = unsafe {
+            php_json_decode_ex(
+                &mut decoded,
+                text.as_ptr().cast(),
+                text.len(),
+                PHP_JSON_OBJECT_AS_ARRAY,
+                512,
+            )
+        };
+        if status == 0 && decoded.is_array() {
+            if let Some(array) = decoded.array() {
+                return array.to_owned();
+            }
+        }
+    }
+    object_to_array(&policy.raw)
+}
+
 /// A JSON object as a PHP array, as `json_decode($json, true)` would build it.
 pub fn object_to_array(object: &serde_json::Map<String, serde_json::Value>) -> ZBox<ZendHashTable> {
     let mut array = ZendHashTable::with_capacity(object.len() as u32);

@@ -25,13 +25,17 @@ pub struct WatchState {
     unavailable: Option<String>,
 }
 
-/// The watcher state, and the lock that serialises every reload; held across `fork`.
-pub static RELOAD_LOCK: Mutex<WatchState> = Mutex::new(WatchState {
+/// The watcher state. Never held while a reload runs: `watch()` waits for the watcher's
+/// thread, which may itself be waiting for the reload lock inside `on_event`.
+pub static WATCH_STATE: Mutex<WatchState> = Mutex::new(WatchState {
     generation: 0,
     watcher: None,
     directories: Vec::new(),
     unavailable: None,
 });
+
+/// Serialises reloads (the watcher thread's and the requests'); held across `fork`.
+pub static RELOAD_LOCK: Mutex<()> = Mutex::new(());
 
 /// Makes sure `source` is fresh enough to answer: set up its watch in this process if
 /// that was not done since the last fork, else run a due poll. The common case is two
@@ -48,7 +52,7 @@ pub fn ensure_fresh(source: &Source) {
 #[cold]
 fn set_up(source: &Source) {
     fork::install_handlers();
-    let mut state = RELOAD_LOCK.lock();
+    let mut state = WATCH_STATE.lock();
     let generation = fork::generation();
     if state.generation != generation {
         // Inherited from the parent: its thread did not survive the fork. Dropping it
@@ -61,9 +65,10 @@ fn set_up(source: &Source) {
         state.generation = generation;
     }
     let mechanism = watch_directory(&mut state, source);
+    drop(state);
     source.set_mechanism(mechanism);
     // Anything that changed before the watch existed is picked up now.
-    source.refresh_locked();
+    source.refresh();
     source.mark_watched_here(generation);
 }
 
@@ -94,7 +99,7 @@ fn watch_directory(state: &mut WatchState, source: &Source) -> Mechanism {
 
 /// Why inotify is not in use in this process, if it failed.
 pub fn unavailable_reason() -> Option<String> {
-    RELOAD_LOCK.lock().unavailable.clone()
+    WATCH_STATE.lock().unavailable.clone()
 }
 
 /// Runs on the watcher's thread. A panic here must not kill the thread, so it is caught.
