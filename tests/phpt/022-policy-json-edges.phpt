@@ -2,8 +2,6 @@
 policy(): JSON edge values read as json_decode() reads them (keys that look numeric, NUL in keys, -0, 1E400, big integers)
 --EXTENSIONS--
 dw_router
---XFAIL--
-Bug (minor): crates/routing json::to_value reads the scalar -0 as float(-0) (json_decode: int(0)) and 1E400 as null (json_decode: float(INF)), so policy() differs from json_decode() and from the userland twin there.
 --FILE--
 <?php
 require __DIR__ . '/fixtures/helpers.inc';

@@ -2,8 +2,6 @@
 Two snapshot paths in one directory spelled two ways (symlink, "..") both keep reloading
 --EXTENSIONS--
 dw_router
---XFAIL--
-Bug: watch.rs keys watched directories by spelling; inotify returns the same watch for the same inode, notify then reports events under the last spelling only, so the first router stops reloading while stats() still says "inotify".
 --FILE--
 <?php
 require __DIR__ . '/fixtures/helpers.inc';

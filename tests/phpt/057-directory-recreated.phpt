@@ -2,8 +2,6 @@
 The snapshot's directory removed and created again (or replaced by rename): later snapshots are still picked up without reload()
 --EXTENSIONS--
 dw_router
---XFAIL--
-Bug: the inotify watch on the directory dies with it (IN_IGNORED) and is never set up again; the router keeps its old table for good while stats() still says "inotify".
 --FILE--
 <?php
 require __DIR__ . '/fixtures/helpers.inc';
