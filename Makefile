@@ -29,6 +29,8 @@ devenv:
 # Crates are fetched on the host: the devenv root's TLS trust differs from the host's.
 fetch:
 	@$(CARGO) fetch --locked 2>/dev/null || $(CARGO) fetch
+	@$(CARGO) fetch --manifest-path fuzz/Cargo.toml
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
 
 build: devenv fetch
 	$(IN_ENV) $(CARGO) build --offline --release --workspace --bins --lib

@@ -58,7 +58,14 @@ fn source_for_path(path: &Path) -> Arc<Source> {
 
 /// The sources whose file is `path` (an inotify event's path).
 pub fn sources_at(path: &Path) -> Vec<Arc<Source>> {
-    SOURCES.lock().iter().filter(|s| s.path() == path).cloned().collect()
+    let sources = SOURCES.lock().clone();
+    sources.into_iter().filter(|s| s.is_at(path)).collect()
+}
+
+/// The sources whose file lives in the directory `path`.
+pub fn sources_in_directory(path: &Path) -> Vec<Arc<Source>> {
+    let sources = SOURCES.lock().clone();
+    sources.into_iter().filter(|s| s.is_in_directory(path)).collect()
 }
 
 pub fn all() -> Vec<Arc<Source>> {

@@ -17,10 +17,10 @@ use ext_php_rs::exception::PhpException;
 use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags};
 use ext_php_rs::prelude::*;
 use ext_php_rs::class::RegisteredClass;
-use ext_php_rs::ffi::{zend_execute_data, zval};
+use ext_php_rs::ffi::{zend_execute_data, zend_string, zval};
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::types::{ZendClassObject, ZendHashTable, ZendStr, Zval};
-use ext_php_rs::zend::{ExecuteData, ce};
+use ext_php_rs::zend::{ExecuteData, ExecutorGlobals, ce};
 
 use crate::registry;
 use crate::route_array;
@@ -109,8 +109,7 @@ unsafe extern "C" fn construct_handler(ex: *mut zend_execute_data, _retval: *mut
     };
     let outcome = catch_unwind(AssertUnwindSafe(|| construct_call(ex)));
     match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => error.throw(),
+        Ok(_) => {}
         Err(_) => {
             let _ = PhpException::from_message("RegionRouter: internal error while constructing".into())
                 .throw();
@@ -118,59 +117,23 @@ unsafe extern "C" fn construct_handler(ex: *mut zend_execute_data, _retval: *mut
     }
 }
 
-/// An argument error, thrown as PHP's own argument handling would throw it.
-enum CallError {
-    Count(String),
-    Type(String),
-}
-
-impl CallError {
-    fn throw(self) {
-        let (message, class) = match self {
-            CallError::Count(message) => (message, ce::argument_count_error()),
-            CallError::Type(message) => (message, ce::type_error()),
-        };
-        let _ = PhpException::new(message, 0, class).throw();
-    }
-}
-
-fn construct_call(ex: &mut ExecuteData) -> Result<(), CallError> {
-    // SAFETY: `This.u2.num_args` is the argument count the engine set for this frame.
-    let num_args = unsafe { ex.This.u2.num_args } as usize;
-    if num_args > 1 {
-        return Err(CallError::Count(format!(
-            "RegionRouter::__construct() expects at most 1 argument, {num_args} given"
-        )));
-    }
-    let path = if num_args == 1 {
-        // SAFETY: the engine guarantees `num_args` arguments in the frame.
-        match unsafe { ex.zend_call_arg(0) } {
-            Some(z) if z.dereference().is_null() => None,
-            Some(z) => Some(string_arg(z).ok_or_else(|| {
-                CallError::Type(format!(
-                    "RegionRouter::__construct(): Argument #1 ($snapshotPath) must be of type ?string, {} given",
-                    type_name(z)
-                ))
-            })?),
-            None => None,
-        }
-    } else {
-        None
-    };
+fn construct_call(ex: &mut ExecuteData) -> Result<(), Thrown> {
+    let num_args = check_arg_count(ex, 0, 1)?;
+    // SAFETY: the engine guarantees `num_args` arguments in the frame.
+    let arg = if num_args == 1 { unsafe { ex.zend_call_arg(0) } } else { None };
+    let path = string_param(arg, 1, true)?;
     let source = match path {
         Some(path) => registry::source_for(path),
         None => registry::default_source(),
     };
     watch::ensure_fresh(&source);
     let (version, loaded) = source.current();
-    let Some(object) = ex.get_self() else {
-        return Err(CallError::Type("RegionRouter::__construct() called without an object".into()));
-    };
     let metadata = <RegionRouter as RegisteredClass>::get_metadata();
     // Only objects made by this class's create_object handler have the Rust payload.
-    if !std::ptr::eq(object.handlers, metadata.handlers()) {
-        return Err(CallError::Type("RegionRouter::__construct() called on a foreign object".into()));
-    }
+    let object = ex
+        .get_self()
+        .filter(|object| std::ptr::eq(object.handlers, metadata.handlers()))
+        .ok_or_else(|| throw_error("RegionRouter::__construct() called on a foreign object"))?;
     let offset = std::mem::offset_of!(ZendClassObject<RegionRouter>, std);
     // SAFETY: the handlers check above proves `object` is the `std` field of a
     // ZendClassObject<RegionRouter>, which sits `offset` bytes into it.
@@ -203,8 +166,7 @@ fn add_resolve(builder: ClassBuilder) -> ClassBuilder {
 extern "C" fn resolve_handler(ex: &mut ExecuteData, retval: &mut Zval) {
     let outcome = catch_unwind(AssertUnwindSafe(|| resolve_call(ex, retval)));
     match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => error.throw(),
+        Ok(_) => {}
         Err(_) => {
             // A bug in the router must not take the worker down: answer fail-open.
             values::set_route(retval, &ini_fallback().0, &ini_fallback().1);
@@ -212,45 +174,24 @@ extern "C" fn resolve_handler(ex: &mut ExecuteData, retval: &mut Zval) {
     }
 }
 
+fn throw_error(message: &str) -> Thrown {
+    let _ = PhpException::new(message.into(), 0, ce::error()).throw();
+    Thrown
+}
+
 fn ini_fallback() -> &'static (String, String) {
     crate::ini::fallback()
 }
 
-fn resolve_call(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), CallError> {
-    // SAFETY: `This.u2.num_args` is the argument count the engine set for this frame.
-    let num_args = unsafe { ex.This.u2.num_args } as usize;
-    if !(1..=2).contains(&num_args) {
-        let expectation = if num_args == 0 { "at least 1 argument" } else { "at most 2 arguments" };
-        return Err(CallError::Count(format!(
-            "RegionRouter::resolve() expects {expectation}, {num_args} given"
-        )));
-    }
+fn resolve_call(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), Thrown> {
+    let num_args = check_arg_count(ex, 1, 2)?;
     // SAFETY: the engine guarantees `num_args` arguments in the frame.
-    let country = unsafe { ex.zend_call_arg(0) };
-    let strict = caller_is_strict(ex);
-    let Some(country) = country.as_deref().and_then(|z| string_arg_coerced(z, strict)) else {
-        return Err(CallError::Type(format!(
-            "RegionRouter::resolve(): Argument #1 ($country) must be of type string, {} given",
-            country.as_deref().map_or("nothing", type_name)
-        )));
+    let (country_arg, sticky_arg) = unsafe {
+        (ex.zend_call_arg(0), if num_args == 2 { ex.zend_call_arg(1) } else { None })
     };
-    let sticky_key = if num_args == 2 {
-        // SAFETY: as above.
-        match unsafe { ex.zend_call_arg(1) } {
-            Some(z) if z.dereference().is_null() => None,
-            Some(z) => Some(string_arg_coerced(z, strict).ok_or_else(|| {
-                CallError::Type(format!(
-                    "RegionRouter::resolve(): Argument #2 ($stickyKey) must be of type ?string, {} given",
-                    type_name(z)
-                ))
-            })?),
-            None => None,
-        }
-    } else {
-        None
-    };
-    let uninitialised =
-        || CallError::Type("RegionRouter::resolve() called on an uninitialised RegionRouter".into());
+    let country = string_param(country_arg, 1, false)?.unwrap_or_default();
+    let sticky_key = string_param(sticky_arg, 2, true)?;
+    let uninitialised = || throw_error("RegionRouter::resolve() called on an uninitialised RegionRouter");
     let this = ex.get_object::<RegionRouter>().ok_or_else(uninitialised)?;
     let router = this.obj.as_mut().ok_or_else(uninitialised)?;
     watch::ensure_fresh(&router.source);
@@ -258,7 +199,7 @@ fn resolve_call(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), CallError
         (router.version, router.loaded) = router.source.current();
     }
     let loaded = &router.loaded;
-    match loaded.resolve(&country, sticky_key.as_deref()) {
+    match loaded.resolve(country, sticky_key) {
         Some(route) => {
             route_array::set_table_route(retval, loaded, route.region_index, route.origin_index)
         }
@@ -267,67 +208,57 @@ fn resolve_call(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), CallError
     Ok(())
 }
 
-/// PHP's name for a value's type, as its own argument errors print it.
-fn type_name(zval: &Zval) -> &'static str {
-    use ext_php_rs::flags::DataType as T;
-    match zval.dereference().get_type() {
-        T::Null => "null",
-        T::False | T::True | T::Bool => "bool",
-        T::Long => "int",
-        T::Double => "float",
-        T::String => "string",
-        T::Array => "array",
-        T::Object(_) => "object",
-        T::Resource => "resource",
-        _ => "mixed",
-    }
-}
-
-/// True when the calling code declared `strict_types=1`: then only strings are accepted,
-/// as for any internal function.
-fn caller_is_strict(ex: &ExecuteData) -> bool {
-    const ZEND_ACC_STRICT_TYPES: u32 = 1 << 31;
-    // SAFETY: the previous frame and its function, when present, are live for this call.
-    unsafe {
-        let prev = ex.prev_execute_data;
-        if prev.is_null() || (*prev).func.is_null() {
-            return false;
-        }
-        (*(*prev).func).common.fn_flags & ZEND_ACC_STRICT_TYPES != 0
-    }
-}
-
-/// A string argument; in coercive mode an int, float or bool is converted as PHP would.
-fn string_arg_coerced(zval: &Zval, strict: bool) -> Option<std::borrow::Cow<'_, [u8]>> {
-    if let Some(bytes) = string_arg(zval) {
-        return Some(std::borrow::Cow::Borrowed(bytes));
-    }
-    let value = zval.dereference();
-    if strict || !(value.is_long() || value.is_double() || value.is_bool()) {
-        return None;
-    }
-    Some(std::borrow::Cow::Owned(php_string_of(value)))
-}
-
 unsafe extern "C" {
-    fn zval_get_string_func(value: *mut zval) -> *mut ext_php_rs::ffi::zend_string;
+    fn zend_parse_arg_str_slow(arg: *mut zval, dest: *mut *mut zend_string, arg_num: u32) -> bool;
+    fn zend_wrong_parameter_type_error(num: u32, expected_type: u32, arg: *mut zval);
+    fn zend_wrong_parameters_count_error(min_num_args: u32, max_num_args: u32);
 }
 
-/// The engine's own string conversion (so a float prints as PHP prints it).
-fn php_string_of(value: &Zval) -> Vec<u8> {
-    // SAFETY: `value` is a live scalar zval; the engine returns a new string reference,
-    // which is copied and then released.
-    unsafe {
-        let converted = zval_get_string_func(std::ptr::from_ref(value).cast_mut());
-        if converted.is_null() {
-            return Vec::new();
-        }
-        let bytes = (*converted).as_bytes().to_vec();
-        ext_php_rs::ffi::ext_php_rs_zend_string_release(converted);
-        bytes
+// zend_expected_type (Zend/zend_API.h, Z_EXPECTED_TYPES).
+const Z_EXPECTED_STRING: u32 = 4;
+const Z_EXPECTED_STRING_OR_NULL: u32 = 5;
+
+/// The engine has thrown (an argument error, or a deprecation turned into an exception).
+struct Thrown;
+
+/// Checks the argument count as ZEND_PARSE_PARAMETERS would, with the engine's message.
+fn check_arg_count(ex: &ExecuteData, min: u32, max: u32) -> Result<u32, Thrown> {
+    // SAFETY: `This.u2.num_args` is the argument count the engine set for this frame.
+    let num_args = unsafe { ex.This.u2.num_args };
+    if num_args < min || num_args > max {
+        // SAFETY: called from the internal function whose frame is current.
+        unsafe { zend_wrong_parameters_count_error(min, max) };
+        return Err(Thrown);
     }
+    Ok(num_args)
 }
 
-fn string_arg(zval: &Zval) -> Option<&[u8]> {
-    zval.dereference().zend_str().map(ZendStr::as_bytes)
+/// A `string` (or `?string`) parameter, parsed by the engine's own rules: strings as
+/// they are; in coercive mode ints, floats, bools, Stringable objects (and null, with
+/// PHP's deprecation) converted; under strict_types only strings. Any byte string is
+/// fine: no UTF-8 check. `Ok(None)` is a null for a nullable parameter.
+fn string_param(arg: Option<&mut Zval>, number: u32, nullable: bool) -> Result<Option<&[u8]>, Thrown> {
+    let Some(arg) = arg else {
+        return Ok(None);
+    };
+    if arg.is_string() {
+        return Ok(arg.zend_str().map(ZendStr::as_bytes));
+    }
+    if nullable && arg.is_null() {
+        return Ok(None);
+    }
+    let mut dest: *mut zend_string = std::ptr::null_mut();
+    let arg_ptr: *mut zval = std::ptr::from_mut(arg);
+    // SAFETY: `arg` is a live argument slot of the current frame; the engine may convert it
+    // in place, and `dest` then points at a string owned by that slot for the call.
+    unsafe {
+        if zend_parse_arg_str_slow(arg_ptr, &mut dest, number) && !dest.is_null() {
+            return Ok(Some((*dest).as_bytes()));
+        }
+        if !ExecutorGlobals::has_exception() {
+            let expected = if nullable { Z_EXPECTED_STRING_OR_NULL } else { Z_EXPECTED_STRING };
+            zend_wrong_parameter_type_error(number, expected, arg_ptr);
+        }
+    }
+    Err(Thrown)
 }

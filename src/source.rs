@@ -190,6 +190,34 @@ impl Source {
         self.watched_in.store(generation, Ordering::Relaxed);
     }
 
+    /// Makes the next request set up this source's watch again.
+    pub fn mark_unwatched(&self) {
+        self.watched_in.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    /// The directory to watch, spelled canonically (symlinks and `..` resolved), since
+    /// inotify gives one watch per inode and reports it under one spelling.
+    pub fn watched_directory(&self) -> Option<PathBuf> {
+        let parent = self.path.parent()?;
+        Some(std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf()))
+    }
+
+    /// True when `path` (from an inotify event) names this source's file.
+    pub fn is_at(&self, path: &Path) -> bool {
+        if self.path == path {
+            return true;
+        }
+        match (self.watched_directory(), self.path.file_name()) {
+            (Some(directory), Some(name)) => path.parent() == Some(&directory) && path.file_name() == Some(name),
+            _ => false,
+        }
+    }
+
+    /// True when `path` is this source's directory (either spelling).
+    pub fn is_in_directory(&self, path: &Path) -> bool {
+        self.path.parent() == Some(path) || self.watched_directory().as_deref() == Some(path)
+    }
+
     /// In poll mode, re-checks the file at most once per poll interval.
     #[inline]
     pub fn poll_if_due(&self) {

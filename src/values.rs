@@ -30,12 +30,17 @@ pub fn policy_array(policy: &dw_routing::Policy) -> ZBox<ZendHashTable> {
     const PHP_JSON_OBJECT_AS_ARRAY: i64 = 1;
     let text = policy.source();
     if !text.is_empty() {
+        // PHP's JSON scanner reads up to a NUL terminator, as every zend_string has one.
+        let mut terminated = Vec::with_capacity(text.len() + 1);
+        terminated.extend_from_slice(text.as_bytes());
+        terminated.push(0);
         let mut decoded = Zval::new();
-        // SAFETY: `decoded` is a fresh zval the call fills; `text` outlives the call.
+        // SAFETY: `decoded` is a fresh zval the call fills; `terminated` is NUL-terminated
+        // and outlives the call.
         let status = unsafe {
             php_json_decode_ex(
                 &mut decoded,
-                text.as_ptr().cast(),
+                terminated.as_ptr().cast(),
                 text.len(),
                 PHP_JSON_OBJECT_AS_ARRAY,
                 512,

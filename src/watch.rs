@@ -9,6 +9,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use notify::{INotifyWatcher, RecursiveMode, Watcher as _};
 use parking_lot::Mutex;
@@ -19,6 +20,7 @@ use crate::source::{Mechanism, Source};
 
 pub struct WatchState {
     generation: u64,
+    epoch: u64,
     watcher: Option<INotifyWatcher>,
     directories: Vec<PathBuf>,
     /// Why inotify is unavailable in this process, once it failed.
@@ -29,10 +31,14 @@ pub struct WatchState {
 /// thread, which may itself be waiting for the reload lock inside `on_event`.
 pub static WATCH_STATE: Mutex<WatchState> = Mutex::new(WatchState {
     generation: 0,
+    epoch: 0,
     watcher: None,
     directories: Vec::new(),
     unavailable: None,
 });
+
+/// Bumped when a watched directory goes away: the watcher's list of directories is stale.
+static WATCH_EPOCH: AtomicU64 = AtomicU64::new(0);
 
 /// Serialises reloads (the watcher thread's and the requests'); held across `fork`.
 pub static RELOAD_LOCK: Mutex<()> = Mutex::new(());
@@ -64,6 +70,13 @@ fn set_up(source: &Source) {
         state.unavailable = None;
         state.generation = generation;
     }
+    let epoch = WATCH_EPOCH.load(Ordering::Relaxed);
+    if state.epoch != epoch {
+        // Some directory's watch died; watch again on demand (adding a watch that still
+        // exists is harmless: inotify returns the same one).
+        state.directories.clear();
+        state.epoch = epoch;
+    }
     let mechanism = watch_directory(&mut state, source);
     drop(state);
     source.set_mechanism(mechanism);
@@ -73,7 +86,7 @@ fn set_up(source: &Source) {
 }
 
 fn watch_directory(state: &mut WatchState, source: &Source) -> Mechanism {
-    let Some(directory) = source.path().parent().map(|d| d.to_path_buf()) else {
+    let Some(directory) = source.watched_directory() else {
         return Mechanism::Poll;
     };
     if state.directories.contains(&directory) {
@@ -103,6 +116,8 @@ pub fn unavailable_reason() -> Option<String> {
 }
 
 /// Runs on the watcher's thread. A panic here must not kill the thread, so it is caught.
+///
+/// It never takes `WATCH_STATE`: `set_up` holds that while `watch()` waits for this thread.
 fn on_event(event: notify::Result<notify::Event>) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         let sources = match &event {
@@ -110,6 +125,17 @@ fn on_event(event: notify::Result<notify::Event>) {
                 let mut sources = Vec::new();
                 for path in &event.paths {
                     sources.extend(registry::sources_at(path));
+                    // An event about a watched directory itself (deleted, moved away):
+                    // its watch is gone with it, so its sources set up anew on their
+                    // next request (watching the new directory, or polling).
+                    let orphans = registry::sources_in_directory(path);
+                    if !orphans.is_empty() {
+                        WATCH_EPOCH.fetch_add(1, Ordering::Relaxed);
+                        for source in &orphans {
+                            source.mark_unwatched();
+                        }
+                        sources.extend(orphans);
+                    }
                 }
                 sources
             }

@@ -83,7 +83,10 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         state.regions.keys().cloned().collect()
     };
 
-    let mut changes = Changes::default();
+    let mut changes = Changes {
+        guard_regions: true,
+        ..Changes::default()
+    };
     let mut record = existing.clone().unwrap_or_else(|| DrainRecord {
         origin: origin.to_string(),
         reason: request.reason.clone(),
@@ -236,7 +239,10 @@ pub fn plan_restore(
             format!("no drain is recorded for `{origin}`"),
         ));
     };
-    let mut changes = Changes::default();
+    let mut changes = Changes {
+        guard_regions: true,
+        ..Changes::default()
+    };
     if let Some(source) = only_source
         && record.source != source
     {

@@ -92,6 +92,10 @@ pub struct Changes {
     /// Also guard that no drain record appeared since the read (a fleet-wide limit on the
     /// number of drained origins depends on it).
     pub guard_drains: bool,
+    /// Also guard that no region changed since the read: a drain or restore decides from
+    /// every region it read, also those it leaves alone (one that gained the origin
+    /// meanwhile must not be skipped).
+    pub guard_regions: bool,
     /// What the operator should know about the plan (skipped regions, renormalisations).
     pub notes: Vec<String>,
 }
@@ -224,6 +228,12 @@ pub async fn commit(
             Some(record) => ops.push(TxnOp::put(key, record.encode(), None)),
             None => ops.push(TxnOp::delete(key, None)),
         }
+    }
+    if changes.guard_regions {
+        compares.push(
+            Compare::mod_revision(layout.regions(), CompareOp::Less, state.revision + 1)
+                .with_prefix(),
+        );
     }
     if changes.guard_drains {
         compares.push(

@@ -16,6 +16,46 @@ use serde_json::{Map, Value};
 /// depth of 512 (PHP 8.4: 511 nested arrays decode, 512 do not).
 pub(crate) const MAX_NESTING: usize = 511;
 
+/// True when `bytes` may hold a `\uD800`-`\uDFFF` escape: serde_json and PHP may
+/// disagree on a lone surrogate, so such input takes the exact reading.
+pub(crate) fn may_hold_surrogate_escape(bytes: &[u8]) -> bool {
+    bytes.contains(&b'\\')
+        && bytes.windows(3).any(|w| {
+            w[0] == b'u' && matches!(w[1], b'd' | b'D') && b"89abcdefABCDEF".contains(&w[2])
+        })
+}
+
+/// True when arrays and objects in `bytes` nest at most `limit` deep (strings skipped).
+/// serde_json skips ignored members without a depth limit, so the common-case readers
+/// check depth themselves.
+pub(crate) fn nests_at_most(bytes: &[u8], limit: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in bytes {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return false;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
+}
+
 /// Checks that `bytes` is one JSON document PHP would decode, and returns it as text.
 pub(crate) fn validate(bytes: &[u8]) -> Result<&str, String> {
     // Outside strings any non-ASCII byte is a syntax error anyway, and inside strings PHP

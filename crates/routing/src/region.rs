@@ -33,6 +33,55 @@ pub struct Region {
 impl Region {
     /// Parses and validates a region value (the raw bytes of the etcd value).
     pub fn parse(value: &[u8]) -> Result<Region, Error> {
+        if let Some(region) = Region::parse_common(value) {
+            return Ok(region);
+        }
+        Region::parse_exact(value)
+    }
+
+    /// The common case in one serde pass. `None` whenever this reading might not agree
+    /// with PHP's (anything it would reject, duplicates, lone surrogate escapes, deep
+    /// nesting): then [`Region::parse_exact`] decides, and gives the reason. So this only
+    /// ever accepts what the exact reading accepts, and builds the same region.
+    fn parse_common(value: &[u8]) -> Option<Region> {
+        if std::str::from_utf8(value).is_err()
+            || json::may_hold_surrogate_escape(value)
+            || !json::nests_at_most(value, 64)
+        {
+            return None;
+        }
+        let wire: CommonRegion = serde_json::from_slice(value).ok()?;
+        if wire.shard.is_empty() || wire.origins.is_empty() {
+            return None;
+        }
+        let mut names = HashSet::with_capacity(wire.origins.len());
+        if !wire
+            .origins
+            .iter()
+            .all(|o| !o.is_empty() && names.insert(o.as_str()))
+        {
+            return None;
+        }
+        let mut names = HashSet::with_capacity(wire.weight.0.len());
+        if !wire
+            .weight
+            .0
+            .iter()
+            .all(|(name, weight)| *weight <= u64::from(MAX_WEIGHT) && names.insert(name.as_str()))
+        {
+            return None;
+        }
+        let weights = wire
+            .weight
+            .0
+            .into_iter()
+            .map(|(name, weight)| (name, weight as u32))
+            .collect();
+        Region::assemble(wire.shard, wire.origins, weights).ok()
+    }
+
+    /// The exact reading, PHP's `json_decode()` rules at every edge.
+    fn parse_exact(value: &[u8]) -> Result<Region, Error> {
         let text = json::validate(value).map_err(|reason| invalid("json", reason))?;
         let members = json::object_members(text).ok_or_else(|| {
             invalid(
@@ -51,7 +100,16 @@ impl Region {
         };
         let origins = parse_origins(json::member(&members, "origins"))?;
         let weights = parse_weights(json::member(&members, "weight"))?;
+        Region::assemble(shard, origins, weights)
+    }
 
+    /// Builds a region from validated fields: checks that a listed origin has weight and
+    /// precomputes what the picks need.
+    fn assemble(
+        shard: String,
+        origins: Vec<String>,
+        weights: Vec<(String, u32)>,
+    ) -> Result<Region, Error> {
         // A map, not `lookup`, so that many origins and many weights stay linear.
         let by_name: HashMap<&str, u32> = weights
             .iter()
@@ -197,6 +255,40 @@ fn not_a(field: &'static str, value: &RawValue, wanted: &str) -> Error {
         field,
         format!("is {}, not {wanted}", Kind::of(value.get()).described()),
     )
+}
+
+/// A region as the common-case reader sees it; unknown fields are skipped.
+#[derive(serde::Deserialize)]
+struct CommonRegion {
+    shard: String,
+    origins: Vec<String>,
+    weight: CommonWeights,
+}
+
+/// `weight` in document order, duplicates kept (so they can be detected).
+struct CommonWeights(Vec<(String, u64)>);
+
+impl<'de> serde::Deserialize<'de> for CommonWeights {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = CommonWeights;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of integer weights")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<CommonWeights, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some(entry) = map.next_entry::<String, u64>()? {
+                    entries.push(entry);
+                }
+                Ok(CommonWeights(entries))
+            }
+        }
+        deserializer.deserialize_map(Entries)
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::Error;
@@ -51,6 +51,43 @@ impl Snapshot {
         if bytes.is_empty() {
             return Err(Error::Snapshot("empty file".into()));
         }
+        if let Some(snapshot) = Snapshot::parse_common(bytes) {
+            return Ok(snapshot);
+        }
+        Snapshot::parse_exact(bytes)
+    }
+
+    /// The common case in one serde pass; `None` whenever it might not agree with the
+    /// exact reading (which then decides and explains), as for regions.
+    fn parse_common(bytes: &[u8]) -> Option<Snapshot> {
+        #[derive(Deserialize)]
+        struct Common {
+            format: u64,
+            revision: u64,
+            #[serde(default)]
+            prefix: Option<String>,
+            kvs: BTreeMap<String, String>,
+        }
+        if std::str::from_utf8(bytes).is_err()
+            || json::may_hold_surrogate_escape(bytes)
+            || !json::nests_at_most(bytes, 64)
+        {
+            return None;
+        }
+        let common: Common = serde_json::from_slice(bytes).ok()?;
+        // PHP's is_int: a revision beyond i64 is a float there, and refused.
+        if common.format != SNAPSHOT_FORMAT || i64::try_from(common.revision).is_err() {
+            return None;
+        }
+        Some(Snapshot {
+            revision: common.revision,
+            prefix: common.prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
+            kvs: common.kvs,
+        })
+    }
+
+    /// The exact reading, PHP's `json_decode()` rules at every edge.
+    fn parse_exact(bytes: &[u8]) -> Result<Snapshot, Error> {
         let text = json::validate(bytes).map_err(Error::Snapshot)?;
         let members = json::object_members(text).ok_or_else(|| {
             Error::Snapshot(format!("is {}, not an object", Kind::of(text).described()))
