@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::WatchStream;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::MissedTickBehavior;
 use tracing::{error, info, warn};
 
@@ -38,6 +38,7 @@ pub struct Agent {
     metrics: Arc<Metrics>,
     listener: Option<TcpListener>,
     last_hold: Option<Hold>,
+    observer: Option<UnboundedSender<Publication>>,
 }
 
 /// How a session ended.
@@ -78,6 +79,7 @@ impl Agent {
             metrics,
             listener,
             last_hold: None,
+            observer: None,
         })
     }
 
@@ -94,7 +96,7 @@ impl Agent {
     /// Reports every publication (revision, keys, rename time) on a channel.
     pub fn observe_publications(&mut self) -> UnboundedReceiver<Publication> {
         let (sender, receiver) = unbounded_channel();
-        self.publisher.set_observer(sender);
+        self.observer = Some(sender);
         receiver
     }
 
@@ -305,6 +307,11 @@ impl Agent {
                     keys = publication.keys,
                     "published the snapshot"
                 );
+                // Told after the status is updated, so an observer sees them agree.
+                if let Some(observer) = &self.observer {
+                    // A dropped receiver is fine: nobody is listening any more.
+                    let _ = observer.send(publication);
+                }
             }
             Outcome::Held(hold) => {
                 // Log when the reason changes, not on every event while it lasts.

@@ -125,12 +125,34 @@ impl Connector {
             if pages > 0 {
                 options = options.with_revision(revision_i64(listing.revision));
             }
-            let response = within(
+            let page = tokio::time::timeout(
                 self.timing.request_timeout,
                 kv.get(key.clone(), Some(options)),
-            )
-            .await
-            .map_err(failed)?;
+            );
+            let no_answer = || {
+                format!(
+                    "no answer within {} ms",
+                    self.timing.request_timeout.as_millis()
+                )
+            };
+            let connect_failed = |message: String| Error::Connect {
+                endpoint: endpoint.to_owned(),
+                message,
+            };
+            let response = match page.await {
+                Ok(Ok(response)) => response,
+                // The client connects lazily, on the first request: a first page that
+                // never reached etcd (no answer, or a transport error beneath the status)
+                // is a connection failure.
+                Err(_) if pages == 0 => return Err(connect_failed(no_answer())),
+                Ok(Err(e @ etcd_client::Error::GRpcStatus(_)))
+                    if pages == 0 && is_transport(&e) =>
+                {
+                    return Err(connect_failed(describe(&e)));
+                }
+                Ok(Err(e)) => return Err(failed(describe(&e))),
+                Err(_) => return Err(failed(no_answer())),
+            };
             if pages == 0 {
                 let revision = response.header().map_or(0, |h| h.revision());
                 listing.revision = u64::try_from(revision)
@@ -222,6 +244,16 @@ pub(crate) async fn within<T>(
         Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => Err(describe(&e)),
         Err(_) => Err(format!("no answer within {} ms", deadline.as_millis())),
+    }
+}
+
+/// Whether a failed call never got an answer from etcd: tonic puts the transport error
+/// beneath the status; statuses etcd itself sent have no source.
+fn is_transport(error: &etcd_client::Error) -> bool {
+    match error {
+        etcd_client::Error::GRpcStatus(status) => status.source().is_some(),
+        etcd_client::Error::TransportError(_) => true,
+        _ => false,
     }
 }
 

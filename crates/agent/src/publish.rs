@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dw_routing::Snapshot;
-use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
 use crate::Error;
@@ -78,7 +77,6 @@ pub(crate) struct Publisher {
     published_revision: Option<u64>,
     published_has_regions: bool,
     temp_counter: u64,
-    observer: Option<UnboundedSender<Publication>>,
 }
 
 impl Publisher {
@@ -110,7 +108,6 @@ impl Publisher {
             published_revision: None,
             published_has_regions: false,
             temp_counter: 0,
-            observer: None,
         };
         publisher.probe().map_err(|source| Error::SnapshotDir {
             dir: publisher.dir.clone(),
@@ -123,10 +120,6 @@ impl Publisher {
             publisher.published_has_regions = has_region_keys(snapshot);
         }
         Ok((publisher, published))
-    }
-
-    pub(crate) fn set_observer(&mut self, observer: UnboundedSender<Publication>) {
-        self.observer = Some(observer);
     }
 
     pub(crate) fn published_revision(&self) -> Option<u64> {
@@ -156,16 +149,11 @@ impl Publisher {
             Ok(renamed_at) => {
                 self.published_revision = Some(snapshot.revision);
                 self.published_has_regions = has_regions;
-                let publication = Publication {
+                Outcome::Written(Publication {
                     revision: snapshot.revision,
                     keys: snapshot.kvs.len(),
                     renamed_at,
-                };
-                if let Some(observer) = &self.observer {
-                    // A dropped observer is fine: nobody is listening any more.
-                    let _ = observer.send(publication.clone());
-                }
-                Outcome::Written(publication)
+                })
             }
             Err(e) => Outcome::Failed(e),
         }

@@ -1,0 +1,372 @@
+//! dw-agent benchmarks against a real etcd on loopback. Prints a Markdown table fragment
+//! for BENCHMARKS.md. Run inside the devenv (needs `etcd` on PATH):
+//!
+//! ```sh
+//! scripts/devenv exec -- cargo bench --offline -p dw-agent --bench agent
+//! ```
+//!
+//! Environment knobs: `DW_BENCH_WRITES` (default 1000), `DW_BENCH_FLEET` (default 200),
+//! `DW_BENCH_FLEET_WRITES` (default 200).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use dw_agent::{Config, Publication};
+use etcd_client::{Client, Txn, TxnOp};
+use support::*;
+use tokio::sync::mpsc;
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A realistic region value; `n` makes each one distinct, so every write changes state
+/// (a put of the value a key already has is, rightly, not published).
+fn region(n: usize) -> String {
+    format!(
+        r#"{{"shard":"eu-{}","origins":["fra-a","fra-b"],"weight":{{"fra-a":{},"fra-b":50}},"updated":"2026-11-30T08:00:00Z","n":{n}}}"#,
+        n % 7,
+        n % 100
+    )
+}
+
+async fn load_regions(client: &mut Client, count: usize) {
+    for start in (0..count).step_by(100) {
+        let ops: Vec<TxnOp> = (start..(start + 100).min(count))
+            .map(|n| TxnOp::put(format!("{PREFIX}region/G{n:04}"), region(n), None))
+            .collect();
+        client.txn(Txn::new().and_then(ops)).await.unwrap();
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// 2500 → "2,500".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+struct Row {
+    name: String,
+    result: String,
+    target: &'static str,
+    /// Whether the target is met, when there is one.
+    met: Option<bool>,
+}
+
+/// Writes raw latencies (microseconds, one per line) for later analysis.
+fn save_raw(name: &str, latencies: &[Duration]) {
+    let Ok(dir) = std::env::var("DW_BENCH_RAW") else {
+        return;
+    };
+    let text: String = latencies
+        .iter()
+        .map(|d| format!("{}\n", d.as_micros()))
+        .collect();
+    let _ = fs::write(std::path::Path::new(&dir).join(format!("{name}.txt")), text);
+}
+
+fn bench_config(endpoints: Vec<String>, snapshot: &std::path::Path) -> Config {
+    let mut config = Config::new(endpoints, snapshot);
+    config.timing.request_timeout = Duration::from_secs(30);
+    config
+}
+
+/// One agent; sequential writes; time from sending each put until its revision's file
+/// was renamed into place.
+async fn propagation(cluster: &Cluster, dir: &std::path::Path, keys: usize, writes: usize) -> Row {
+    let mut client = cluster.client().await;
+    client
+        .delete(
+            PREFIX,
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
+    load_regions(&mut client, keys).await;
+    let snapshot = dir.join(format!("propagation-{keys}.json"));
+    let mut agent = RunningAgent::start(bench_config(cluster.endpoints(), &snapshot)).await;
+    let (now, _) = etcd_state(&mut client, 0).await;
+    agent.published(now).await;
+
+    let mut latencies = Vec::with_capacity(writes);
+    let mut acks = Vec::with_capacity(writes);
+    for i in 0..writes + 50 {
+        let key = format!("{PREFIX}region/G{:04}", i % keys.max(1));
+        let sent = Instant::now();
+        let revision = put(&mut client, &key, region(i + 10_000)).await;
+        let acked = sent.elapsed();
+        let publication = agent.published(revision).await;
+        if i >= 50 {
+            latencies.push(publication.renamed_at.saturating_duration_since(sent));
+            acks.push(acked);
+        }
+    }
+    agent.stop().await;
+    latencies.sort();
+    acks.sort();
+    save_raw(&format!("propagation-{keys}-keys-us"), &latencies);
+    Row {
+        name: format!(
+            "Propagation, put sent → snapshot renamed, {} region keys ({} writes)",
+            thousands(keys),
+            thousands(writes)
+        ),
+        result: format!(
+            "p50 {}, p99 {}, max {} (put ack p50 {})",
+            ms(percentile(&latencies, 0.5)),
+            ms(percentile(&latencies, 0.99)),
+            ms(*latencies.last().unwrap()),
+            ms(percentile(&acks, 0.5)),
+        ),
+        target: "p99 ≤ 5 ms",
+        met: Some(percentile(&latencies, 0.99) <= Duration::from_millis(5)),
+    }
+}
+
+/// `fleet` agents, each with its own connection and watch stream, on one etcd; for each
+/// write, the time from sending it until the last agent renamed its file.
+async fn fan_out(cluster: &Cluster, dir: &std::path::Path, fleet: usize, writes: usize) -> Row {
+    let mut client = cluster.client().await;
+    client
+        .delete(
+            PREFIX,
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
+    load_regions(&mut client, 50).await;
+    let (merged_tx, mut merged) = mpsc::unbounded_channel::<Publication>();
+    let mut agents = Vec::with_capacity(fleet);
+    for i in 0..fleet {
+        let snapshot = dir.join(format!("fleet-{i}.json"));
+        let mut agent = RunningAgent::start(bench_config(cluster.endpoints(), &snapshot)).await;
+        let mut own = std::mem::replace(&mut agent.publications, mpsc::unbounded_channel().1);
+        let forward = merged_tx.clone();
+        tokio::spawn(async move {
+            while let Some(p) = own.recv().await {
+                if forward.send(p).is_err() {
+                    break;
+                }
+            }
+        });
+        agents.push(agent);
+    }
+    let (now, _) = etcd_state(&mut client, 0).await;
+    // Every agent lists first; wait until all hold the loaded state.
+    let mut started = 0;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while started < fleet {
+        assert!(Instant::now() < deadline, "the fleet did not start");
+        match merged.recv().await {
+            Some(p) if p.revision >= now => started += 1,
+            Some(_) => {}
+            None => unreachable!(),
+        }
+    }
+
+    let mut latencies = Vec::with_capacity(writes);
+    for i in 0..writes + 10 {
+        let sent = Instant::now();
+        let revision = put(
+            &mut client,
+            &format!("{PREFIX}region/G{:04}", i % 50),
+            region(i + 100_000),
+        )
+        .await;
+        let mut seen = 0;
+        let mut last = sent;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        while seen < fleet {
+            let publication = tokio::time::timeout_at(deadline, merged.recv())
+                .await
+                .unwrap_or_else(|_| panic!("the fleet never published {revision}"))
+                .unwrap();
+            assert!(
+                publication.revision <= revision,
+                "an agent skipped revision {revision}"
+            );
+            if publication.revision == revision {
+                seen += 1;
+                last = last.max(publication.renamed_at);
+            }
+        }
+        if i >= 10 {
+            latencies.push(last.saturating_duration_since(sent));
+        }
+    }
+    for agent in agents {
+        agent.stop().await;
+    }
+    latencies.sort();
+    save_raw(&format!("fan-out-{fleet}-agents-us"), &latencies);
+    Row {
+        name: format!("Fleet fan-out, put sent → all {fleet} agents renamed ({writes} writes)"),
+        result: format!(
+            "p50 {}, p99 {}, max {}",
+            ms(percentile(&latencies, 0.5)),
+            ms(percentile(&latencies, 0.99)),
+            ms(*latencies.last().unwrap()),
+        ),
+        target: "p99 ≤ 100 ms",
+        met: Some(percentile(&latencies, 0.99) <= Duration::from_millis(100)),
+    }
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(field)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap()
+}
+
+/// The real binary mirroring 2,500 region keys, after 200 further updates; plus how long
+/// it takes to exit on SIGTERM.
+async fn memory(cluster: &Cluster, dir: &std::path::Path) -> Vec<Row> {
+    let mut client = cluster.client().await;
+    client
+        .delete(
+            PREFIX,
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
+    load_regions(&mut client, 2500).await;
+    let snapshot = dir.join("memory.json");
+    let args = vec![
+        format!("--endpoints={}", cluster.endpoints().join(",")),
+        format!("--snapshot={}", snapshot.display()),
+        "--metrics-addr=127.0.0.1:0".to_owned(),
+        "--log=warn".to_owned(),
+    ];
+    let started = Instant::now();
+    let mut agent = AgentProcess::spawn(&args, &dir.join("memory.log"));
+    converged(&mut client, &snapshot).await;
+    let first_publication = started.elapsed();
+    for i in 0..200 {
+        put(
+            &mut client,
+            &format!("{PREFIX}region/G{:04}", i * 7 % 2500),
+            region(i + 200_000),
+        )
+        .await;
+    }
+    let last = converged(&mut client, &snapshot).await;
+    assert_eq!(last.kvs.len(), 2500);
+    let pid = agent.child.id();
+    let (rss, peak) = (status_kib(pid, "VmRSS:"), status_kib(pid, "VmHWM:"));
+    let file_kib = fs::metadata(&snapshot).unwrap().len() / 1024;
+    let stopping = Instant::now();
+    let exit = agent.terminate();
+    let stop_time = stopping.elapsed();
+    assert!(exit.success(), "{}", agent.log());
+    vec![
+        Row {
+            name: format!("Agent resident memory, 2,500 region keys ({file_kib} KiB snapshot)"),
+            result: format!(
+                "RSS {:.1} MiB, peak {:.1} MiB",
+                rss as f64 / 1024.0,
+                peak as f64 / 1024.0
+            ),
+            target: "≤ 15 MiB",
+            met: Some(rss <= 15 * 1024),
+        },
+        Row {
+            name: "Start to first snapshot, 2,500 region keys".to_owned(),
+            result: ms(first_publication),
+            target: "-",
+            met: None,
+        },
+        Row {
+            name: "SIGTERM to exit".to_owned(),
+            result: ms(stop_time),
+            target: "≤ 1 s",
+            met: Some(stop_time <= Duration::from_secs(1)),
+        },
+    ]
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; there is nothing to filter.
+    let quick = std::env::var("DW_BENCH_QUICK").is_ok_and(|v| v == "1");
+    let writes = env_number("DW_BENCH_WRITES", if quick { 200 } else { 1000 });
+    let fleet = env_number("DW_BENCH_FLEET", if quick { 50 } else { 200 });
+    let fleet_writes = env_number("DW_BENCH_FLEET_WRITES", if quick { 50 } else { 200 });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let rows = runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = Cluster::start(dir.path(), 1).await;
+        let mut rows = Vec::new();
+        eprintln!("propagation, 20 keys");
+        rows.push(propagation(&cluster, dir.path(), 20, writes).await);
+        eprintln!("propagation, 2,500 keys");
+        rows.push(propagation(&cluster, dir.path(), 2500, writes).await);
+        eprintln!("fan-out, {fleet} agents");
+        rows.push(fan_out(&cluster, dir.path(), fleet, fleet_writes).await);
+        eprintln!("memory");
+        rows.extend(memory(&cluster, dir.path()).await);
+        rows
+    });
+
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("## dw-agent: propagation, fleet fan-out, memory\n");
+    println!(
+        "How measured: `crates/agent/benches/agent.rs` (release build) starts one etcd 3.5 \
+         member on loopback (`--unsafe-no-fsync`, data on tmpfs) and runs the agent code \
+         in-process, timing each write from just before the put is sent until the agent's \
+         rename of the snapshot returned (so the numbers bound etcd commit → rename from \
+         above; the put's own round trip is shown for scale). Writes are sequential, each a \
+         new value for one region key. Fan-out runs {fleet} full agents, each with its own \
+         connection, watch stream and snapshot file, and takes the last agent's rename. \
+         Memory is the `dw-agent` binary's VmRSS after mirroring 2,500 region keys and 200 \
+         further updates. {cores} cores shared by etcd, the agents and the writer{}.\n",
+        if quick {
+            "; **quick run, numbers not to quote**"
+        } else {
+            ""
+        }
+    );
+    println!("| Measure | Result | Target | Met |");
+    println!("|---|---|---|---|");
+    for row in rows {
+        let met = match row.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "-",
+        };
+        println!("| {} | {} | {} | {met} |", row.name, row.result, row.target);
+    }
+}
