@@ -7,15 +7,24 @@ IN_ENV   := $(DEVENV) exec --
 CARGO    := cargo
 SO       := target/release/libdw_router.so
 
+# The whole stack (etcd, dw-agent, php-fpm with the extension, nginx), started and stopped
+# inside one devenv run; `make up` leaves it running in target/stack/, `make down` stops it.
 demo: build
-	@$(IN_ENV) php -d extension=$(CURDIR)/$(SO) scripts/demo.php examples/snapshot.json
+	@$(IN_ENV) scripts/demo
 
-.PHONY: all demo build devenv fetch test test-rust test-php bench install stubs fmt lint clean help
+up: build
+	@scripts/stack up
+
+down:
+	@scripts/stack down
+
+.PHONY: all demo up down build devenv fetch test test-rust test-php bench install stubs fmt lint clean help
 
 all: build
 
 help:
-	@echo "make demo       build, then resolve a few countries against examples/snapshot.json"
+	@echo "make demo       build, run the whole stack (etcd, dw-agent, php-fpm, nginx), route, drain, restore"
+	@echo "make up / down  start the stack and leave it running (prints the URL) / stop it"
 	@echo "make            build the extension (target/release/libdw_router.so) and binaries"
 	@echo "make test       every test suite; ends with 'N passed, N failed'"
 	@echo "make bench      benchmarks, written to BENCHMARKS.md"

@@ -1,0 +1,58 @@
+<?php
+
+declare(strict_types=1);
+
+/*
+ * The front controller of the demo stack (scripts/stack: nginx -> php-fpm -> this file).
+ *
+ * Routes the visitor by the CDN's CF-IPCountry header and answers with the route in
+ * headers and a one-line body:
+ *
+ *   X-DW-Shard, X-DW-Origin   the route
+ *   X-DW-Revision             etcd revision of the routing table this worker used
+ *   X-DW-Worker               the php-fpm worker's pid (each worker has its own watcher)
+ *   X-DW-Clock                hrtime() when the route was read: orders one worker's answers
+ *
+ * The sticky key (the pick hashes it instead of the country) comes from the X-DW-Sticky
+ * header or the dw_sticky cookie. Server variables the web server may set:
+ *   DW_SNAPSHOT_PATH  a snapshot path other than ini dw_router.snapshot_path (the userland
+ *                     twin has no ini entries, so a node without the extension sets it)
+ *   DW_ROUTING=off    the same page without routing (the benchmarks' baseline)
+ *   DW_ALLOW_HOLD=1   honour ?hold_ms=N (at most 1000): the e2e test keeps requests in
+ *                     flight to reach every worker. Never set it on a public server.
+ */
+
+require __DIR__ . '/bootstrap.php';
+
+$server = $_SERVER;
+if (($server['DW_ALLOW_HOLD'] ?? '') === '1' && isset($_GET['hold_ms']) && is_string($_GET['hold_ms'])) {
+    usleep(1000 * max(0, min(1000, (int) $_GET['hold_ms'])));
+}
+
+$country = is_string($server['HTTP_CF_IPCOUNTRY'] ?? null) ? $server['HTTP_CF_IPCOUNTRY'] : '';
+$sticky = $server['HTTP_X_DW_STICKY'] ?? $_COOKIE['dw_sticky'] ?? null;
+$sticky = is_string($sticky) && $sticky !== '' ? $sticky : null;
+
+if (($server['DW_ROUTING'] ?? 'on') === 'off') {
+    $route = ['shard' => '-', 'origin' => '-'];
+    $revision = 0;
+} else {
+    $path = $server['DW_SNAPSHOT_PATH'] ?? '';
+    $router = new RegionRouter(is_string($path) && $path !== '' ? $path : null);
+    $route = $router->resolve($country, $sticky);
+    $revision = $router->revision();
+}
+$clock = hrtime(true);
+
+header('Content-Type: text/plain; charset=utf-8');
+header('Cache-Control: no-store');
+header('X-DW-Shard: ' . $route['shard']);
+header('X-DW-Origin: ' . $route['origin']);
+header('X-DW-Revision: ' . $revision);
+header('X-DW-Worker: ' . getmypid());
+header('X-DW-Clock: ' . $clock);
+
+// The country is the visitor's input: print it only as a bounded, printable token.
+$shown = preg_replace('/[^A-Za-z0-9_-]/', '?', substr($country, 0, 16));
+printf("country %s -> shard %s, origin %s (revision %d, worker %d)\n",
+    $shown === '' ? '(none)' : $shown, $route['shard'], $route['origin'], $revision, getmypid());
