@@ -17,7 +17,11 @@ const DEFAULT_POLL_INTERVAL_MS: u64 = 250;
 const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
 
 pub static ENTRIES: IniEntryDefs<6> = IniEntryDefs::new([
-    IniEntryDef::new(SNAPSHOT_PATH, c"/dev/shm/dw-routing.json", IniEntryPermission::System),
+    IniEntryDef::new(
+        SNAPSHOT_PATH,
+        c"/dev/shm/dw-routing.json",
+        IniEntryPermission::System,
+    ),
     IniEntryDef::new(FALLBACK_SHARD, c"us-1", IniEntryPermission::System),
     IniEntryDef::new(FALLBACK_ORIGIN, c"iad-a", IniEntryPermission::System),
     IniEntryDef::new(POLL_INTERVAL_MS, c"250", IniEntryPermission::System),
@@ -39,18 +43,22 @@ pub fn string(name: &CStr) -> Option<String> {
     let mut exists = false;
     // SAFETY: `name` is NUL-terminated and its length excludes the NUL; the engine
     // returns a pointer to its own NUL-terminated value, or null.
-    let value = unsafe {
-        zend_ini_string_ex(name.as_ptr(), name.to_bytes().len(), 0, &mut exists)
-    };
+    let value = unsafe { zend_ini_string_ex(name.as_ptr(), name.to_bytes().len(), 0, &mut exists) };
     if value.is_null() || !exists {
         return None;
     }
     // SAFETY: non-null, NUL-terminated, owned by the engine for the life of the entry.
-    Some(unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(value) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 fn number(name: &CStr, default: u64) -> u64 {
-    string(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+    string(name)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
 }
 
 pub fn snapshot_path() -> String {

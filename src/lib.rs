@@ -10,8 +10,8 @@
 //! a forked child, sets up its watcher; MINFO prints the state.
 
 mod fork;
-mod ini;
 mod info;
+mod ini;
 mod registry;
 mod route_array;
 mod router;

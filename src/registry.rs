@@ -13,27 +13,32 @@ use crate::source::Source;
 
 static SOURCES: Mutex<Vec<Arc<Source>>> = Mutex::new(Vec::new());
 
+/// A path as the caller spelled it, and its source.
+type Remembered = (Box<[u8]>, Arc<Source>);
+
 thread_local! {
     /// The last path asked for and its source: a front controller asks for the same one
     /// on every request, so this skips the lock and the scan.
-    static LAST: RefCell<Option<(Box<[u8]>, Arc<Source>)>> = const { RefCell::new(None) };
+    static LAST: RefCell<Option<Remembered>> = const { RefCell::new(None) };
 }
 
 /// The source for the ini's `dw_router.snapshot_path` (a SYSTEM setting, so fixed for
 /// the life of the process).
 pub fn default_source() -> Arc<Source> {
     static DEFAULT: OnceLock<Arc<Source>> = OnceLock::new();
-    DEFAULT.get_or_init(|| source_for_path(Path::new(&ini::snapshot_path()))).clone()
+    DEFAULT
+        .get_or_init(|| source_for_path(Path::new(&ini::snapshot_path())))
+        .clone()
 }
 
 /// The source for `path`, created (without reading the file) on first use.
 pub fn source_for(path: &[u8]) -> Arc<Source> {
     LAST.with(|last| {
         let mut last = last.borrow_mut();
-        if let Some((cached, source)) = last.as_ref() {
-            if **cached == *path {
-                return source.clone();
-            }
+        if let Some((cached, source)) = last.as_ref()
+            && **cached == *path
+        {
+            return source.clone();
         }
         let source = source_for_path(Path::new(OsStr::from_bytes(path)));
         *last = Some((path.into(), source.clone()));
@@ -65,7 +70,10 @@ pub fn sources_at(path: &Path) -> Vec<Arc<Source>> {
 /// The sources whose file lives in the directory `path`.
 pub fn sources_in_directory(path: &Path) -> Vec<Arc<Source>> {
     let sources = SOURCES.lock().clone();
-    sources.into_iter().filter(|s| s.is_in_directory(path)).collect()
+    sources
+        .into_iter()
+        .filter(|s| s.is_in_directory(path))
+        .collect()
 }
 
 pub fn all() -> Vec<Arc<Source>> {

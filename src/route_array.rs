@@ -101,7 +101,11 @@ fn build(interned: &Interned, shard: &str, origin: &str) -> RouteArray {
         let mut shard_value = interned_value(persistent_string(shard));
         zend_hash_update(ht, interned.shard_key as *mut zend_string, &mut shard_value);
         let mut origin_value = interned_value(persistent_string(origin));
-        zend_hash_update(ht, interned.origin_key as *mut zend_string, &mut origin_value);
+        zend_hash_update(
+            ht,
+            interned.origin_key as *mut zend_string,
+            &mut origin_value,
+        );
         (*ht).gc.refcount = 2;
         (*ht).gc.u.type_info = IS_ARRAY | GC_NOT_COLLECTABLE | GC_IMMUTABLE | GC_PERSISTENT;
         RouteArray(ht)
@@ -151,8 +155,13 @@ impl RouteSlots {
             let origins = table.region_at(index).map_or(0, |r| r.origins().len());
             total = total.saturating_add(origins as u32);
         }
-        let slots = (0..total).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect();
-        RouteSlots { first_slot: first_slot.into_boxed_slice(), slots }
+        let slots = (0..total)
+            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            .collect();
+        RouteSlots {
+            first_slot: first_slot.into_boxed_slice(),
+            slots,
+        }
     }
 
     fn slot(&self, region: u32, origin: u32) -> Option<&AtomicPtr<zend_array>> {
@@ -172,7 +181,10 @@ pub fn set_table_route(retval: &mut Zval, loaded: &Loaded, region: u32, origin: 
             return;
         }
     }
-    let (shard, origin_name) = (loaded.region_shard(region), loaded.region_origin(region, origin));
+    let (shard, origin_name) = (
+        loaded.region_shard(region),
+        loaded.region_origin(region, origin),
+    );
     match intern(shard, origin_name) {
         Some(array) => {
             if let Some(slot) = slot {

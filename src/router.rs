@@ -12,13 +12,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use ext_php_rs::args::Arg;
+use ext_php_rs::boxed::ZBox;
 use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
+use ext_php_rs::class::RegisteredClass;
 use ext_php_rs::exception::PhpException;
+use ext_php_rs::ffi::{zend_execute_data, zend_string, zval};
 use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags};
 use ext_php_rs::prelude::*;
-use ext_php_rs::class::RegisteredClass;
-use ext_php_rs::ffi::{zend_execute_data, zend_string, zval};
-use ext_php_rs::boxed::ZBox;
 use ext_php_rs::types::{ZendClassObject, ZendHashTable, ZendStr, Zval};
 use ext_php_rs::zend::{ExecuteData, ExecutorGlobals, ce};
 
@@ -53,7 +53,11 @@ impl RegionRouter {
         };
         watch::ensure_fresh(&source);
         let (version, loaded) = source.current();
-        RegionRouter { source, loaded, version }
+        RegionRouter {
+            source,
+            loaded,
+            version,
+        }
     }
 
     /// The etcd revision of the table in use; 0 when none was loaded.
@@ -111,7 +115,7 @@ unsafe extern "C" fn construct_handler(ex: *mut zend_execute_data, _retval: *mut
     match outcome {
         Ok(_) => {}
         Err(_) => {
-            let _ = PhpException::from_message("RegionRouter: internal error while constructing".into())
+            PhpException::from_message("RegionRouter: internal error while constructing".into())
                 .throw();
         }
     }
@@ -120,7 +124,11 @@ unsafe extern "C" fn construct_handler(ex: *mut zend_execute_data, _retval: *mut
 fn construct_call(ex: &mut ExecuteData) -> Result<(), Thrown> {
     let num_args = check_arg_count(ex, 0, 1)?;
     // SAFETY: the engine guarantees `num_args` arguments in the frame.
-    let arg = if num_args == 1 { unsafe { ex.zend_call_arg(0) } } else { None };
+    let arg = if num_args == 1 {
+        unsafe { ex.zend_call_arg(0) }
+    } else {
+        None
+    };
     let path = string_param(arg, 1, true)?;
     let source = match path {
         Some(path) => registry::source_for(path),
@@ -143,14 +151,22 @@ fn construct_call(ex: &mut ExecuteData) -> Result<(), Thrown> {
             .sub(offset)
             .cast::<ZendClassObject<RegionRouter>>()
     };
-    this.obj = Some(RegionRouter { source, loaded, version });
+    this.obj = Some(RegionRouter {
+        source,
+        loaded,
+        version,
+    });
     Ok(())
 }
 
 fn add_resolve(builder: ClassBuilder) -> ClassBuilder {
     let resolve = FunctionBuilder::new("resolve", resolve_handler)
         .arg(Arg::new("country", DataType::String))
-        .arg(Arg::new("stickyKey", DataType::String).allow_null().default("null"))
+        .arg(
+            Arg::new("stickyKey", DataType::String)
+                .allow_null()
+                .default("null"),
+        )
         .not_required()
         .required_args(1)
         .returns(DataType::Array, false, false)
@@ -175,7 +191,7 @@ extern "C" fn resolve_handler(ex: &mut ExecuteData, retval: &mut Zval) {
 }
 
 fn throw_error(message: &str) -> Thrown {
-    let _ = PhpException::new(message.into(), 0, ce::error()).throw();
+    PhpException::new(message.into(), 0, ce::error()).throw();
     Thrown
 }
 
@@ -187,11 +203,19 @@ fn resolve_call(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), Thrown> {
     let num_args = check_arg_count(ex, 1, 2)?;
     // SAFETY: the engine guarantees `num_args` arguments in the frame.
     let (country_arg, sticky_arg) = unsafe {
-        (ex.zend_call_arg(0), if num_args == 2 { ex.zend_call_arg(1) } else { None })
+        (
+            ex.zend_call_arg(0),
+            if num_args == 2 {
+                ex.zend_call_arg(1)
+            } else {
+                None
+            },
+        )
     };
     let country = string_param(country_arg, 1, false)?.unwrap_or_default();
     let sticky_key = string_param(sticky_arg, 2, true)?;
-    let uninitialised = || throw_error("RegionRouter::resolve() called on an uninitialised RegionRouter");
+    let uninitialised =
+        || throw_error("RegionRouter::resolve() called on an uninitialised RegionRouter");
     let this = ex.get_object::<RegionRouter>().ok_or_else(uninitialised)?;
     let router = this.obj.as_mut().ok_or_else(uninitialised)?;
     watch::ensure_fresh(&router.source);
@@ -237,7 +261,11 @@ fn check_arg_count(ex: &ExecuteData, min: u32, max: u32) -> Result<u32, Thrown> 
 /// they are; in coercive mode ints, floats, bools, Stringable objects (and null, with
 /// PHP's deprecation) converted; under strict_types only strings. Any byte string is
 /// fine: no UTF-8 check. `Ok(None)` is a null for a nullable parameter.
-fn string_param(arg: Option<&mut Zval>, number: u32, nullable: bool) -> Result<Option<&[u8]>, Thrown> {
+fn string_param(
+    arg: Option<&mut Zval>,
+    number: u32,
+    nullable: bool,
+) -> Result<Option<&[u8]>, Thrown> {
     let Some(arg) = arg else {
         return Ok(None);
     };
@@ -256,7 +284,11 @@ fn string_param(arg: Option<&mut Zval>, number: u32, nullable: bool) -> Result<O
             return Ok(Some((*dest).as_bytes()));
         }
         if !ExecutorGlobals::has_exception() {
-            let expected = if nullable { Z_EXPECTED_STRING_OR_NULL } else { Z_EXPECTED_STRING };
+            let expected = if nullable {
+                Z_EXPECTED_STRING_OR_NULL
+            } else {
+                Z_EXPECTED_STRING
+            };
             zend_wrong_parameter_type_error(number, expected, arg_ptr);
         }
     }

@@ -208,7 +208,9 @@ impl Source {
             return true;
         }
         match (self.watched_directory(), self.path.file_name()) {
-            (Some(directory), Some(name)) => path.parent() == Some(&directory) && path.file_name() == Some(name),
+            (Some(directory), Some(name)) => {
+                path.parent() == Some(&directory) && path.file_name() == Some(name)
+            }
             _ => false,
         }
     }
@@ -232,7 +234,12 @@ impl Source {
         // Only the caller that moves the deadline does the stat.
         if self
             .next_poll_ns
-            .compare_exchange(due, now + self.poll_interval_ns, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(
+                due,
+                now + self.poll_interval_ns,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
             .is_ok()
         {
             self.refresh();

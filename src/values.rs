@@ -46,10 +46,10 @@ pub fn policy_array(policy: &dw_routing::Policy) -> ZBox<ZendHashTable> {
                 512,
             )
         };
-        if status == 0 && decoded.is_array() {
-            if let Some(array) = decoded.array() {
-                return array.to_owned();
-            }
+        if status == 0
+            && let Some(array) = decoded.array()
+        {
+            return array.to_owned();
         }
     }
     object_to_array(&policy.raw)
@@ -116,7 +116,10 @@ pub fn stats_to_array(source: &Source) -> ZBox<ZendHashTable> {
     let table = source.table();
     let mut stats = ZendHashTable::with_capacity(12);
     let _ = stats.insert("path", source.path().to_string_lossy().as_ref());
-    let _ = stats.insert("revision", i64::try_from(table.revision()).unwrap_or(i64::MAX));
+    let _ = stats.insert(
+        "revision",
+        i64::try_from(table.revision()).unwrap_or(i64::MAX),
+    );
     let _ = stats.insert("regions", table.region_count() as i64);
     let _ = stats.insert("invalid_keys", table.invalid_keys().len() as i64);
     let _ = stats.insert("loads", source.loads() as i64);
