@@ -22,8 +22,6 @@ declare(strict_types=1);
  *                     flight to reach every worker. Never set it on a public server.
  */
 
-require __DIR__ . '/bootstrap.php';
-
 $server = $_SERVER;
 if (($server['DW_ALLOW_HOLD'] ?? '') === '1' && isset($_GET['hold_ms']) && is_string($_GET['hold_ms'])) {
     usleep(1000 * max(0, min(1000, (int) $_GET['hold_ms'])));
@@ -37,6 +35,7 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     $route = ['shard' => '-', 'origin' => '-'];
     $revision = 0;
 } else {
+    require_once __DIR__ . '/bootstrap.php';
     $path = $server['DW_SNAPSHOT_PATH'] ?? '';
     $router = new RegionRouter(is_string($path) && $path !== '' ? $path : null);
     $route = $router->resolve($country, $sticky);
