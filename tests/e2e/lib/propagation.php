@@ -11,6 +11,9 @@ declare(strict_types=1);
  *       stream dw-agent reads); the visible time is the end of the first HTTP response whose
  *       X-DW-Revision is at least the change's revision. Prints one JSON object.
  *
+ *   php propagation.php seed ETCD SNAPSHOT
+ *       Puts every key of a snapshot file into etcd (transactions of 1,000 puts).
+ *
  *   php propagation.php series ETCD URL --changes N [--key region/DE] [--gap-ms 20]
  *       Writes N changes to KEY (alternating valid region values) through etcd's JSON
  *       gateway; for each, the commit time is when the put returns (etcd has committed it),
@@ -272,7 +275,29 @@ function mode_series(string $etcd, string $url, int $changes, string $key, int $
     ]), "\n";
 }
 
+function mode_seed(string $etcd, string $snapshot): void
+{
+    $parsed = json_decode((string) file_get_contents($snapshot), true);
+    is_array($parsed['kvs'] ?? null) || fail("$snapshot is not a snapshot");
+    $revision = 0;
+    foreach (array_chunk($parsed['kvs'], 1000, true) as $chunk) {
+        $puts = [];
+        foreach ($chunk as $key => $value) {
+            $puts[] = ['requestPut' => ['key' => base64_encode((string) $key), 'value' => base64_encode($value)]];
+        }
+        [$status, , $content] = http_request($etcd, 'POST', '/v3/kv/txn', [], json_encode(['success' => $puts]));
+        $reply = json_decode($content, true);
+        ($status === 200 && isset($reply['header']['revision'])) || fail("txn: HTTP $status " . substr($content, 0, 200));
+        $revision = (int) $reply['header']['revision'];
+    }
+    echo $revision, "\n";
+}
+
 $args = array_slice($argv, 1);
+if (($args[0] ?? '') === 'seed') {
+    mode_seed($args[1] ?? fail('seed ETCD SNAPSHOT'), $args[2] ?? fail('seed ETCD SNAPSHOT'));
+    exit(0);
+}
 $mode = array_shift($args);
 $etcd = array_shift($args) ?? fail('usage: see the header of this file');
 $url = array_shift($args) ?? fail('usage: see the header of this file');
