@@ -301,6 +301,7 @@ impl Source {
         // one over it, and a mapping of a renamed-away file stays valid. The mapping is
         // dropped as soon as the table is parsed into owned memory.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("mmap: {e}"))?;
-        Table::parse(&map).map_err(|e| e.to_string())
+        // Regions whose value did not change are reused, not parsed again.
+        Table::parse_after(&map, &self.loaded.load().table).map_err(|e| e.to_string())
     }
 }

@@ -40,14 +40,31 @@ pub struct Table {
     regions: Vec<Region>,
     /// `geos[i]` is the geo of `regions[i]`.
     geos: Vec<String>,
+    /// `values[i]` is the raw value `regions[i]` was compiled from, to reuse it on reload.
+    values: Vec<Box<str>>,
     /// Geo bytes to index into `regions`. FxHash: the keys come from configuration, and a
     /// visitor's country only probes, so a fast unkeyed hash is safe here.
     by_geo: FxHashMap<Box<[u8]>, u32>,
+    /// The same for geos of at most 7 bytes (every country code), keyed by the packed
+    /// bytes: one integer hash and compare instead of a slice hash and a memcmp.
+    by_short_geo: FxHashMap<u64, u32>,
     /// The longest geo: a longer country cannot match, so it is not even hashed.
     longest_geo: usize,
     /// The region of the first of `policy.default`, `policy.failover...` that has one.
     fallback: Option<u32>,
     invalid_keys: Vec<InvalidKey>,
+}
+
+/// Up to 7 bytes and their length in one integer; distinct inputs give distinct keys.
+#[inline]
+fn pack_short_geo(geo: &[u8]) -> Option<u64> {
+    if geo.len() > 7 {
+        return None;
+    }
+    let mut bytes = [0u8; 8];
+    bytes[..geo.len()].copy_from_slice(geo);
+    bytes[7] = geo.len() as u8;
+    Some(u64::from_le_bytes(bytes))
 }
 
 impl Table {
@@ -59,7 +76,9 @@ impl Table {
             policy: Policy::default(),
             regions: Vec::new(),
             geos: Vec::new(),
+            values: Vec::new(),
             by_geo: FxHashMap::default(),
+            by_short_geo: FxHashMap::default(),
             longest_geo: 0,
             fallback: None,
             invalid_keys: Vec::new(),
@@ -70,6 +89,12 @@ impl Table {
     /// recorded in [`Table::invalid_keys`]; keys outside the prefix or of other kinds
     /// (`origin/...`) are ignored.
     pub fn from_snapshot(snapshot: &Snapshot) -> Table {
+        Table::from_snapshot_after(snapshot, &Table::empty())
+    }
+
+    /// [`Table::from_snapshot`], reusing `previous`'s compiled regions whose value is
+    /// byte for byte the same: a reload after a drain re-validates only what changed.
+    pub fn from_snapshot_after(snapshot: &Snapshot, previous: &Table) -> Table {
         let mut table = Table::empty();
         table.revision = snapshot.revision;
         table.prefix.clone_from(&snapshot.prefix);
@@ -79,7 +104,14 @@ impl Table {
                 continue;
             };
             if let Some(geo) = relative.strip_prefix(REGION_KIND) {
-                let region = if geo.is_empty() {
+                let unchanged = previous
+                    .by_geo
+                    .get(geo.as_bytes())
+                    .filter(|&&index| *previous.values[index as usize] == **value)
+                    .map(|&index| previous.regions[index as usize].clone());
+                let region = if let Some(region) = unchanged {
+                    Ok(region)
+                } else if geo.is_empty() {
                     Err(Error::Region {
                         field: "geo",
                         reason: "the key names no geo".into(),
@@ -88,7 +120,7 @@ impl Table {
                     Region::parse(value.as_bytes())
                 };
                 match region {
-                    Ok(region) => table.push_region(geo, region),
+                    Ok(region) => table.push_region(geo, value, region),
                     Err(error) => table.invalid_keys.push(InvalidKey {
                         key: key.clone(),
                         error,
@@ -117,14 +149,27 @@ impl Table {
         Ok(Table::from_snapshot(&Snapshot::parse(bytes)?))
     }
 
-    fn push_region(&mut self, geo: &str, region: Region) {
+    /// [`Table::parse`], reusing `previous`'s unchanged regions (see
+    /// [`Table::from_snapshot_after`]).
+    pub fn parse_after(bytes: &[u8], previous: &Table) -> Result<Table, Error> {
+        Ok(Table::from_snapshot_after(
+            &Snapshot::parse(bytes)?,
+            previous,
+        ))
+    }
+
+    fn push_region(&mut self, geo: &str, value: &str, region: Region) {
         let Ok(index) = u32::try_from(self.regions.len()) else {
             // Four billion regions do not fit in memory before this happens.
             return;
         };
         self.by_geo.insert(geo.as_bytes().into(), index);
+        if let Some(packed) = pack_short_geo(geo.as_bytes()) {
+            self.by_short_geo.insert(packed, index);
+        }
         self.longest_geo = self.longest_geo.max(geo.len());
         self.geos.push(geo.to_owned());
+        self.values.push(value.into());
         self.regions.push(region);
     }
 
@@ -172,7 +217,9 @@ impl Table {
     ///
     /// Any bytes are a valid country or key (empty, long, NUL, not UTF-8). No allocation.
     pub fn resolve(&self, country: &[u8], sticky_key: Option<&[u8]>) -> Option<Route<'_>> {
-        let own = if country.len() <= self.longest_geo {
+        let own = if let Some(packed) = pack_short_geo(country) {
+            self.by_short_geo.get(&packed).copied()
+        } else if country.len() <= self.longest_geo {
             self.by_geo.get(country).copied()
         } else {
             None
@@ -226,6 +273,54 @@ impl Default for Table {
 mod tests {
     use super::*;
     use crate::{DEFAULT_PREFIX, legacy_pick, rendezvous_pick};
+
+    #[test]
+    fn a_reload_reuses_unchanged_regions_and_reparses_changed_ones() {
+        let region = |origin: &str| {
+            format!(
+                r#"{{"shard":"eu-1","origins":["{origin}","b"],"weight":{{"{origin}":60,"b":40}}}}"#
+            )
+        };
+        let mut first = Snapshot::new(1, DEFAULT_PREFIX);
+        first
+            .kvs
+            .insert("/dw/routing/region/DE".into(), region("a"));
+        first
+            .kvs
+            .insert("/dw/routing/region/FR".into(), region("c"));
+        let previous = Table::from_snapshot(&first);
+
+        let mut second = first.clone();
+        second.revision = 2;
+        second
+            .kvs
+            .insert("/dw/routing/region/FR".into(), r#"{"shard":""}"#.into());
+        second
+            .kvs
+            .insert("/dw/routing/region/NL".into(), region("n"));
+        let reloaded = Table::from_snapshot_after(&second, &previous);
+        let fresh = Table::from_snapshot(&second);
+
+        assert_eq!(reloaded.revision(), 2);
+        assert_eq!(reloaded.region_count(), fresh.region_count());
+        assert_eq!(
+            reloaded.region_count(),
+            2,
+            "DE reused, NL new, FR now invalid"
+        );
+        assert_eq!(reloaded.invalid_keys().len(), 1);
+        assert_eq!(reloaded.invalid_keys()[0].key, "/dw/routing/region/FR");
+        for country in [&b"DE"[..], b"FR", b"NL", b"XX"] {
+            for key in [None, Some(&b"v1"[..]), Some(b"v2")] {
+                let (a, b) = (reloaded.resolve(country, key), fresh.resolve(country, key));
+                assert_eq!(
+                    a.map(|r| (r.shard, r.origin)),
+                    b.map(|r| (r.shard, r.origin))
+                );
+            }
+        }
+        assert_eq!(reloaded.region(b"DE"), previous.region(b"DE"));
+    }
 
     const DE: &str =
         r#"{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":50,"fra-b":30}}"#;
