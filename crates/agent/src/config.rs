@@ -28,7 +28,7 @@ pub struct Config {
     /// Where `/metrics` and `/healthz` listen; `None` serves neither.
     pub metrics_addr: Option<SocketAddr>,
     /// etcd user name and password.
-    pub credentials: Option<(String, String)>,
+    pub credentials: Option<Credentials>,
     /// TLS material; when present, endpoints without a scheme use https.
     pub tls: Option<TlsFiles>,
     /// Publish a snapshot without region keys over one that has some.
@@ -37,6 +37,22 @@ pub struct Config {
     pub timing: Timing,
     /// Keys per page when listing the prefix.
     pub page_size: i64,
+}
+
+/// An etcd user and password. `Debug` does not show the password.
+#[derive(Clone)]
+pub struct Credentials {
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("user", &self.user)
+            .field("password", &"…")
+            .finish()
+    }
 }
 
 /// Paths to PEM files for TLS to etcd.
@@ -300,7 +316,7 @@ impl Cli {
             (None, None) => None,
         };
         let credentials = match (self.user, password) {
-            (Some(user), Some(password)) => Some((user, password)),
+            (Some(user), Some(password)) => Some(Credentials { user, password }),
             (Some(_), None) => {
                 return Err(Error::Config(
                     "--user needs --password or --password-file".into(),
@@ -399,6 +415,7 @@ mod tests {
         assert_eq!(config.prefix, DEFAULT_PREFIX);
         assert_eq!(config.metrics_addr, Some("127.0.0.1:9731".parse().unwrap()));
         assert!(config.allow_empty);
+        assert!(config.credentials.is_none());
         assert_eq!(config.timing.stall_timeout, Duration::from_secs(30));
     }
 

@@ -72,8 +72,10 @@ impl Connector {
                 .map_err(|e| Error::Config(format!("endpoint {endpoint:?}: {}", describe(&e))))?;
         }
         let mut connector = connector;
-        if let Some((user, password)) = &config.credentials {
-            connector.options = connector.options.with_user(user.clone(), password.clone());
+        if let Some(credentials) = &config.credentials {
+            connector.options = connector
+                .options
+                .with_user(credentials.user.clone(), credentials.password.clone());
         }
         Ok(connector)
     }

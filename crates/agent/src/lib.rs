@@ -7,8 +7,8 @@
 //! it: readers only ever see a complete published file.
 //!
 //! Guarantees, and where they come from:
-//! - *Never torn*: a new file is written, fsynced and renamed over the old one
-//!   ([`publish`](crate::Publication) never writes in place).
+//! - *Never torn*: a new file is written, fsynced and renamed over the old one; a
+//!   published file is never written in place (readers mmap it).
 //! - *Never backwards, never twice*: a state is published only if its revision is above
 //!   the published file's, including the file left by a previous run.
 //! - *Transactions land whole*: etcd delivers a revision's events in one watch response,
@@ -35,8 +35,8 @@ use std::future::Future;
 
 pub use crate::agent::Agent;
 pub use crate::config::{
-    Cli, Config, DEFAULT_METRICS_ADDR, DEFAULT_SNAPSHOT_PATH, LogFormat, Timing, TlsFiles,
-    parse_duration,
+    Cli, Config, Credentials, DEFAULT_METRICS_ADDR, DEFAULT_SNAPSHOT_PATH, LogFormat, Timing,
+    TlsFiles, parse_duration,
 };
 pub use crate::error::Error;
 pub use crate::metrics::{State, Status, StatusHandle};

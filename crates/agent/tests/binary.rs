@@ -316,3 +316,64 @@ async fn tls_with_client_certificates_and_a_certificate_from_the_wrong_ca() {
     assert!(published.kvs.contains_key(&format!("{PREFIX}region/DE")));
     assert!(right.terminate().success(), "{}", right.log());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authenticates_with_a_password_file_and_retries_a_wrong_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path(), 1).await;
+    let mut admin = cluster.client().await;
+    put(&mut admin, &format!("{PREFIX}region/DE"), REGION).await;
+    admin.user_add("root", "root-pw", None).await.unwrap();
+    admin.user_grant_role("root", "root").await.unwrap();
+    admin.role_add("reader").await.unwrap();
+    admin
+        .role_grant_permission(
+            "reader",
+            etcd_client::Permission::read(PREFIX).with_prefix(),
+        )
+        .await
+        .unwrap();
+    admin.user_add("agent", "agent-pw", None).await.unwrap();
+    admin.user_grant_role("agent", "reader").await.unwrap();
+    admin.auth_enable().await.unwrap();
+    let options = etcd_client::ConnectOptions::new().with_user("root", "root-pw");
+    let mut root = etcd_client::Client::connect(cluster.endpoints(), Some(options))
+        .await
+        .unwrap();
+
+    let snapshot = dir.path().join("dw-routing.json");
+    let password_file = dir.path().join("password");
+    fs::write(&password_file, "wrong\n").unwrap();
+    let auth = [
+        "--user=agent".to_owned(),
+        format!("--password-file={}", password_file.display()),
+    ];
+    let args = agent_args(
+        &cluster.endpoints(),
+        &snapshot,
+        &auth.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+
+    // A wrong password is retried (it may be fixed on the server) and logged; no file.
+    let mut wrong = AgentProcess::spawn(&args, &dir.path().join("wrong.log"));
+    eventually("the authentication failure is logged twice", || async {
+        wrong.log().matches("authentication failed").count() >= 2
+    })
+    .await;
+    assert!(
+        wrong.child.try_wait().unwrap().is_none(),
+        "gave up: {}",
+        wrong.log()
+    );
+    assert!(!snapshot.exists());
+    assert!(wrong.terminate().success());
+
+    // The right password, from the file, with a role that may only read the prefix.
+    fs::write(&password_file, "agent-pw\n").unwrap();
+    let mut right = AgentProcess::spawn(&args, &dir.path().join("right.log"));
+    converged(&mut root, &snapshot).await;
+    put(&mut root, &format!("{PREFIX}region/FR"), REGION).await;
+    let published = converged(&mut root, &snapshot).await;
+    assert!(published.kvs.contains_key(&format!("{PREFIX}region/FR")));
+    assert!(right.terminate().success(), "{}", right.log());
+}
