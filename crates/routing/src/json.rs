@@ -25,6 +25,15 @@ pub(crate) fn may_hold_surrogate_escape(bytes: &[u8]) -> bool {
         })
 }
 
+/// True when `bytes` starts (after whitespace) with `{`: serde's derived structs also
+/// accept an array of the fields in order, which PHP would not read as an object.
+pub(crate) fn starts_with_object(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        == Some(&b'{')
+}
+
 /// True when arrays and objects in `bytes` nest at most `limit` deep (strings skipped).
 /// serde_json skips ignored members without a depth limit, so the common-case readers
 /// check depth themselves.

@@ -44,7 +44,8 @@ impl Region {
     /// nesting): then [`Region::parse_exact`] decides, and gives the reason. So this only
     /// ever accepts what the exact reading accepts, and builds the same region.
     fn parse_common(value: &[u8]) -> Option<Region> {
-        if std::str::from_utf8(value).is_err()
+        if !json::starts_with_object(value)
+            || std::str::from_utf8(value).is_err()
             || json::may_hold_surrogate_escape(value)
             || !json::nests_at_most(value, 64)
         {

@@ -68,7 +68,8 @@ impl Snapshot {
             prefix: Option<String>,
             kvs: BTreeMap<String, String>,
         }
-        if std::str::from_utf8(bytes).is_err()
+        if !json::starts_with_object(bytes)
+            || std::str::from_utf8(bytes).is_err()
             || json::may_hold_surrogate_escape(bytes)
             || !json::nests_at_most(bytes, 64)
         {

@@ -275,6 +275,15 @@ mod tests {
     use crate::{DEFAULT_PREFIX, legacy_pick, rendezvous_pick};
 
     #[test]
+    fn arrays_in_place_of_objects_are_refused_by_every_reading() {
+        // serde's derived structs accept a sequence of the fields; PHP does not.
+        assert!(Region::parse(br#"["x-1",["a"],{"a":1}]"#).is_err());
+        assert!(Region::parse(br#" ["x-1",["a"],{"a":1}]"#).is_err());
+        assert!(Snapshot::parse(br#"[1,7,"/dw/routing/",{}]"#).is_err());
+        assert!(Region::parse(br#"{"shard":"x","origins":["a"],"weight":[1]}"#).is_err());
+    }
+
+    #[test]
     fn a_reload_reuses_unchanged_regions_and_reparses_changed_ones() {
         let region = |origin: &str| {
             format!(
