@@ -29,7 +29,7 @@ help:
 	@echo "make test       every test suite; ends with 'N passed, N failed'"
 	@echo "make bench      benchmarks, written to BENCHMARKS.md"
 	@echo "make install    copy dw_router.so into php-config --extension-dir, write a conf.d ini"
-	@echo "make stubs      regenerate stubs/dw_router.stub.php from the built extension"
+	@echo "make stubs      print the API as Reflection sees it and check stubs/dw_router.stub.php against it"
 	@echo "make lint       cargo fmt --check and clippy -D warnings"
 
 devenv:
@@ -53,8 +53,11 @@ bench: build
 install: build
 	$(IN_ENV) scripts/install-extension $(SO)
 
+# The stub is written by hand (with docblocks); this checks it against Reflection and
+# prints what Reflection sees, to copy from when the API changes.
 stubs: build
-	$(IN_ENV) php -d extension=$(CURDIR)/$(SO) scripts/gen-stub.php > stubs/dw_router.stub.php
+	$(IN_ENV) php -d extension=$(CURDIR)/$(SO) scripts/gen-stub.php
+	@NO_INTERACTION=1 $(IN_ENV) php /usr/lib/php/20240924/build/run-tests.php -q -p /usr/bin/php -d extension=$(CURDIR)/$(SO) tests/phpt/074-stub-reflection.phpt | grep -E '^(PASS|FAIL)'
 
 fmt:
 	$(CARGO) fmt --all
