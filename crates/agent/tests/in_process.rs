@@ -336,3 +336,37 @@ async fn three_members_leader_killed_and_attached_member_stopped() {
     assert!(restarts.values().sum::<u64>() >= 1, "{restarts:?}");
     agent.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_write_is_reported_and_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path(), 1).await;
+    let mut client = cluster.client().await;
+    let listed = put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
+    let snapshot_dir = dir.path().join("shm");
+    std::fs::create_dir(&snapshot_dir).unwrap();
+    let snapshot = snapshot_dir.join("dw-routing.json");
+    let mut agent = RunningAgent::start(test_config(cluster.endpoints(), &snapshot)).await;
+    agent.published(listed).await;
+
+    // The directory disappears (say, a tmpfs unmounted under it): writes fail.
+    std::fs::remove_dir_all(&snapshot_dir).unwrap();
+    let changed = put(&mut client, &format!("{PREFIX}region/FR"), REGION).await;
+    eventually("the write error shows in health", || async {
+        let status = agent.status.get();
+        status.write_errors > 0
+            && status
+                .health
+                .is_err_and(|reason| reason.contains("cannot write the snapshot"))
+    })
+    .await;
+    assert_eq!(agent.status.get().published_revision, Some(listed));
+
+    // It comes back: the pending state is published without any new write to etcd.
+    std::fs::create_dir(&snapshot_dir).unwrap();
+    agent.published(changed).await;
+    let published = read_snapshot(&snapshot).unwrap();
+    assert!(published.kvs.contains_key(&format!("{PREFIX}region/FR")));
+    assert_eq!(agent.status.get().health, Ok(()));
+    agent.stop().await;
+}
