@@ -11,19 +11,22 @@ declare(strict_types=1);
  *   X-DW-Shard, X-DW-Origin   the route
  *   X-DW-Revision             etcd revision of the routing table this worker used
  *   X-DW-Worker               the php-fpm worker's pid (each worker has its own watcher)
- *   X-DW-Clock                hrtime() when the route was read: orders one worker's answers
+ *   X-DW-Clock                (DW_TEST_HOOKS only) hrtime() when the route was read: orders
+ *                             one worker's answers in the e2e test
  *
  * The sticky key (the pick hashes it instead of the country) comes from the X-DW-Sticky
  * header or the dw_sticky cookie. Server variables the web server may set:
  *   DW_SNAPSHOT_PATH  a snapshot path other than ini dw_router.snapshot_path (the userland
  *                     twin has no ini entries, so a node without the extension sets it)
  *   DW_ROUTING=off    the same page without routing (the benchmarks' baseline)
- *   DW_ALLOW_HOLD=1   honour ?hold_ms=N (at most 1000): the e2e test keeps requests in
- *                     flight to reach every worker. Never set it on a public server.
+ *   DW_TEST_HOOKS=1   honour ?hold_ms=N (at most 1000; the e2e test keeps requests in
+ *                     flight to reach every worker) and send X-DW-Clock. Never set it on a
+ *                     public server.
  */
 
 $server = $_SERVER;
-if (($server['DW_ALLOW_HOLD'] ?? '') === '1' && isset($_GET['hold_ms']) && is_string($_GET['hold_ms'])) {
+$testHooks = ($server['DW_TEST_HOOKS'] ?? '') === '1';
+if ($testHooks && isset($_GET['hold_ms']) && is_string($_GET['hold_ms'])) {
     usleep(1000 * max(0, min(1000, (int) $_GET['hold_ms'])));
 }
 
@@ -49,7 +52,9 @@ header('X-DW-Shard: ' . $route['shard']);
 header('X-DW-Origin: ' . $route['origin']);
 header('X-DW-Revision: ' . $revision);
 header('X-DW-Worker: ' . getmypid());
-header('X-DW-Clock: ' . $clock);
+if ($testHooks) {
+    header('X-DW-Clock: ' . $clock);
+}
 
 // The country is the visitor's input: print it only as a bounded, printable token.
 $shown = preg_replace('/[^A-Za-z0-9_-]/', '?', substr($country, 0, 16));

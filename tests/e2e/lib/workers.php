@@ -9,7 +9,7 @@ declare(strict_types=1);
  *
  * Runs CMD (a dwctl write, which prints "... revision N"), notes the monotonic time T at
  * which it returned (etcd had committed by then), then sends rounds of as many concurrent
- * requests as there are workers, each held in PHP for 150 ms (?hold_ms, DW_ALLOW_HOLD), so
+ * requests as there are workers, each held in PHP for 150 ms (?hold_ms, DW_TEST_HOOKS), so
  * that each round occupies every worker. Every answer says which worker (X-DW-Worker), which
  * revision, and when the worker read its route (X-DW-Clock, CLOCK_MONOTONIC like hrtime
  * here). It fails when a worker answered with an older revision more than BOUND_MS after T,
