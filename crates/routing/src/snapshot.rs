@@ -61,6 +61,7 @@ impl Snapshot {
     /// exact reading (which then decides and explains), as for regions.
     fn parse_common(bytes: &[u8]) -> Option<Snapshot> {
         #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
         struct Common {
             format: u64,
             revision: u64,
@@ -68,14 +69,7 @@ impl Snapshot {
             prefix: Option<String>,
             kvs: BTreeMap<String, String>,
         }
-        if !json::starts_with_object(bytes)
-            || std::str::from_utf8(bytes).is_err()
-            || json::may_hold_surrogate_escape(bytes)
-            || !json::nests_at_most(bytes, 64)
-        {
-            return None;
-        }
-        let common: Common = serde_json::from_slice(bytes).ok()?;
+        let common: Common = serde_json::from_str(common_text(bytes)?).ok()?;
         // PHP's is_int: a revision beyond i64 is a float there, and refused.
         if common.format != SNAPSHOT_FORMAT || i64::try_from(common.revision).is_err() {
             return None;
@@ -142,6 +136,19 @@ impl Snapshot {
         // Serialising strings and integers into a Vec cannot fail.
         serde_json::to_vec(&wire).unwrap_or_default()
     }
+}
+
+/// `bytes` as text when the common-case (one-pass serde) reading of a snapshot can be
+/// trusted to agree with the exact one: an object, in UTF-8.
+///
+/// The one-pass readers deny unknown fields and take only strings as values, so nothing
+/// nests deeper than the format does; a lone surrogate escape makes serde_json fail on
+/// the key or value that holds it, which hands the file to the exact reading too.
+pub(crate) fn common_text(bytes: &[u8]) -> Option<&str> {
+    if !json::starts_with_object(bytes) {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! The compiled routing table: what a snapshot means for routing, built once and then read
 //! by any number of threads.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use crate::pick::{legacy_index, rendezvous_index};
@@ -37,11 +40,15 @@ pub struct Table {
     prefix: String,
     policy: Policy,
     /// Valid regions, in key order.
-    regions: Vec<Region>,
+    /// Shared, so that a reload reuses an unchanged region without copying it.
+    regions: Vec<Arc<Region>>,
     /// `geos[i]` is the geo of `regions[i]`.
     geos: Vec<String>,
     /// `values[i]` is the raw value `regions[i]` was compiled from, to reuse it on reload.
     values: Vec<Box<str>>,
+    /// `literals[i]` is that value as the JSON string literal it was read from, when the
+    /// table was read from a file: a reload compares literals without unescaping.
+    literals: Vec<Option<Box<str>>>,
     /// Geo bytes to index into `regions`. FxHash: the keys come from configuration, and a
     /// visitor's country only probes, so a fast unkeyed hash is safe here.
     by_geo: FxHashMap<Box<[u8]>, u32>,
@@ -53,6 +60,32 @@ pub struct Table {
     /// The region of the first of `policy.default`, `policy.failover...` that has one.
     fallback: Option<u32>,
     invalid_keys: Vec<InvalidKey>,
+}
+
+/// A value as a table is built from it: plain text, or the JSON string literal that
+/// holds it in a snapshot file.
+#[derive(Clone, Copy)]
+enum Value<'v> {
+    Plain(&'v str),
+    Escaped(&'v str),
+}
+
+impl<'v> Value<'v> {
+    fn text(self) -> Option<std::borrow::Cow<'v, str>> {
+        match self {
+            Value::Plain(text) => Some(std::borrow::Cow::Borrowed(text)),
+            Value::Escaped(literal) => serde_json::from_str::<String>(literal)
+                .ok()
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
+    fn literal(self) -> Option<&'v str> {
+        match self {
+            Value::Plain(_) => None,
+            Value::Escaped(literal) => Some(literal),
+        }
+    }
 }
 
 /// Up to 7 bytes and their length in one integer; distinct inputs give distinct keys.
@@ -77,6 +110,7 @@ impl Table {
             regions: Vec::new(),
             geos: Vec::new(),
             values: Vec::new(),
+            literals: Vec::new(),
             by_geo: FxHashMap::default(),
             by_short_geo: FxHashMap::default(),
             longest_geo: 0,
@@ -95,20 +129,52 @@ impl Table {
     /// [`Table::from_snapshot`], reusing `previous`'s compiled regions whose value is
     /// byte for byte the same: a reload after a drain re-validates only what changed.
     pub fn from_snapshot_after(snapshot: &Snapshot, previous: &Table) -> Table {
-        let mut table = Table::empty();
-        table.revision = snapshot.revision;
-        table.prefix.clone_from(&snapshot.prefix);
+        let entries = snapshot
+            .kvs
+            .iter()
+            .map(|(key, value)| (key.as_str(), Value::Plain(value)));
+        Table::build(snapshot.revision, &snapshot.prefix, entries, previous)
+            .unwrap_or_else(Table::empty)
+    }
 
-        for (key, value) in &snapshot.kvs {
-            let Some(relative) = key.strip_prefix(snapshot.prefix.as_str()) else {
+    /// Compiles `entries` (full key, value) at `revision`. `None` only when an escaped
+    /// value turns out not to be a JSON string (then the exact reading decides).
+    fn build<'v>(
+        revision: u64,
+        prefix: &str,
+        entries: impl Iterator<Item = (&'v str, Value<'v>)>,
+        previous: &Table,
+    ) -> Option<Table> {
+        let mut table = Table::empty();
+        table.revision = revision;
+        prefix.clone_into(&mut table.prefix);
+
+        for (key, value) in entries {
+            let Some(relative) = key.strip_prefix(prefix) else {
                 continue;
             };
             if let Some(geo) = relative.strip_prefix(REGION_KIND) {
                 let unchanged = previous
                     .by_geo
                     .get(geo.as_bytes())
-                    .filter(|&&index| *previous.values[index as usize] == **value)
-                    .map(|&index| previous.regions[index as usize].clone());
+                    .map(|&index| index as usize)
+                    .filter(|&index| match value {
+                        Value::Plain(text) => *previous.values[index] == *text,
+                        Value::Escaped(literal) => {
+                            previous.literals[index].as_deref() == Some(literal)
+                        }
+                    })
+                    .map(|index| Arc::clone(&previous.regions[index]));
+                let reused = previous
+                    .by_geo
+                    .get(geo.as_bytes())
+                    .map(|&index| index as usize)
+                    .filter(|_| unchanged.is_some());
+                // An unchanged region keeps its text too: no unescaping for it.
+                let text = match reused {
+                    Some(index) => std::borrow::Cow::Borrowed(&*previous.values[index]),
+                    None => value.text()?,
+                };
                 let region = if let Some(region) = unchanged {
                     Ok(region)
                 } else if geo.is_empty() {
@@ -117,20 +183,20 @@ impl Table {
                         reason: "the key names no geo".into(),
                     })
                 } else {
-                    Region::parse(value.as_bytes())
+                    Region::parse(text.as_bytes()).map(Arc::new)
                 };
                 match region {
-                    Ok(region) => table.push_region(geo, value, region),
+                    Ok(region) => table.push_region(geo, &text, value.literal(), region),
                     Err(error) => table.invalid_keys.push(InvalidKey {
-                        key: key.clone(),
+                        key: key.to_owned(),
                         error,
                     }),
                 }
             } else if relative == POLICY_KEY {
-                match Policy::parse(value.as_bytes()) {
+                match Policy::parse(value.text()?.as_bytes()) {
                     Ok(policy) => table.policy = policy,
                     Err(error) => table.invalid_keys.push(InvalidKey {
-                        key: key.clone(),
+                        key: key.to_owned(),
                         error,
                     }),
                 }
@@ -140,7 +206,40 @@ impl Table {
         table.fallback = std::iter::once(&table.policy.default)
             .chain(&table.policy.failover)
             .find_map(|geo| table.by_geo.get(geo.as_bytes()).copied());
-        table
+        Some(table)
+    }
+
+    /// The common case of [`Table::parse_after`]: one pass over the file that keeps each
+    /// value as its JSON string literal, so that an unchanged region is recognised without
+    /// unescaping it. `None` whenever the exact reading must decide.
+    fn parse_common_after(bytes: &[u8], previous: &Table) -> Option<Table> {
+        // Unknown fields go to the exact reading: this one checks no nesting depth.
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Literals<'a> {
+            format: u64,
+            revision: u64,
+            #[serde(default)]
+            prefix: Option<String>,
+            #[serde(borrow)]
+            kvs: BTreeMap<String, &'a serde_json::value::RawValue>,
+        }
+        let text = crate::snapshot::common_text(bytes)?;
+        let snapshot: Literals<'_> = serde_json::from_str(text).ok()?;
+        // PHP's is_int: a revision beyond i64 is a float there, and refused.
+        if snapshot.format != crate::SNAPSHOT_FORMAT || i64::try_from(snapshot.revision).is_err() {
+            return None;
+        }
+        // Values must be strings; anything else refuses the file (the exact reading says so).
+        if !snapshot.kvs.values().all(|v| v.get().starts_with('"')) {
+            return None;
+        }
+        let prefix = snapshot.prefix.as_deref().unwrap_or(crate::DEFAULT_PREFIX);
+        let entries = snapshot
+            .kvs
+            .iter()
+            .map(|(key, literal)| (key.as_str(), Value::Escaped(literal.get())));
+        Table::build(snapshot.revision, prefix, entries, previous)
     }
 
     /// Parses snapshot bytes and compiles them. Fails only when the file as a whole is
@@ -152,13 +251,16 @@ impl Table {
     /// [`Table::parse`], reusing `previous`'s unchanged regions (see
     /// [`Table::from_snapshot_after`]).
     pub fn parse_after(bytes: &[u8], previous: &Table) -> Result<Table, Error> {
+        if let Some(table) = Table::parse_common_after(bytes, previous) {
+            return Ok(table);
+        }
         Ok(Table::from_snapshot_after(
             &Snapshot::parse(bytes)?,
             previous,
         ))
     }
 
-    fn push_region(&mut self, geo: &str, value: &str, region: Region) {
+    fn push_region(&mut self, geo: &str, value: &str, literal: Option<&str>, region: Arc<Region>) {
         let Ok(index) = u32::try_from(self.regions.len()) else {
             // Four billion regions do not fit in memory before this happens.
             return;
@@ -170,6 +272,7 @@ impl Table {
         self.longest_geo = self.longest_geo.max(geo.len());
         self.geos.push(geo.to_owned());
         self.values.push(value.into());
+        self.literals.push(literal.map(Into::into));
         self.regions.push(region);
     }
 
@@ -202,12 +305,15 @@ impl Table {
     pub fn region(&self, geo: &[u8]) -> Option<&Region> {
         self.by_geo
             .get(geo)
-            .map(|&index| &self.regions[index as usize])
+            .map(|&index| &*self.regions[index as usize])
     }
 
     /// Every valid region with its geo, in key order; the position is the region index.
     pub fn regions(&self) -> impl Iterator<Item = (&str, &Region)> {
-        self.geos.iter().map(String::as_str).zip(&self.regions)
+        self.geos
+            .iter()
+            .map(String::as_str)
+            .zip(self.regions.iter().map(|region| &**region))
     }
 
     /// Routes a visitor: the first of `country`, `policy.default`, `policy.failover...` that
@@ -245,7 +351,7 @@ impl Table {
     pub fn region_shard(&self, region_index: u32) -> &str {
         self.regions
             .get(region_index as usize)
-            .map_or("", Region::shard)
+            .map_or("", |region| region.shard())
     }
 
     /// The origin at `origin_index` of the region at `region_index` (from a [`Route`] of
@@ -259,7 +365,9 @@ impl Table {
 
     /// The region at `region_index` (a [`Route`]'s, or any below [`Table::region_count`]).
     pub fn region_at(&self, region_index: u32) -> Option<&Region> {
-        self.regions.get(region_index as usize)
+        self.regions
+            .get(region_index as usize)
+            .map(|region| &**region)
     }
 }
 
@@ -275,12 +383,98 @@ mod tests {
     use crate::{DEFAULT_PREFIX, legacy_pick, rendezvous_pick};
 
     #[test]
+    fn the_one_pass_readings_hand_edge_files_to_the_exact_one() {
+        // A lone surrogate, as PHP refuses it, in a key and in a value.
+        for file in [
+            &br#"{"format":1,"revision":1,"kvs":{"/dw/routing/region/\ud800":"x"}}"#[..],
+            br#"{"format":1,"revision":1,"kvs":{"/dw/routing/region/DE":"\udc00"}}"#,
+        ] {
+            assert!(Snapshot::parse(file).is_err());
+            assert!(Table::parse_after(file, &Table::empty()).is_err());
+        }
+        // An unknown field, however deep, is ignored by the exact reading up to PHP's limit.
+        let deep = format!(
+            r#"{{"format":1,"revision":4,"kvs":{{}},"extra":{}{}}}"#,
+            "[".repeat(300),
+            "]".repeat(300)
+        );
+        assert_eq!(
+            Table::parse_after(deep.as_bytes(), &Table::empty())
+                .unwrap()
+                .revision(),
+            4
+        );
+        let too_deep = format!(
+            r#"{{"format":1,"revision":4,"kvs":{{}},"extra":{}{}}}"#,
+            "[".repeat(600),
+            "]".repeat(600)
+        );
+        assert!(Table::parse_after(too_deep.as_bytes(), &Table::empty()).is_err());
+        assert!(Snapshot::parse(too_deep.as_bytes()).is_err());
+    }
+
+    #[test]
     fn arrays_in_place_of_objects_are_refused_by_every_reading() {
         // serde's derived structs accept a sequence of the fields; PHP does not.
         assert!(Region::parse(br#"["x-1",["a"],{"a":1}]"#).is_err());
         assert!(Region::parse(br#" ["x-1",["a"],{"a":1}]"#).is_err());
         assert!(Snapshot::parse(br#"[1,7,"/dw/routing/",{}]"#).is_err());
         assert!(Region::parse(br#"{"shard":"x","origins":["a"],"weight":[1]}"#).is_err());
+    }
+
+    #[test]
+    fn reading_a_file_after_a_table_answers_as_a_fresh_read() {
+        let region = |origin: &str, weight: u32| {
+            format!(
+                r#"{{"shard":"eu-1","origins":["{origin}","b"],"weight":{{"{origin}":{weight},"b":40}}}}"#
+            )
+        };
+        let mut snapshot = Snapshot::new(1, DEFAULT_PREFIX);
+        snapshot
+            .kvs
+            .insert("/dw/routing/region/DE".into(), region("a", 60));
+        snapshot
+            .kvs
+            .insert("/dw/routing/region/FR".into(), region("c", 10));
+        snapshot.kvs.insert(
+            "/dw/routing/policy/global".into(),
+            r#"{"default":"FR"}"#.into(),
+        );
+        let first = Table::parse_after(&snapshot.to_json(), &Table::empty()).unwrap();
+        snapshot.revision = 2;
+        snapshot
+            .kvs
+            .insert("/dw/routing/region/FR".into(), region("c", 90));
+        snapshot
+            .kvs
+            .insert("/dw/routing/region/NL".into(), "{".into());
+        let bytes = snapshot.to_json();
+        let (after, fresh) = (
+            Table::parse_after(&bytes, &first).unwrap(),
+            Table::parse(&bytes).unwrap(),
+        );
+        assert_eq!(after.revision(), 2);
+        assert_eq!(after.region_count(), fresh.region_count());
+        assert_eq!(after.invalid_keys().len(), 1);
+        assert_eq!(after.region(b"FR"), fresh.region(b"FR"));
+        assert_eq!(after.region(b"DE"), first.region(b"DE"));
+        assert_eq!(after.policy(), fresh.policy());
+        for key in 0..200u32 {
+            let key = key.to_string();
+            for country in [&b"DE"[..], b"FR", b"XX"] {
+                let (a, b) = (
+                    after.resolve(country, Some(key.as_bytes())),
+                    fresh.resolve(country, Some(key.as_bytes())),
+                );
+                assert_eq!(
+                    a.map(|r| (r.shard, r.origin)),
+                    b.map(|r| (r.shard, r.origin))
+                );
+            }
+        }
+        // A file the one-pass reading declines still loads through the exact reading.
+        let array_value = br#"{"format":1,"revision":3,"kvs":{"/dw/routing/region/DE":5}}"#;
+        assert!(Table::parse_after(array_value, &first).is_err());
     }
 
     #[test]
