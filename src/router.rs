@@ -47,17 +47,7 @@ impl RegionRouter {
     // The PHP parameter is `$snapshotPath`; the macro takes the name from the binding.
     #[php(defaults(snapshotPath = None))]
     pub fn __construct(snapshotPath: Option<String>) -> Self {
-        let source = match snapshotPath {
-            Some(path) => registry::source_for(path.as_bytes()),
-            None => registry::default_source(),
-        };
-        watch::ensure_fresh(&source);
-        let (version, loaded) = source.current();
-        RegionRouter {
-            source,
-            loaded,
-            version,
-        }
+        RegionRouter::open(snapshotPath.as_deref().map(str::as_bytes))
     }
 
     /// The etcd revision of the table in use; 0 when none was loaded.
@@ -130,12 +120,7 @@ fn construct_call(ex: &mut ExecuteData) -> Result<(), Thrown> {
         None
     };
     let path = string_param(arg, 1, true)?;
-    let source = match path {
-        Some(path) => registry::source_for(path),
-        None => registry::default_source(),
-    };
-    watch::ensure_fresh(&source);
-    let (version, loaded) = source.current();
+    let router = RegionRouter::open(path);
     let metadata = <RegionRouter as RegisteredClass>::get_metadata();
     // Only objects made by this class's create_object handler have the Rust payload.
     let object = ex
@@ -151,12 +136,25 @@ fn construct_call(ex: &mut ExecuteData) -> Result<(), Thrown> {
             .sub(offset)
             .cast::<ZendClassObject<RegionRouter>>()
     };
-    this.obj = Some(RegionRouter {
-        source,
-        loaded,
-        version,
-    });
+    this.obj = Some(router);
     Ok(())
+}
+
+impl RegionRouter {
+    /// The router for `path` (None: ini `dw_router.snapshot_path`), its source fresh.
+    fn open(path: Option<&[u8]>) -> RegionRouter {
+        let source = match path {
+            Some(path) => registry::source_for(path),
+            None => registry::default_source(),
+        };
+        watch::ensure_fresh(&source);
+        let (version, loaded) = source.current();
+        RegionRouter {
+            source,
+            loaded,
+            version,
+        }
+    }
 }
 
 fn add_resolve(builder: ClassBuilder) -> ClassBuilder {
