@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use dw_routing::Table;
 use parking_lot::Mutex;
 
@@ -106,6 +106,8 @@ pub struct Source {
     /// The fork generation in which this source's watch was set up; see `fork`.
     watched_in: AtomicU64,
     next_poll_ns: AtomicU64,
+    /// The directory as the watcher watches it (see `watched_directory`).
+    watched: ArcSwapOption<PathBuf>,
 }
 
 /// Monotonic nanoseconds since the first call in this process.
@@ -129,6 +131,7 @@ impl Source {
             mechanism: AtomicU8::new(Mechanism::None as u8),
             watched_in: AtomicU64::new(u64::MAX),
             next_poll_ns: AtomicU64::new(0),
+            watched: ArcSwapOption::empty(),
         }
     }
 
@@ -196,10 +199,13 @@ impl Source {
     }
 
     /// The directory to watch, spelled canonically (symlinks and `..` resolved), since
-    /// inotify gives one watch per inode and reports it under one spelling.
+    /// inotify gives one watch per inode and reports it under one spelling. Remembered,
+    /// so that matching the watcher's events needs no file system call.
     pub fn watched_directory(&self) -> Option<PathBuf> {
         let parent = self.path.parent()?;
-        Some(std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf()))
+        let directory = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+        self.watched.store(Some(Arc::new(directory.clone())));
+        Some(directory)
     }
 
     /// True when `path` (from an inotify event) names this source's file.
@@ -207,9 +213,9 @@ impl Source {
         if self.path == path {
             return true;
         }
-        match (self.watched_directory(), self.path.file_name()) {
+        match (&*self.watched.load(), self.path.file_name()) {
             (Some(directory), Some(name)) => {
-                path.parent() == Some(&directory) && path.file_name() == Some(name)
+                path.parent() == Some(directory.as_path()) && path.file_name() == Some(name)
             }
             _ => false,
         }
@@ -217,7 +223,8 @@ impl Source {
 
     /// True when `path` is this source's directory (either spelling).
     pub fn is_in_directory(&self, path: &Path) -> bool {
-        self.path.parent() == Some(path) || self.watched_directory().as_deref() == Some(path)
+        self.path.parent() == Some(path)
+            || self.watched.load().as_deref().map(PathBuf::as_path) == Some(path)
     }
 
     /// In poll mode, re-checks the file at most once per poll interval.

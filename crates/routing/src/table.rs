@@ -154,7 +154,8 @@ impl Table {
                 continue;
             };
             if let Some(geo) = relative.strip_prefix(REGION_KIND) {
-                let unchanged = previous
+                // The previous table's region for this geo, if its value is the same.
+                let reused = previous
                     .by_geo
                     .get(geo.as_bytes())
                     .map(|&index| index as usize)
@@ -163,13 +164,8 @@ impl Table {
                         Value::Escaped(literal) => {
                             previous.literals[index].as_deref() == Some(literal)
                         }
-                    })
-                    .map(|index| Arc::clone(&previous.regions[index]));
-                let reused = previous
-                    .by_geo
-                    .get(geo.as_bytes())
-                    .map(|&index| index as usize)
-                    .filter(|_| unchanged.is_some());
+                    });
+                let unchanged = reused.map(|index| Arc::clone(&previous.regions[index]));
                 // An unchanged region keeps its text too: no unescaping for it.
                 let text = match reused {
                     Some(index) => std::borrow::Cow::Borrowed(&*previous.values[index]),
