@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::apply::describe;
 use crate::clock::now_rfc3339;
 use crate::commands::{Context, committed_outcome};
-use crate::error::Error;
+use crate::error::{Error, FieldError};
 use crate::output::Outcome;
 use crate::state::{Changes, transact};
 use crate::value::{PolicyValue, RegionValue};
@@ -141,20 +141,22 @@ pub async fn rollback(
     let past_value = past.kvs().first().map(|kv| kv.value().to_vec());
     let title = format!("rollback {key} to revision {revision}");
     let at_revision = format!("value at revision {revision}");
+    // A past value that no longer validates: its errors, said of that revision.
+    let invalid_at_revision = |errors: Vec<FieldError>| {
+        Error::Invalid(
+            errors
+                .into_iter()
+                .map(|error| error.within(&at_revision))
+                .collect(),
+        )
+    };
 
     if let Some(geo) = key.strip_prefix(&context.layout.regions()) {
         // Regions go through the planner so that drain records stay true to them.
         let value = past_value
             .map(|raw| RegionValue::for_write(&raw))
             .transpose()
-            .map_err(|errors| {
-                Error::Invalid(
-                    errors
-                        .into_iter()
-                        .map(|error| error.within(&at_revision))
-                        .collect(),
-                )
-            })?;
+            .map_err(invalid_at_revision)?;
         let geo = geo.to_string();
         let mut plan = |state: &crate::state::State| {
             let mut changes = Changes::default();
@@ -192,14 +194,7 @@ pub async fn rollback(
                     .map(|policy| policy.encode(&now_rfc3339()).into_bytes())
             })
             .transpose()
-            .map_err(|errors| {
-                Error::Invalid(
-                    errors
-                        .into_iter()
-                        .map(|error| error.within(&at_revision))
-                        .collect(),
-                )
-            })?
+            .map_err(invalid_at_revision)?
     } else {
         past_value
     };
