@@ -275,10 +275,12 @@ impl Source {
         seen.identity = Some(identity);
         match self.read_table() {
             Ok(table) => {
-                self.loaded.store(Arc::new(Loaded::new(table)));
-                self.version.fetch_add(1, Ordering::Release);
+                // Counted before the swap, so that whoever sees the new revision also
+                // sees the load that brought it in stats().
                 self.loads.fetch_add(1, Ordering::Relaxed);
                 seen.last_error = None;
+                self.loaded.store(Arc::new(Loaded::new(table)));
+                self.version.fetch_add(1, Ordering::Release);
             }
             Err(message) => {
                 self.failed_loads.fetch_add(1, Ordering::Relaxed);
