@@ -64,6 +64,15 @@ impl Daemon {
     }
 }
 
+impl Drop for Daemon {
+    /// A failing test shows what each daemon it started said.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- {}:\n{}", self.log.display(), self.log());
+        }
+    }
+}
+
 async fn drain_record(etcd: &Etcd, origin: &str) -> Option<Value> {
     etcd.get_json(&drain_key(origin)).await
 }
@@ -98,6 +107,12 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
     }
     let us_before = etcd.get(&region_key("US")).await.unwrap();
     let rebalance = Daemon::start(&etcd, "rebalance", &["rebalance"]);
+    // Registering only after rebalance has listed makes it see `a` arrive on its watch
+    // (step 1); an origin already live at listing time is step 3's case.
+    eventually(Duration::from_secs(10), "rebalance lists", || async {
+        rebalance.log().contains(" live, ").then_some(())
+    })
+    .await;
     let ttl = 2;
     let register = |etcd: &Etcd, name: &str| {
         Daemon::start(
