@@ -4,7 +4,8 @@
 //! [`exercise`] treats its input as a snapshot file and as a single region or policy value,
 //! and checks the invariants every reader relies on: nothing panics, every valid region
 //! answers for its own geo with one of its own origins, a route's indexes name the route,
-//! and a parsed snapshot survives a serialisation round trip.
+//! a parsed snapshot survives a serialisation round trip, and the reload reading
+//! (`Table::parse_after`, first and again after itself) builds the table the exact one does.
 
 use dw_routing::{Policy, Region, Snapshot, Table};
 
@@ -18,6 +19,10 @@ pub fn exercise(data: &[u8]) {
             Table::parse(data).is_err(),
             "Table::parse accepted what Snapshot::parse refused"
         );
+        assert!(
+            Table::parse_after(data, &Table::empty()).is_err(),
+            "Table::parse_after accepted what Snapshot::parse refused"
+        );
         return;
     };
     assert_eq!(
@@ -28,6 +33,10 @@ pub fn exercise(data: &[u8]) {
 
     let table = Table::from_snapshot(&snapshot);
     assert_eq!(table.revision(), snapshot.revision);
+    let first = Table::parse_after(data, &Table::empty()).expect("parse_after reads it too");
+    assert_same_table(&first, &table);
+    let again = Table::parse_after(data, &first).expect("and again after itself");
+    assert_same_table(&again, &table);
 
     let head = &data[..data.len().min(2)];
     for country in [&b"US"[..], b"DE", b"", b"\0", head, data] {
@@ -66,4 +75,12 @@ mod tests {
         }
         assert!(count >= 3, "only {count} seeds");
     }
+}
+
+fn assert_same_table(a: &Table, b: &Table) {
+    assert_eq!(a.revision(), b.revision());
+    assert_eq!(a.prefix(), b.prefix());
+    assert_eq!(a.policy(), b.policy());
+    assert_eq!(a.invalid_keys(), b.invalid_keys());
+    assert!(a.regions().eq(b.regions()), "the same regions");
 }

@@ -20,6 +20,7 @@
 
 mod error;
 mod json;
+mod literal_scan;
 mod pick;
 mod policy;
 mod region;

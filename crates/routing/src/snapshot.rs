@@ -82,7 +82,7 @@ impl Snapshot {
     }
 
     /// The exact reading, PHP's `json_decode()` rules at every edge.
-    fn parse_exact(bytes: &[u8]) -> Result<Snapshot, Error> {
+    pub(crate) fn parse_exact(bytes: &[u8]) -> Result<Snapshot, Error> {
         let text = json::validate(bytes).map_err(Error::Snapshot)?;
         let members = json::object_members(text).ok_or_else(|| {
             Error::Snapshot(format!("is {}, not an object", Kind::of(text).described()))

@@ -1,7 +1,6 @@
 //! The compiled routing table: what a snapshot means for routing, built once and then read
 //! by any number of threads.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -39,27 +38,33 @@ pub struct Table {
     revision: u64,
     prefix: String,
     policy: Policy,
-    /// Valid regions, in key order.
-    /// Shared, so that a reload reuses an unchanged region without copying it.
-    regions: Vec<Arc<Region>>,
-    /// `geos[i]` is the geo of `regions[i]`.
-    geos: Vec<String>,
-    /// `values[i]` is the raw value `regions[i]` was compiled from, to reuse it on reload.
-    values: Vec<Box<str>>,
-    /// `literals[i]` is that value as the JSON string literal it was read from, when the
-    /// table was read from a file: a reload compares literals without unescaping.
-    literals: Vec<Option<Box<str>>>,
-    /// Geo bytes to index into `regions`. FxHash: the keys come from configuration, and a
-    /// visitor's country only probes, so a fast unkeyed hash is safe here.
-    by_geo: FxHashMap<Box<[u8]>, u32>,
+    /// Valid regions, in key order. Shared, so that a reload reuses an unchanged region,
+    /// text and all, without copying it.
+    regions: Vec<Arc<Compiled>>,
+    /// Geos of more than 7 bytes to index into `regions`. FxHash: the keys come from
+    /// configuration, and a visitor's country only probes, so a fast unkeyed hash is safe.
+    by_long_geo: FxHashMap<Box<[u8]>, u32>,
     /// The same for geos of at most 7 bytes (every country code), keyed by the packed
-    /// bytes: one integer hash and compare instead of a slice hash and a memcmp.
+    /// bytes: one integer hash and compare instead of a slice hash and a memcmp, and no
+    /// allocation for the key when a table is built.
     by_short_geo: FxHashMap<u64, u32>,
     /// The longest geo: a longer country cannot match, so it is not even hashed.
     longest_geo: usize,
     /// The region of the first of `policy.default`, `policy.failover...` that has one.
     fallback: Option<u32>,
     invalid_keys: Vec<InvalidKey>,
+}
+
+/// A valid region with the text it was compiled from.
+#[derive(Debug)]
+struct Compiled {
+    geo: Box<str>,
+    /// The raw value, to recognise it unchanged on reload.
+    value: Box<str>,
+    /// That value as the JSON string literal it was read from, when the table was read
+    /// from a file: a reload compares literals without unescaping.
+    literal: Option<Box<str>>,
+    region: Region,
 }
 
 /// A value as a table is built from it: plain text, or the JSON string literal that
@@ -108,10 +113,7 @@ impl Table {
             prefix: crate::DEFAULT_PREFIX.to_owned(),
             policy: Policy::default(),
             regions: Vec::new(),
-            geos: Vec::new(),
-            values: Vec::new(),
-            literals: Vec::new(),
-            by_geo: FxHashMap::default(),
+            by_long_geo: FxHashMap::default(),
             by_short_geo: FxHashMap::default(),
             longest_geo: 0,
             fallback: None,
@@ -148,6 +150,9 @@ impl Table {
         let mut table = Table::empty();
         table.revision = revision;
         prefix.clone_into(&mut table.prefix);
+        // A reload rarely changes the number of regions.
+        table.regions.reserve(previous.regions.len());
+        table.by_short_geo.reserve(previous.by_short_geo.len());
 
         for (key, value) in entries {
             let Some(relative) = key.strip_prefix(prefix) else {
@@ -155,34 +160,34 @@ impl Table {
             };
             if let Some(geo) = relative.strip_prefix(REGION_KIND) {
                 // The previous table's region for this geo, if its value is the same.
-                let reused = previous
-                    .by_geo
-                    .get(geo.as_bytes())
-                    .map(|&index| index as usize)
-                    .filter(|&index| match value {
-                        Value::Plain(text) => *previous.values[index] == *text,
-                        Value::Escaped(literal) => {
-                            previous.literals[index].as_deref() == Some(literal)
-                        }
+                // The previous table's region for this geo, if its value is the same: it is
+                // shared, text and all, with no unescaping and no validation.
+                let unchanged = previous
+                    .compiled(geo.as_bytes())
+                    .filter(|compiled| match value {
+                        Value::Plain(text) => *compiled.value == *text,
+                        Value::Escaped(literal) => compiled.literal.as_deref() == Some(literal),
                     });
-                let unchanged = reused.map(|index| Arc::clone(&previous.regions[index]));
-                // An unchanged region keeps its text too: no unescaping for it.
-                let text = match reused {
-                    Some(index) => std::borrow::Cow::Borrowed(&*previous.values[index]),
-                    None => value.text()?,
-                };
-                let region = if let Some(region) = unchanged {
-                    Ok(region)
-                } else if geo.is_empty() {
+                if let Some(compiled) = unchanged {
+                    table.push_region(Arc::clone(compiled));
+                    continue;
+                }
+                let text = value.text()?;
+                let region = if geo.is_empty() {
                     Err(Error::Region {
                         field: "geo",
                         reason: "the key names no geo".into(),
                     })
                 } else {
-                    Region::parse(text.as_bytes()).map(Arc::new)
+                    Region::parse(text.as_bytes())
                 };
                 match region {
-                    Ok(region) => table.push_region(geo, &text, value.literal(), region),
+                    Ok(region) => table.push_region(Arc::new(Compiled {
+                        geo: geo.into(),
+                        value: text.into(),
+                        literal: value.literal().map(Into::into),
+                        region,
+                    })),
                     Err(error) => table.invalid_keys.push(InvalidKey {
                         key: key.to_owned(),
                         error,
@@ -201,40 +206,28 @@ impl Table {
 
         table.fallback = std::iter::once(&table.policy.default)
             .chain(&table.policy.failover)
-            .find_map(|geo| table.by_geo.get(geo.as_bytes()).copied());
+            .find_map(|geo| table.index_of(geo.as_bytes()));
         Some(table)
     }
 
     /// The common case of [`Table::parse_after`]: one pass over the file that keeps each
-    /// value as its JSON string literal, so that an unchanged region is recognised without
-    /// unescaping it. `None` whenever the exact reading must decide.
+    /// value as its JSON string literal (see [`crate::literal_scan`]), so that an unchanged
+    /// region is recognised by comparing bytes, without checking or unescaping it again.
+    /// `None` whenever the exact reading must decide.
     fn parse_common_after(bytes: &[u8], previous: &Table) -> Option<Table> {
-        // Unknown fields go to the exact reading: this one checks no nesting depth.
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Literals<'a> {
-            format: u64,
-            revision: u64,
-            #[serde(default)]
-            prefix: Option<String>,
-            #[serde(borrow)]
-            kvs: BTreeMap<String, &'a serde_json::value::RawValue>,
-        }
         let text = crate::snapshot::common_text(bytes)?;
-        let snapshot: Literals<'_> = serde_json::from_str(text).ok()?;
-        // PHP's is_int: a revision beyond i64 is a float there, and refused.
-        if snapshot.format != crate::SNAPSHOT_FORMAT || i64::try_from(snapshot.revision).is_err() {
-            return None;
-        }
-        // Values must be strings; anything else refuses the file (the exact reading says so).
-        if !snapshot.kvs.values().all(|v| v.get().starts_with('"')) {
-            return None;
-        }
-        let prefix = snapshot.prefix.as_deref().unwrap_or(crate::DEFAULT_PREFIX);
+        let known = |key: &str| {
+            let geo = key
+                .strip_prefix(previous.prefix.as_str())?
+                .strip_prefix(REGION_KIND)?;
+            previous.compiled(geo.as_bytes())?.literal.as_deref()
+        };
+        let snapshot = crate::literal_scan::scan(text, known)?;
+        let prefix = snapshot.prefix.unwrap_or(crate::DEFAULT_PREFIX);
         let entries = snapshot
             .kvs
             .iter()
-            .map(|(key, literal)| (key.as_str(), Value::Escaped(literal.get())));
+            .map(|&(key, literal)| (key, Value::Escaped(literal)));
         Table::build(snapshot.revision, prefix, entries, previous)
     }
 
@@ -256,20 +249,34 @@ impl Table {
         ))
     }
 
-    fn push_region(&mut self, geo: &str, value: &str, literal: Option<&str>, region: Arc<Region>) {
+    fn push_region(&mut self, compiled: Arc<Compiled>) {
         let Ok(index) = u32::try_from(self.regions.len()) else {
             // Four billion regions do not fit in memory before this happens.
             return;
         };
-        self.by_geo.insert(geo.as_bytes().into(), index);
-        if let Some(packed) = pack_short_geo(geo.as_bytes()) {
-            self.by_short_geo.insert(packed, index);
-        }
+        let geo = compiled.geo.as_bytes();
+        match pack_short_geo(geo) {
+            Some(packed) => self.by_short_geo.insert(packed, index),
+            None => self.by_long_geo.insert(geo.into(), index),
+        };
         self.longest_geo = self.longest_geo.max(geo.len());
-        self.geos.push(geo.to_owned());
-        self.values.push(value.into());
-        self.literals.push(literal.map(Into::into));
-        self.regions.push(region);
+        self.regions.push(compiled);
+    }
+
+    /// The index of `geo`'s valid region, if any.
+    #[inline]
+    fn index_of(&self, geo: &[u8]) -> Option<u32> {
+        if let Some(packed) = pack_short_geo(geo) {
+            self.by_short_geo.get(&packed).copied()
+        } else if geo.len() <= self.longest_geo {
+            self.by_long_geo.get(geo).copied()
+        } else {
+            None
+        }
+    }
+
+    fn compiled(&self, geo: &[u8]) -> Option<&Arc<Compiled>> {
+        self.regions.get(self.index_of(geo)? as usize)
     }
 
     /// The etcd revision the snapshot reflects.
@@ -299,17 +306,14 @@ impl Table {
 
     /// The valid region of `geo`, if any.
     pub fn region(&self, geo: &[u8]) -> Option<&Region> {
-        self.by_geo
-            .get(geo)
-            .map(|&index| &*self.regions[index as usize])
+        self.compiled(geo).map(|compiled| &compiled.region)
     }
 
     /// Every valid region with its geo, in key order; the position is the region index.
     pub fn regions(&self) -> impl Iterator<Item = (&str, &Region)> {
-        self.geos
+        self.regions
             .iter()
-            .map(String::as_str)
-            .zip(self.regions.iter().map(|region| &**region))
+            .map(|compiled| (&*compiled.geo, &compiled.region))
     }
 
     /// Routes a visitor: the first of `country`, `policy.default`, `policy.failover...` that
@@ -319,15 +323,8 @@ impl Table {
     ///
     /// Any bytes are a valid country or key (empty, long, NUL, not UTF-8). No allocation.
     pub fn resolve(&self, country: &[u8], sticky_key: Option<&[u8]>) -> Option<Route<'_>> {
-        let own = if let Some(packed) = pack_short_geo(country) {
-            self.by_short_geo.get(&packed).copied()
-        } else if country.len() <= self.longest_geo {
-            self.by_geo.get(country).copied()
-        } else {
-            None
-        };
-        let region_index = own.or(self.fallback)?;
-        let region = self.regions.get(region_index as usize)?;
+        let region_index = self.index_of(country).or(self.fallback)?;
+        let region = &self.regions.get(region_index as usize)?.region;
         let hash_key = sticky_key.unwrap_or(country);
         let origin_index = match self.policy.pick {
             PickMode::Legacy => legacy_index(region, hash_key),
@@ -347,7 +344,7 @@ impl Table {
     pub fn region_shard(&self, region_index: u32) -> &str {
         self.regions
             .get(region_index as usize)
-            .map_or("", |region| region.shard())
+            .map_or("", |compiled| compiled.region.shard())
     }
 
     /// The origin at `origin_index` of the region at `region_index` (from a [`Route`] of
@@ -355,7 +352,7 @@ impl Table {
     pub fn region_origin(&self, region_index: u32, origin_index: u32) -> &str {
         self.regions
             .get(region_index as usize)
-            .and_then(|region| region.origins().get(origin_index as usize))
+            .and_then(|compiled| compiled.region.origins().get(origin_index as usize))
             .map_or("", String::as_str)
     }
 
@@ -363,7 +360,7 @@ impl Table {
     pub fn region_at(&self, region_index: u32) -> Option<&Region> {
         self.regions
             .get(region_index as usize)
-            .map(|region| &**region)
+            .map(|compiled| &compiled.region)
     }
 }
 

@@ -1,0 +1,81 @@
+//! What a reload costs in the core: `Table::parse_after` an empty table (a cold start) and `Table::parse_after`
+//! (a reload where one region changed) of a snapshot given by path.
+//!
+//! `cargo bench -p dw-routing --bench parse -- FILE [ROUNDS]` prints the median wall time of
+//! each. Under `valgrind --tool=callgrind --toggle-collect='parse::reload'` (or
+//! `parse::cold_start`) and one round, the instruction count of one call alone.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use dw_routing::Table;
+
+fn main() {
+    let mut args = std::env::args().skip(1).filter(|arg| arg != "--bench");
+    let Some(path) = args.next() else {
+        eprintln!("usage: parse FILE [ROUNDS]");
+        std::process::exit(2);
+    };
+    let rounds: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(50);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            eprintln!("parse: cannot read {path}: {error}");
+            std::process::exit(2);
+        }
+    };
+    // As the extension loads: every table is read after the one before it.
+    let empty = Table::empty();
+    let before = Table::parse_after(&bytes, &empty).expect("a readable snapshot");
+    let changed = change_one_region(&bytes);
+    let after = Table::parse_after(&changed, &before).expect("still readable");
+    assert_eq!(after.region_count(), before.region_count());
+
+    let cold = median(rounds, || cold_start(&bytes));
+    let reload = median(rounds, || reload(&changed, &before));
+    println!(
+        "{} bytes, {} regions: parse {:.3} ms, parse_after (one region changed) {:.3} ms",
+        bytes.len(),
+        before.region_count(),
+        cold.as_secs_f64() * 1e3,
+        reload.as_secs_f64() * 1e3
+    );
+}
+
+/// A first load: nothing to reuse.
+#[inline(never)]
+fn cold_start(bytes: &[u8]) {
+    black_box(Table::parse_after(black_box(bytes), &Table::empty()).ok());
+}
+
+/// A reload after one region changed.
+#[inline(never)]
+fn reload(bytes: &[u8], before: &Table) {
+    black_box(Table::parse_after(black_box(bytes), before).ok());
+}
+
+/// The same snapshot with one region's shard renamed: the first `\"shard\":\"` value's
+/// first character becomes `Z`, a change of one byte that keeps the file valid.
+fn change_one_region(bytes: &[u8]) -> Vec<u8> {
+    let needle = br#"\"shard\":\""#;
+    let mut changed = bytes.to_vec();
+    if let Some(at) = changed
+        .windows(needle.len())
+        .position(|window| window == needle)
+    {
+        changed[at + needle.len()] = b'Z';
+    }
+    changed
+}
+
+fn median(rounds: usize, mut run: impl FnMut()) -> Duration {
+    let mut times: Vec<Duration> = (0..rounds.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            run();
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
