@@ -96,12 +96,22 @@ for n in "${SIZES[@]}"; do
     twin=$(php "${PHP_OPCACHE[@]}" "$HERE/load.php" twin "$WORK/snapshot-$n.json")
     echo "{\"size\":$n,\"ext_ns\":$ext,\"twin_ns\":$twin}"
   done
-  # Instructions of the extension's parse + validate (dw-routing's Table::parse).
-  valgrind --tool=callgrind --toggle-collect='dw_routing::table::Table::parse' --callgrind-out-file="$RAW/cg-load-$n.out" \
-    php "${PHP_OPCACHE[@]}" "${PHP_EXT[@]}" -d "dw_router.snapshot_path=$WORK/snapshot-$n.json" \
-    "$HERE/load.php" ext "$WORK/snapshot-$n.json" >/dev/null 2>"$RAW/cg-load-$n.valgrind.log" \
-    || { tail -20 "$RAW/cg-load-$n.valgrind.log" >&2; exit 1; }
 done >"$RAW/load.jsonl"
+
+# The same in the core alone (crates/routing/benches/parse.rs): a first read and a reload
+# after one region changed, wall clock (median of 51) and callgrind instructions of one call.
+PARSE_BENCH=$(cargo bench --offline -p dw-routing --bench parse --no-run 2>&1 |
+  grep -o 'target/release/deps/parse-[0-9a-f]*' | tail -1)
+[[ -x $PARSE_BENCH ]] || { echo "10-router: dw-routing's parse bench did not build" >&2; exit 1; }
+for n in "${SIZES[@]}"; do
+  log "core read and reload, $n regions"
+  DW_BENCH_JSON=1 "$PARSE_BENCH" "$WORK/snapshot-$n.json" 51 >"$RAW/parse-$n.json"
+  for part in cold_start reload; do
+    valgrind --tool=callgrind --toggle-collect="parse::$part" --callgrind-out-file="$RAW/cg-parse-$part-$n.out" \
+      "$PARSE_BENCH" "$WORK/snapshot-$n.json" 1 >/dev/null 2>"$RAW/cg-parse-$part-$n.log" \
+      || { tail -20 "$RAW/cg-parse-$part-$n.log" >&2; exit 1; }
+  done
+done
 
 reload() { # label size mechanism
   local label=$1 n=$2 mechanism=$3 dir path first=1000000

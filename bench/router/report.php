@@ -111,8 +111,10 @@ foreach (SIZES as $n) {
     if (!isset($loads[$n])) {
         fail("no cold loads for $n regions");
     }
-    $file = "$raw/cg-load-$n.out";
-    $loads[$n]['instructions'] = callgrind_total(is_file("$file.1") ? "$file.1" : $file);
+    $loads[$n]['core'] = read_json("$raw/parse-$n.json");
+    foreach (['cold_start', 'reload'] as $part) {
+        $loads[$n]["{$part}_ir"] = callgrind_total("$raw/cg-parse-$part-$n.out");
+    }
 }
 
 $med = static fn (int $n, string $v): float => (float) $wall[$n]['median'][$v];
@@ -351,18 +353,22 @@ $p('');
 
 $p(
     'What a reload costs: the first router of a fresh process reads and parses the snapshot (median of 5 '
-    . 'processes; the extension\'s time includes setting up its inotify watch). The watcher thread does the same '
-    . 'parse on every rename, so it bounds the reload latency from below; the instruction count is callgrind '
-    . 'inside dw-routing\'s `Table::parse` (parse and validate the file and every value, build the table). '
-    . 'The twin only decodes the outer document here; it decodes a region\'s value when a request first '
-    . 'looks it up.',
+    . 'processes; the extension\'s time includes setting up its inotify watch). The watcher thread parses '
+    . 'again on every rename, reusing what did not change: the core columns are dw-routing alone '
+    . '(`crates/routing/benches/parse.rs`: `Table::parse_after` an empty table, the first read, and after '
+    . 'the previous table with one region changed, the reload), wall clock as the median of 51 calls and '
+    . 'callgrind instructions of one call. The twin only decodes the outer document here; it decodes a '
+    . 'region\'s value when a request first looks it up.',
     '',
 );
-$p('| regions | snapshot bytes | extension: cold `new RegionRouter()` | extension: parse instructions | twin: cold construction (json_decode, APCu store) |', '|---:|---:|---:|---:|---:|');
+$p('| regions | snapshot bytes | extension: cold `new RegionRouter()` | core: first read | core: reload, one region changed | twin: cold construction (json_decode, APCu store) |', '|---:|---:|---:|---:|---:|---:|');
 foreach (SIZES as $n) {
-    $p(sprintf('| %s | %s | %s | %s | %s |', number_format($n), number_format((int) ($wall[$n]['snapshot_bytes'] ?? 0)),
+    $core = $loads[$n]['core'];
+    $p(sprintf('| %s | %s | %s | %s ms, %s instructions | %s ms, %s instructions | %s |', number_format($n),
+        number_format((int) ($wall[$n]['snapshot_bytes'] ?? 0)),
         number_format(median($loads[$n]['ext']) / 1e6, 2) . ' ms',
-        $loads[$n]['instructions'] > 0 ? number_format($loads[$n]['instructions']) : 'n/a (symbol not found)',
+        number_format($core['cold_ns'] / 1e6, 3), number_format($loads[$n]['cold_start_ir']),
+        number_format($core['reload_ns'] / 1e6, 3), number_format($loads[$n]['reload_ir']),
         number_format(median($loads[$n]['twin']) / 1e6, 2) . ' ms'));
 }
 $p('');

@@ -1,8 +1,9 @@
-//! What a reload costs in the core: `Table::parse_after` an empty table (a cold start) and `Table::parse_after`
-//! (a reload where one region changed) of a snapshot given by path.
+//! What reading a snapshot costs in the core, for a snapshot given by path: a first read
+//! (`Table::parse_after` an empty table) and a reload where one region changed
+//! (`Table::parse_after` the previous table), as the extension does both.
 //!
 //! `cargo bench -p dw-routing --bench parse -- FILE [ROUNDS]` prints the median wall time of
-//! each. Under `valgrind --tool=callgrind --toggle-collect='parse::reload'` (or
+//! each (as one JSON object when `DW_BENCH_JSON` is set; bench/10-router.sh reads it). Under `valgrind --tool=callgrind --toggle-collect='parse::reload'` (or
 //! `parse::cold_start`) and one round, the instruction count of one call alone.
 
 use std::hint::black_box;
@@ -33,13 +34,23 @@ fn main() {
 
     let cold = median(rounds, || cold_start(&bytes));
     let reload = median(rounds, || reload(&changed, &before));
-    println!(
-        "{} bytes, {} regions: parse {:.3} ms, parse_after (one region changed) {:.3} ms",
-        bytes.len(),
-        before.region_count(),
-        cold.as_secs_f64() * 1e3,
-        reload.as_secs_f64() * 1e3
-    );
+    if std::env::var_os("DW_BENCH_JSON").is_some() {
+        println!(
+            r#"{{"bytes":{},"regions":{},"cold_ns":{},"reload_ns":{}}}"#,
+            bytes.len(),
+            before.region_count(),
+            cold.as_nanos(),
+            reload.as_nanos()
+        );
+    } else {
+        println!(
+            "{} bytes, {} regions: first read {:.3} ms, reload (one region changed) {:.3} ms",
+            bytes.len(),
+            before.region_count(),
+            cold.as_secs_f64() * 1e3,
+            reload.as_secs_f64() * 1e3
+        );
+    }
 }
 
 /// A first load: nothing to reuse.
