@@ -14,6 +14,7 @@ mod info;
 mod ini;
 mod registry;
 mod route_array;
+mod sigbus;
 mod router;
 mod source;
 mod values;

@@ -307,10 +307,14 @@ impl Source {
             ));
         }
         // SAFETY: the agent never modifies a published file in place; it renames a new
-        // one over it, and a mapping of a renamed-away file stays valid. The mapping is
-        // dropped as soon as the table is parsed into owned memory.
+        // one over it, and a mapping of a renamed-away file stays valid. A file truncated
+        // in place anyway (against the rules) is caught by the guarded read below. The
+        // mapping is dropped as soon as the table is parsed into owned memory.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("mmap: {e}"))?;
         // Regions whose value did not change are reused, not parsed again.
-        Table::parse_after(&map, &self.loaded.load().table).map_err(|e| e.to_string())
+        let previous = self.loaded.load();
+        crate::sigbus::read_guarded(&map, |bytes| Table::parse_after(bytes, &previous.table))
+            .map_err(|_| "the file was truncated while being read (rewritten in place?)".to_string())?
+            .map_err(|e| e.to_string())
     }
 }
