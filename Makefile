@@ -18,7 +18,7 @@ up: build
 down:
 	@scripts/stack down
 
-.PHONY: all demo up down build devenv fetch test test-rust test-php bench install stubs fmt lint clean help
+.PHONY: all demo up down build devenv fetch test test-rust test-php bench install stubs check-zts fmt lint clean help
 
 all: build
 
@@ -31,6 +31,7 @@ help:
 	@echo "make install    copy dw_router.so into php-config --extension-dir, write a conf.d ini"
 	@echo "make stubs      print the API as Reflection sees it and check stubs/dw_router.stub.php against it"
 	@echo "make lint       cargo fmt --check and clippy -D warnings"
+	@echo "make check-zts  build a thread-safe PHP 8.4 from Debian's source (cached) and check the extension compiles and loads into it"
 
 devenv:
 	@$(DEVENV) setup
@@ -58,6 +59,11 @@ install: build
 stubs: build
 	$(IN_ENV) php -d extension=$(CURDIR)/$(SO) scripts/gen-stub.php
 	@NO_INTERACTION=1 $(IN_ENV) php /usr/lib/php/20240924/build/run-tests.php -q -p /usr/bin/php -d extension=$(CURDIR)/$(SO) tests/phpt/074-stub-reflection.phpt | grep -E '^(PASS|FAIL)'
+
+# Debian ships no ZTS PHP; this builds one (about 7 minutes once, then cached outside the
+# repository) and builds and loads the extension against it. Not part of make test.
+check-zts: devenv fetch
+	scripts/check-zts
 
 fmt:
 	$(CARGO) fmt --all
