@@ -73,7 +73,11 @@ fn install() -> Option<libc::sigaction> {
     }
 }
 
-extern "C" fn on_sigbus(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+extern "C" fn on_sigbus(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
     // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
     let address = unsafe { (*info).si_addr() } as usize;
     let start = GUARD_START.with(|guard| guard.load(Ordering::Relaxed));

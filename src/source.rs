@@ -314,7 +314,9 @@ impl Source {
         // Regions whose value did not change are reused, not parsed again.
         let previous = self.loaded.load();
         crate::sigbus::read_guarded(&map, |bytes| Table::parse_after(bytes, &previous.table))
-            .map_err(|_| "the file was truncated while being read (rewritten in place?)".to_string())?
+            .map_err(|_| {
+                "the file was truncated while being read (rewritten in place?)".to_string()
+            })?
             .map_err(|e| e.to_string())
     }
 }

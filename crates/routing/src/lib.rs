@@ -18,6 +18,7 @@
 //! The crate does no I/O and knows nothing of PHP, etcd or tokio: the extension, the agent
 //! (`dw-agent`) and the control CLI (`dwctl`) bring the bytes and use the answers.
 
+mod crc;
 mod error;
 mod json;
 mod literal_scan;

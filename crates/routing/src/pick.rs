@@ -32,11 +32,10 @@ pub fn rendezvous_pick<'r>(region: &'r Region, hash_key: &[u8]) -> &'r str {
 }
 
 pub(crate) fn legacy_index(region: &Region, hash_key: &[u8]) -> usize {
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(hash_key);
-    crc.update(region.joined_origins());
+    // crc32($hashKey . implode('', $origins)), the origins' part hashed in advance.
+    let crc = region.joined_suffix().checksum_after(hash_key);
     // `?: 1` in PHP; a valid region always has a positive sum, but the guard costs nothing.
-    let mut point = u64::from(crc.finalize()) % region.weight_sum().max(1);
+    let mut point = u64::from(crc) % region.weight_sum().max(1);
     for (index, &weight) in region.listed_weights().iter().enumerate() {
         // PHP: `$point -= $w; if ($point < 0)`, i.e. the point falls inside this weight.
         if point < u64::from(weight) {

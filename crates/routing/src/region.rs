@@ -26,8 +26,10 @@ pub struct Region {
     listed_weights: Vec<u32>,
     /// The sum of every entry of `weights`: the legacy pick's modulus counts unlisted origins.
     weight_sum: u64,
-    /// `implode('', $origins)`: the legacy pick hashes it after the key.
-    joined_origins: Vec<u8>,
+    /// `implode('', $origins)`, which the legacy pick hashes after the key, as a hash
+    /// suffix: its checksum and shift are computed once, so a pick only hashes its key
+    /// (see `crc`).
+    joined_suffix: crate::crc::Suffix,
 }
 
 impl Region {
@@ -127,7 +129,7 @@ impl Region {
             ));
         }
         let weight_sum = weights.iter().map(|&(_, weight)| u64::from(weight)).sum();
-        let joined_origins = origins.concat().into_bytes();
+        let joined_suffix = crate::crc::Suffix::of(origins.concat().as_bytes());
 
         Ok(Region {
             shard,
@@ -135,7 +137,7 @@ impl Region {
             weights,
             listed_weights,
             weight_sum,
-            joined_origins,
+            joined_suffix,
         })
     }
 
@@ -172,8 +174,8 @@ impl Region {
     }
 
     /// The listed origins concatenated, as PHP's `implode('', $origins)`.
-    pub(crate) fn joined_origins(&self) -> &[u8] {
-        &self.joined_origins
+    pub(crate) fn joined_suffix(&self) -> &crate::crc::Suffix {
+        &self.joined_suffix
     }
 }
 
@@ -322,7 +324,10 @@ mod tests {
         assert_eq!(region.weight("fra-b"), 30);
         assert_eq!(region.weight("nope"), 0);
         assert_eq!(region.weight_sum(), 80);
-        assert_eq!(region.joined_origins(), b"fra-afra-b");
+        assert_eq!(
+            region.joined_suffix(),
+            &crate::crc::Suffix::of(b"fra-afra-b")
+        );
     }
 
     #[test]

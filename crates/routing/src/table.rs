@@ -44,10 +44,14 @@ pub struct Table {
     /// Geos of more than 7 bytes to index into `regions`. FxHash: the keys come from
     /// configuration, and a visitor's country only probes, so a fast unkeyed hash is safe.
     by_long_geo: FxHashMap<Box<[u8]>, u32>,
-    /// The same for geos of at most 7 bytes (every country code), keyed by the packed
-    /// bytes: one integer hash and compare instead of a slice hash and a memcmp, and no
-    /// allocation for the key when a table is built.
+    /// The same for other geos of at most 7 bytes, keyed by the packed bytes: one integer
+    /// hash and compare instead of a slice hash and a memcmp, and no allocation for the
+    /// key when a table is built.
     by_short_geo: FxHashMap<u64, u32>,
+    /// Geos of two characters from `A-Z0-9` (every `CF-IPCountry` value: ISO codes, `XX`,
+    /// `T1`): the region index at `code(first) * 36 + code(second)`, [`NO_REGION`] if none.
+    /// No hashing at all for the common case.
+    by_country_code: Box<[u32]>,
     /// The longest geo: a longer country cannot match, so it is not even hashed.
     longest_geo: usize,
     /// The region of the first of `policy.default`, `policy.failover...` that has one.
@@ -93,16 +97,63 @@ impl<'v> Value<'v> {
     }
 }
 
-/// Up to 7 bytes and their length in one integer; distinct inputs give distinct keys.
+/// Up to 7 bytes and their length in one integer (bytes in the low 7, the length in the
+/// top one); distinct inputs give distinct keys. Two overlapping loads, no byte loop and no
+/// memcpy: the overlapped bytes are the same in both, so or-ing them is exact.
 #[inline]
 fn pack_short_geo(geo: &[u8]) -> Option<u64> {
-    if geo.len() > 7 {
-        return None;
+    let len = geo.len();
+    let bytes = match *geo {
+        [] => 0,
+        [first] => u64::from(first),
+        [first, second, ..] if len <= 3 => {
+            let head = u64::from(u16::from_le_bytes([first, second]));
+            let tail = u64::from(u16::from_le_bytes([geo[len - 2], geo[len - 1]]));
+            head | tail << (8 * (len - 2))
+        }
+        [a, b, c, d, ..] if len <= 7 => {
+            let head = u64::from(u32::from_le_bytes([a, b, c, d]));
+            let tail = u64::from(u32::from_le_bytes([
+                geo[len - 4],
+                geo[len - 3],
+                geo[len - 2],
+                geo[len - 1],
+            ]));
+            head | tail << (8 * (len - 4))
+        }
+        _ => return None,
+    };
+    Some(bytes | (len as u64) << 56)
+}
+
+/// "No region" in [`Table::by_country_code`].
+const NO_REGION: u32 = u32::MAX;
+
+/// `A-Z` as 0-25 and `0-9` as 26-35; anything else [`NOT_CODE`].
+static CODE_OF_BYTE: [u8; 256] = {
+    let mut codes = [NOT_CODE; 256];
+    let mut letter = 0;
+    while letter < 26 {
+        codes[b'A' as usize + letter] = letter as u8;
+        letter += 1;
     }
-    let mut bytes = [0u8; 8];
-    bytes[..geo.len()].copy_from_slice(geo);
-    bytes[7] = geo.len() as u8;
-    Some(u64::from_le_bytes(bytes))
+    let mut digit = 0;
+    while digit < 10 {
+        codes[b'0' as usize + digit] = 26 + digit as u8;
+        digit += 1;
+    }
+    codes
+};
+const NOT_CODE: u8 = u8::MAX;
+
+/// The slot of a two-character `A-Z0-9` geo in [`Table::by_country_code`].
+#[inline]
+fn country_code_slot(geo: &[u8]) -> Option<usize> {
+    let [first, second] = *geo else {
+        return None;
+    };
+    let (first, second) = (CODE_OF_BYTE[first as usize], CODE_OF_BYTE[second as usize]);
+    (first != NOT_CODE && second != NOT_CODE).then_some(first as usize * 36 + second as usize)
 }
 
 impl Table {
@@ -115,6 +166,7 @@ impl Table {
             regions: Vec::new(),
             by_long_geo: FxHashMap::default(),
             by_short_geo: FxHashMap::default(),
+            by_country_code: vec![NO_REGION; 36 * 36].into_boxed_slice(),
             longest_geo: 0,
             fallback: None,
             invalid_keys: Vec::new(),
@@ -255,10 +307,13 @@ impl Table {
             return;
         };
         let geo = compiled.geo.as_bytes();
-        match pack_short_geo(geo) {
-            Some(packed) => self.by_short_geo.insert(packed, index),
-            None => self.by_long_geo.insert(geo.into(), index),
-        };
+        if let Some(slot) = country_code_slot(geo) {
+            self.by_country_code[slot] = index;
+        } else if let Some(packed) = pack_short_geo(geo) {
+            self.by_short_geo.insert(packed, index);
+        } else {
+            self.by_long_geo.insert(geo.into(), index);
+        }
         self.longest_geo = self.longest_geo.max(geo.len());
         self.regions.push(compiled);
     }
@@ -266,7 +321,9 @@ impl Table {
     /// The index of `geo`'s valid region, if any.
     #[inline]
     fn index_of(&self, geo: &[u8]) -> Option<u32> {
-        if let Some(packed) = pack_short_geo(geo) {
+        if let Some(slot) = country_code_slot(geo) {
+            Some(self.by_country_code[slot]).filter(|&index| index != NO_REGION)
+        } else if let Some(packed) = pack_short_geo(geo) {
             self.by_short_geo.get(&packed).copied()
         } else if geo.len() <= self.longest_geo {
             self.by_long_geo.get(geo).copied()
@@ -730,6 +787,64 @@ mod tests {
             Some("eu-1"),
             "US is not a region here: default DE"
         );
+    }
+
+    #[test]
+    fn packing_is_the_bytes_then_the_length() {
+        // The plain definition the overlapping loads must agree with.
+        let reference = |geo: &[u8]| {
+            let mut bytes = [0u8; 8];
+            bytes[..geo.len()].copy_from_slice(geo);
+            bytes[7] = geo.len() as u8;
+            u64::from_le_bytes(bytes)
+        };
+        for len in 0..=7u8 {
+            for seed in 0..200u32 {
+                let geo: Vec<u8> = (0..len)
+                    .map(|i| (seed.wrapping_mul(2_654_435_761) >> (i * 3)) as u8)
+                    .collect();
+                assert_eq!(pack_short_geo(&geo), Some(reference(&geo)), "{geo:?}");
+            }
+        }
+        assert_eq!(pack_short_geo(b"ABCDEFGH"), None);
+        // Trailing NULs do not collide with a shorter geo.
+        assert_ne!(pack_short_geo(b"DE"), pack_short_geo(b"DE\0"));
+    }
+
+    #[test]
+    fn every_kind_of_geo_finds_its_own_region() {
+        let geos = [
+            "DE",
+            "T1",
+            "99",
+            "de",
+            "D",
+            "",
+            "D-",
+            "é",
+            "X0010",
+            "ABCDEFG",
+            "ABCDEFGH",
+            "a-long-region-name",
+        ];
+        let entries: Vec<(String, &str)> = geos
+            .iter()
+            .map(|geo| (format!("region/{geo}"), DE))
+            .collect();
+        let entries: Vec<(&str, &str)> = entries.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let table = table(&entries);
+        for geo in geos.iter().filter(|geo| !geo.is_empty()) {
+            let route = table.resolve(geo.as_bytes(), None).unwrap();
+            assert_eq!(table.region_at(route.region_index).unwrap().shard(), "eu-1");
+            assert_eq!(
+                table.index_of(geo.as_bytes()),
+                Some(route.region_index),
+                "{geo}"
+            );
+        }
+        for absent in [&b"FR"[..], b"D\0", b"d", b"DE ", b"ABCDEF", b"ABCDEFGHI"] {
+            assert_eq!(table.index_of(absent), None, "{absent:?}");
+        }
     }
 
     #[test]
