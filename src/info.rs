@@ -13,6 +13,8 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
     info_table_start!();
     info_table_header!("dw_router support", "enabled");
     info_table_row!("version", env!("CARGO_PKG_VERSION"));
+    // The commit it was built from (build.rs), to tell builds on a fleet apart.
+    info_table_row!("build", env!("DW_ROUTER_COMMIT"));
     let sources = registry::all();
     if sources.is_empty() {
         info_table_row!("snapshot", "no router constructed in this process yet");

@@ -25,6 +25,8 @@ $before = dw_router_section();
 var_dump(str_contains($before, 'dw_router support => enabled'));
 var_dump(str_contains($before, 'version => ' . phpversion('dw_router')), phpversion('dw_router') !== false);
 var_dump(str_contains($before, 'no router constructed in this process yet'));
+// The commit the build came from (build.rs): 12 hex digits, or "unknown" outside git.
+var_dump(preg_match('/^build => ([0-9a-f]{12}|unknown)$/m', $before) === 1);
 
 $path = "$dir/dw-routing.json";
 dw_publish($path, 321, [
@@ -41,7 +43,11 @@ dw_wait_until(fn () => $router->stats()['failed_loads'] === 1);
 $after = dw_router_section();
 $lines = array_values(array_filter(explode("\n", $after), fn ($l) => str_contains($l, ' => ')));
 foreach ($lines as $line) {
-    echo preg_replace(['~^snapshot path => ' . preg_quote($dir, '~') . '~', '~^version => .*~'], ['snapshot path => DIR', 'version => V'], $line), "\n";
+    echo preg_replace(
+        ['~^snapshot path => ' . preg_quote($dir, '~') . '~', '~^version => .*~', '~^build => .*~'],
+        ['snapshot path => DIR', 'version => V', 'build => B'],
+        $line,
+    ), "\n";
 }
 ?>
 --CLEAN--
@@ -54,8 +60,10 @@ bool(true)
 bool(true)
 bool(true)
 bool(true)
+bool(true)
 dw_router support => enabled
 version => V
+build => B
 snapshot path => DIR/dw-routing.json
 revision => 322
 regions => 1

@@ -14,7 +14,7 @@ $out = stream_get_contents($pipes[1]);
 $err = stream_get_contents($pipes[2]);
 $status = proc_close($proc);
 var_dump($status, $err);
-echo preg_replace('/^version => .*$/m', 'version => V', $out);
+echo preg_replace(['/^version => .*$/m', '/^build => ([0-9a-f]{12}|unknown)$/m'], ['version => V', 'build => B'], $out);
 var_dump(str_contains($out, 'version => ' . phpversion('dw_router') . "\n"));
 ?>
 --EXPECT--
@@ -25,6 +25,7 @@ dw_router
 
 dw_router support => enabled
 version => V
+build => B
 snapshot => no router constructed in this process yet
 
 Directive => Local Value => Master Value
