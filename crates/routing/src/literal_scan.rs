@@ -29,7 +29,7 @@ pub(crate) struct Literals<'a> {
 /// reading held for `key`, if any: matching bytes are taken without checking them again.
 pub(crate) fn scan<'a, 'k>(
     text: &'a str,
-    known: impl Fn(&str) -> Option<&'k str>,
+    mut known: impl FnMut(&str) -> Option<&'k str>,
 ) -> Option<Literals<'a>> {
     let mut reader = Reader {
         text,
@@ -47,7 +47,7 @@ pub(crate) fn scan<'a, 'k>(
             "format" if format.is_none() => format = Some(reader.digits()?),
             "revision" if revision.is_none() => revision = Some(reader.digits()?),
             "prefix" if prefix.is_none() => prefix = Some(reader.plain_string()?),
-            "kvs" if kvs.is_none() => kvs = Some(reader.kvs(&known)?),
+            "kvs" if kvs.is_none() => kvs = Some(reader.kvs(&mut known)?),
             _ => return None,
         }
         match reader.next_byte()? {
@@ -164,7 +164,7 @@ impl<'a> Reader<'a> {
     /// The `kvs` object: keys without escapes, values string literals.
     fn kvs<'k>(
         &mut self,
-        known: &impl Fn(&str) -> Option<&'k str>,
+        known: &mut impl FnMut(&str) -> Option<&'k str>,
     ) -> Option<Vec<(&'a str, &'a str)>> {
         self.expect(b'{')?;
         let mut kvs = Vec::new();
