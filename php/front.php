@@ -38,7 +38,10 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     $route = ['shard' => '-', 'origin' => '-'];
     $revision = 0;
 } else {
-    require_once __DIR__ . '/bootstrap.php';
+    // The userland twin only where the extension is absent: with it, no file to include.
+    if (!class_exists('RegionRouter', false)) {
+        require_once __DIR__ . '/bootstrap.php';
+    }
     $path = $server['DW_SNAPSHOT_PATH'] ?? '';
     $router = new RegionRouter(is_string($path) && $path !== '' ? $path : null);
     $route = $router->resolve($country, $sticky);

@@ -20,16 +20,28 @@ pub(crate) struct Literals<'a> {
     pub revision: u64,
     /// `None` when the document has no `prefix`.
     pub prefix: Option<&'a str>,
-    /// Every (key, value literal with its quotes), in key order, the last of duplicated
-    /// keys winning as in PHP.
-    pub kvs: Vec<(&'a str, &'a str)>,
+    /// Every key with its value, in key order, the last of duplicated keys winning as in
+    /// PHP.
+    pub kvs: Vec<Entry<'a>>,
+}
+
+/// One key of `kvs` and its value as the JSON string literal that holds it (quotes
+/// included).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry<'a> {
+    pub key: &'a str,
+    pub literal: &'a str,
+    /// The index `known` gave with the literal, when the value is byte for byte that
+    /// literal.
+    pub unchanged: Option<usize>,
 }
 
 /// Reads `text`, a whole snapshot document. `known(key)` gives the literal a previous
-/// reading held for `key`, if any: matching bytes are taken without checking them again.
+/// reading held for `key`, if any, with an index of the caller's: matching bytes are taken
+/// without checking them again, and their entry carries the index.
 pub(crate) fn scan<'a, 'k>(
     text: &'a str,
-    mut known: impl FnMut(&str) -> Option<&'k str>,
+    mut known: impl FnMut(&str) -> Option<(usize, &'k str)>,
 ) -> Option<Literals<'a>> {
     let mut reader = Reader {
         text,
@@ -68,6 +80,20 @@ pub(crate) fn scan<'a, 'k>(
         kvs: kvs?,
     })
 }
+
+/// The bytes that end a string without escapes: its closing quote, or what makes it not one
+/// (a backslash, a control character).
+static ENDS_PLAIN_STRING: [bool; 256] = {
+    let mut ends = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        ends[byte] = true;
+        byte += 1;
+    }
+    ends[b'"' as usize] = true;
+    ends[b'\\' as usize] = true;
+    ends
+};
 
 struct Reader<'a> {
     text: &'a str,
@@ -117,7 +143,7 @@ impl<'a> Reader<'a> {
         let start = self.at;
         let length = self.bytes[start..]
             .iter()
-            .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
+            .position(|&byte| ENDS_PLAIN_STRING[byte as usize])?;
         self.at = start + length;
         (self.bytes[self.at] == b'"').then_some(())?;
         self.at += 1;
@@ -164,8 +190,8 @@ impl<'a> Reader<'a> {
     /// The `kvs` object: keys without escapes, values string literals.
     fn kvs<'k>(
         &mut self,
-        known: &mut impl FnMut(&str) -> Option<&'k str>,
-    ) -> Option<Vec<(&'a str, &'a str)>> {
+        known: &mut impl FnMut(&str) -> Option<(usize, &'k str)>,
+    ) -> Option<Vec<Entry<'a>>> {
         self.expect(b'{')?;
         let mut kvs = Vec::new();
         self.skip_whitespace();
@@ -180,14 +206,22 @@ impl<'a> Reader<'a> {
             if self.bytes.get(self.at) != Some(&b'"') {
                 return None;
             }
-            let value = match known(key) {
-                Some(literal) if self.bytes[self.at..].starts_with(literal.as_bytes()) => {
+            let entry = match known(key) {
+                Some((index, literal)) if self.bytes[self.at..].starts_with(literal.as_bytes()) => {
                     self.at += literal.len();
-                    &self.text[self.at - literal.len()..self.at]
+                    Entry {
+                        key,
+                        literal: &self.text[self.at - literal.len()..self.at],
+                        unchanged: Some(index),
+                    }
                 }
-                _ => self.literal()?,
+                _ => Entry {
+                    key,
+                    literal: self.literal()?,
+                    unchanged: None,
+                },
             };
-            kvs.push((key, value));
+            kvs.push(entry);
             match self.next_byte()? {
                 b',' => continue,
                 b'}' => break,
@@ -196,10 +230,10 @@ impl<'a> Reader<'a> {
         }
         // dw-agent writes keys in byte order; anything else is put in order here, the
         // last of equal keys kept.
-        if !kvs.windows(2).all(|pair| pair[0].0 < pair[1].0) {
+        if !kvs.windows(2).all(|pair| pair[0].key < pair[1].key) {
             kvs.reverse();
-            kvs.sort_by(|a, b| a.0.cmp(b.0));
-            kvs.dedup_by(|later, earlier| later.0 == earlier.0);
+            kvs.sort_by(|a, b| a.key.cmp(b.key));
+            kvs.dedup_by(|later, earlier| later.key == earlier.key);
         }
         Some(kvs)
     }
@@ -245,9 +279,10 @@ mod tests {
         let text = std::str::from_utf8(&bytes).unwrap();
         let literals = scan(text, |_| None).expect("the common shape");
         assert_eq!((literals.revision, literals.prefix), (7, Some("/other/")));
-        let keys: Vec<&str> = literals.kvs.iter().map(|(key, _)| *key).collect();
+        let keys: Vec<&str> = literals.kvs.iter().map(|entry| entry.key).collect();
         assert_eq!(keys, ["/other/origin/a", "/other/region/DE"]);
-        assert_eq!(literals.kvs[0].1, r#""\n""#);
+        assert_eq!(literals.kvs[0].literal, r#""\n""#);
+        assert!(literals.kvs.iter().all(|entry| entry.unchanged.is_none()));
     }
 
     #[test]
@@ -296,6 +331,23 @@ mod tests {
         for file in &files {
             assert_readings_agree(file);
         }
+    }
+
+    #[test]
+    fn a_changed_prefix_reads_as_a_fresh_read() {
+        // Under prefix /a/ the key /a/region/region/DE is geo "region/DE"; under prefix
+        // /a/region/ the same key is geo "DE", and /a/region/DE is no region at all.
+        let file = |prefix: &str| {
+            format!(
+                r#"{{"format":1,"revision":3,"prefix":"{prefix}","kvs":{{"/a/region/DE":{FR},"/a/region/region/DE":{DE}}}}}"#
+            )
+        };
+        let first = Table::parse_after(file("/a/").as_bytes(), &Table::empty()).unwrap();
+        assert_eq!(first.region_count(), 2);
+        let after = Table::parse_after(file("/a/region/").as_bytes(), &first).unwrap();
+        let fresh = Table::parse_after(file("/a/region/").as_bytes(), &Table::empty()).unwrap();
+        assert_same_table(&after, &fresh, "prefix /a/region/");
+        assert_eq!(after.region(b"DE").unwrap().shard(), "eu-1");
     }
 
     #[test]

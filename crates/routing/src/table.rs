@@ -94,11 +94,14 @@ impl<'t> Cursor<'t> {
     /// The index of `geo`'s region, if the table has it at or after the cursor. A geo out
     /// of order is not found (the caller then does without the previous table's help).
     fn seek(&mut self, geo: &str) -> Option<usize> {
-        let count = self.table.texts.len();
-        while self.at < count && self.table.geo_at(self.at) < geo {
-            self.at += 1;
+        while self.at < self.table.texts.len() {
+            match self.table.geo_at(self.at).cmp(geo) {
+                std::cmp::Ordering::Less => self.at += 1,
+                std::cmp::Ordering::Equal => return Some(self.at),
+                std::cmp::Ordering::Greater => return None,
+            }
         }
-        (self.at < count && self.table.geo_at(self.at) == geo).then_some(self.at)
+        None
     }
 }
 
@@ -220,17 +223,18 @@ impl Table {
         let entries = snapshot
             .kvs
             .iter()
-            .map(|(key, value)| (key.as_str(), Value::Plain(value)));
+            .map(|(key, value)| (key.as_str(), Value::Plain(value), None));
         Table::build(snapshot.revision, &snapshot.prefix, entries, previous)
             .unwrap_or_else(Table::empty)
     }
 
-    /// Compiles `entries` (full key, value) at `revision`. `None` only when an escaped
+    /// Compiles `entries` (full key, value, and the index of `previous`'s region already
+    /// known to hold the same value, if any) at `revision`. `None` only when an escaped
     /// value turns out not to be a JSON string (then the exact reading decides).
     fn build<'v>(
         revision: u64,
         prefix: &str,
-        entries: impl Iterator<Item = (&'v str, Value<'v>)>,
+        entries: impl Iterator<Item = (&'v str, Value<'v>, Option<usize>)>,
         previous: &Table,
     ) -> Option<Table> {
         let mut table = Table::empty();
@@ -244,16 +248,18 @@ impl Table {
         table.by_short_geo.reserve(previous.by_short_geo.len());
         let mut cursor = previous.cursor();
 
-        for (key, value) in entries {
+        for (key, value, known_unchanged) in entries {
             let Some(relative) = key.strip_prefix(prefix) else {
                 continue;
             };
             if let Some(geo) = relative.strip_prefix(REGION_KIND) {
                 // The previous table's region for this geo, if its value is the same: it is
                 // shared, with no unescaping and no validation.
-                let unchanged = cursor.seek(geo).filter(|&index| match value {
-                    Value::Plain(text) => *previous.regions[index].value == *text,
-                    Value::Escaped(literal) => previous.literal_at(index) == Some(literal),
+                let unchanged = known_unchanged.or_else(|| {
+                    cursor.seek(geo).filter(|&index| match value {
+                        Value::Plain(text) => *previous.regions[index].value == *text,
+                        Value::Escaped(literal) => previous.literal_at(index) == Some(literal),
+                    })
                 });
                 if let Some(index) = unchanged {
                     let compiled = Arc::clone(&previous.regions[index]);
@@ -310,14 +316,17 @@ impl Table {
             let geo = key
                 .strip_prefix(previous.prefix.as_str())?
                 .strip_prefix(REGION_KIND)?;
-            previous.literal_at(cursor.seek(geo)?)
+            let index = cursor.seek(geo)?;
+            Some((index, previous.literal_at(index)?))
         };
         let snapshot = crate::literal_scan::scan(text, known)?;
         let prefix = snapshot.prefix.unwrap_or(crate::DEFAULT_PREFIX);
+        // A compiled region depends on its value alone, so a value the scan found byte for
+        // byte in the previous table reuses that region, whatever geo it is under now.
         let entries = snapshot
             .kvs
             .iter()
-            .map(|&(key, literal)| (key, Value::Escaped(literal)));
+            .map(|entry| (entry.key, Value::Escaped(entry.literal), entry.unchanged));
         Table::build(snapshot.revision, prefix, entries, previous)
     }
 
