@@ -7,7 +7,7 @@
 //! a parsed snapshot survives a serialisation round trip, and the reload reading
 //! (`Table::parse_after`, first and again after itself) builds the table the exact one does.
 
-use dw_routing::{Policy, Region, Snapshot, Table};
+use dw_routing::{Policy, Region, Snapshot, SnapshotWriter, Table};
 
 /// Runs every check on one input. Panics (which the fuzzer reports) on a broken invariant.
 pub fn exercise(data: &[u8]) {
@@ -29,6 +29,11 @@ pub fn exercise(data: &[u8]) {
         Snapshot::parse(&snapshot.to_json()).ok().as_ref(),
         Some(&snapshot),
         "round trip"
+    );
+    assert_eq!(
+        SnapshotWriter::new().to_json(&snapshot),
+        snapshot.to_json(),
+        "the agent's writer writes what to_json writes"
     );
 
     let table = Table::from_snapshot(&snapshot);

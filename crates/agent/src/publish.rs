@@ -11,7 +11,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use dw_routing::Snapshot;
+use dw_routing::{Snapshot, SnapshotWriter};
 use tracing::{info, warn};
 
 use crate::Error;
@@ -77,6 +77,8 @@ pub(crate) struct Publisher {
     published_revision: Option<u64>,
     published_has_regions: bool,
     temp_counter: u64,
+    /// Keeps each key's serialised form, so a change re-escapes only what changed.
+    writer: SnapshotWriter,
 }
 
 impl Publisher {
@@ -108,6 +110,7 @@ impl Publisher {
             published_revision: None,
             published_has_regions: false,
             temp_counter: 0,
+            writer: SnapshotWriter::new(),
         };
         publisher.probe().map_err(|source| Error::SnapshotDir {
             dir: publisher.dir.clone(),
@@ -145,7 +148,8 @@ impl Publisher {
                 revision: snapshot.revision,
             });
         }
-        match self.write(&snapshot.to_json()) {
+        let bytes = self.writer.to_json(snapshot);
+        match self.write(&bytes) {
             Ok(renamed_at) => {
                 self.published_revision = Some(snapshot.revision);
                 self.published_has_regions = has_regions;

@@ -33,6 +33,6 @@ pub use crate::{
     pick::{legacy_pick, rendezvous_pick},
     policy::{PickMode, Policy},
     region::{MAX_WEIGHT, Region},
-    snapshot::{DEFAULT_PREFIX, SNAPSHOT_FORMAT, Snapshot},
+    snapshot::{DEFAULT_PREFIX, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
     table::{InvalidKey, Route, Table},
 };

@@ -138,6 +138,66 @@ impl Snapshot {
     }
 }
 
+/// Serialises snapshot after snapshot, as dw-agent publishes them: each key's
+/// `"key":"value"` member is kept and reused while the key's value stays the same, so a
+/// change to one key costs escaping that one value, not the whole file again (at 2,500
+/// regions, escaping the file takes about a millisecond).
+#[derive(Debug, Default)]
+pub struct SnapshotWriter {
+    /// (key, value, the member as serialised), in key order, of the last snapshot written.
+    members: Vec<(String, String, String)>,
+}
+
+impl SnapshotWriter {
+    pub fn new() -> SnapshotWriter {
+        SnapshotWriter::default()
+    }
+
+    /// The same bytes as [`Snapshot::to_json`].
+    pub fn to_json(&mut self, snapshot: &Snapshot) -> Vec<u8> {
+        let mut previous = std::mem::take(&mut self.members).into_iter().peekable();
+        let mut members = Vec::with_capacity(snapshot.kvs.len());
+        let mut length = 0;
+        for (key, value) in &snapshot.kvs {
+            // Both in key order: skip what was removed, take what is unchanged.
+            while previous.next_if(|(old, _, _)| old < key).is_some() {}
+            let member =
+                match previous.next_if(|(old, old_value, _)| old == key && old_value == value) {
+                    Some(unchanged) => unchanged,
+                    None => {
+                        let member = format!("{}:{}", json_string(key), json_string(value));
+                        (key.clone(), value.clone(), member)
+                    }
+                };
+            length += member.2.len() + 1;
+            members.push(member);
+        }
+        let mut out = Vec::with_capacity(length + snapshot.prefix.len() + 64);
+        out.extend_from_slice(b"{\"format\":");
+        out.extend_from_slice(SNAPSHOT_FORMAT.to_string().as_bytes());
+        out.extend_from_slice(b",\"revision\":");
+        out.extend_from_slice(snapshot.revision.to_string().as_bytes());
+        out.extend_from_slice(b",\"prefix\":");
+        out.extend_from_slice(json_string(&snapshot.prefix).as_bytes());
+        out.extend_from_slice(b",\"kvs\":{");
+        for (index, (_, _, member)) in members.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(member.as_bytes());
+        }
+        out.extend_from_slice(b"}}");
+        self.members = members;
+        out
+    }
+}
+
+/// `text` as a JSON string literal, escaped as serde_json escapes it.
+fn json_string(text: &str) -> String {
+    // Serialising a string cannot fail.
+    serde_json::to_string(text).unwrap_or_default()
+}
+
 /// `bytes` as text when the common-case (one-pass serde) reading of a snapshot can be
 /// trusted to agree with the exact one: an object, in UTF-8.
 ///
@@ -154,6 +214,40 @@ pub(crate) fn common_text(bytes: &[u8]) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_writer_writes_what_to_json_writes_snapshot_after_snapshot() {
+        let mut writer = SnapshotWriter::new();
+        let mut snapshot = Snapshot::new(1, "/p/\"q\"/");
+        assert_eq!(writer.to_json(&snapshot), snapshot.to_json());
+        // Keys added, changed, removed, re-added; values that need escaping.
+        let steps: [(&str, Option<&str>); 9] = [
+            ("/p/region/DE", Some(r#"{"shard":"é\"1"}"#)),
+            ("/p/a", Some("\n\u{1}")),
+            ("/p/region/FR", Some("x")),
+            ("/p/region/DE", Some("changed")),
+            ("/p/a", None),
+            ("/p/zz", Some("")),
+            ("/p/region/FR", None),
+            ("/p/a", Some("back")),
+            ("/p/region/DE", Some("changed")),
+        ];
+        for (step, (key, value)) in steps.into_iter().enumerate() {
+            snapshot.revision = step as u64 + 2;
+            match value {
+                Some(value) => snapshot.kvs.insert(key.into(), value.into()),
+                None => snapshot.kvs.remove(key),
+            };
+            assert_eq!(
+                String::from_utf8(writer.to_json(&snapshot)).unwrap(),
+                String::from_utf8(snapshot.to_json()).unwrap(),
+                "step {step}"
+            );
+        }
+        // Another writer's file is another snapshot: nothing carries over wrongly.
+        let other = Snapshot::new(9, DEFAULT_PREFIX);
+        assert_eq!(writer.to_json(&other), other.to_json());
+    }
 
     #[test]
     fn round_trips() {
