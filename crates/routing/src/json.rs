@@ -75,6 +75,15 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<&str, String> {
     Ok(text)
 }
 
+/// The end (one past the closing quote) of the JSON string literal whose opening quote is
+/// at `start`, checked by PHP's rules (escapes, control characters, surrogate pairs);
+/// `None` when it is not one.
+pub(crate) fn string_literal_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut syntax = Syntax { bytes, pos: start };
+    syntax.string().ok()?;
+    Some(syntax.pos)
+}
+
 /// A strict, iterative JSON syntax check (RFC 8259, as PHP's scanner applies it).
 struct Syntax<'a> {
     bytes: &'a [u8],

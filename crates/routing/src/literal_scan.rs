@@ -11,7 +11,7 @@
 //! character.
 //!
 //! This reader knows the format's common shape only. Anything else (an unknown field, a
-//! key with an escape, a number that is not plain digits, `null`, a surrogate escape)
+//! key with an escape, a number that is not plain digits, `null`, a string PHP refuses)
 //! gives `None`, and the
 //! exact reading decides, so this reader never accepts a file the exact reading refuses.
 
@@ -150,41 +150,12 @@ impl<'a> Reader<'a> {
         Some(&self.text[start..start + length])
     }
 
-    /// A string literal with its quotes, escapes checked (not decoded). The opening quote
-    /// is at `self.at`.
+    /// A string literal with its quotes, checked by PHP's rules (`json::string_literal_end`),
+    /// not decoded. The opening quote is at `self.at`.
     fn literal(&mut self) -> Option<&'a str> {
         let start = self.at;
-        self.at += 1;
-        loop {
-            let byte = *self.bytes.get(self.at)?;
-            self.at += 1;
-            match byte {
-                b'"' => return Some(&self.text[start..self.at]),
-                b'\\' => {
-                    let escaped = *self.bytes.get(self.at)?;
-                    self.at += 1;
-                    match escaped {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                        b'u' => {
-                            let hex = self.bytes.get(self.at..self.at + 4)?;
-                            // PHP refuses a lone surrogate where serde_json may not
-                            // look (values of keys that are not regions): any surrogate
-                            // escape, paired or not, goes to the exact reading.
-                            if !hex.iter().all(u8::is_ascii_hexdigit)
-                                || (matches!(hex[0], b'd' | b'D')
-                                    && b"89abcdefABCDEF".contains(&hex[1]))
-                            {
-                                return None;
-                            }
-                            self.at += 4;
-                        }
-                        _ => return None,
-                    }
-                }
-                0x00..=0x1f => return None,
-                _ => {}
-            }
-        }
+        self.at = crate::json::string_literal_end(self.bytes, start)?;
+        Some(&self.text[start..self.at])
     }
 
     /// The `kvs` object: keys without escapes, values string literals.
