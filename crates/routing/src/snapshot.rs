@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::Error;
@@ -24,14 +24,6 @@ pub struct Snapshot {
     pub revision: u64,
     pub prefix: String,
     pub kvs: BTreeMap<String, String>,
-}
-
-#[derive(Serialize)]
-struct WireOut<'a> {
-    format: u64,
-    revision: u64,
-    prefix: &'a str,
-    kvs: &'a BTreeMap<String, String>,
 }
 
 impl Snapshot {
@@ -127,14 +119,7 @@ impl Snapshot {
 
     /// Serialises to the documented format: compact JSON, keys in byte order.
     pub fn to_json(&self) -> Vec<u8> {
-        let wire = WireOut {
-            format: SNAPSHOT_FORMAT,
-            revision: self.revision,
-            prefix: &self.prefix,
-            kvs: &self.kvs,
-        };
-        // Serialising strings and integers into a Vec cannot fail.
-        serde_json::to_vec(&wire).unwrap_or_default()
+        SnapshotWriter::new().to_json(self)
     }
 }
 
@@ -153,7 +138,8 @@ impl SnapshotWriter {
         SnapshotWriter::default()
     }
 
-    /// The same bytes as [`Snapshot::to_json`].
+    /// `snapshot` in the documented format: compact JSON, keys in byte order, strings
+    /// escaped as serde_json escapes them ([`Snapshot::to_json`] is a fresh writer's).
     pub fn to_json(&mut self, snapshot: &Snapshot) -> Vec<u8> {
         let mut previous = std::mem::take(&mut self.members).into_iter().peekable();
         let mut members = Vec::with_capacity(snapshot.kvs.len());
@@ -216,10 +202,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_writer_writes_what_to_json_writes_snapshot_after_snapshot() {
+    fn the_writer_writes_the_format_snapshot_after_snapshot() {
+        // The reference: serde_json serialising the documented object, fields in order.
+        let reference = |snapshot: &Snapshot| {
+            let mut object = serde_json::Map::new();
+            object.insert("format".into(), SNAPSHOT_FORMAT.into());
+            object.insert("revision".into(), snapshot.revision.into());
+            object.insert("prefix".into(), snapshot.prefix.clone().into());
+            let kvs = snapshot
+                .kvs
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone().into()));
+            object.insert("kvs".into(), serde_json::Map::from_iter(kvs).into());
+            String::from_utf8(serde_json::to_vec(&object).unwrap()).unwrap()
+        };
         let mut writer = SnapshotWriter::new();
         let mut snapshot = Snapshot::new(1, "/p/\"q\"/");
-        assert_eq!(writer.to_json(&snapshot), snapshot.to_json());
+        assert_eq!(
+            String::from_utf8(writer.to_json(&snapshot)).unwrap(),
+            reference(&snapshot)
+        );
         // Keys added, changed, removed, re-added; values that need escaping.
         let steps: [(&str, Option<&str>); 9] = [
             ("/p/region/DE", Some(r#"{"shard":"é\"1"}"#)),
@@ -238,15 +240,19 @@ mod tests {
                 Some(value) => snapshot.kvs.insert(key.into(), value.into()),
                 None => snapshot.kvs.remove(key),
             };
+            let written = writer.to_json(&snapshot);
             assert_eq!(
-                String::from_utf8(writer.to_json(&snapshot)).unwrap(),
-                String::from_utf8(snapshot.to_json()).unwrap(),
+                String::from_utf8(written).unwrap(),
+                reference(&snapshot),
                 "step {step}"
             );
         }
-        // Another writer's file is another snapshot: nothing carries over wrongly.
+        // An unrelated snapshot after those: nothing carries over wrongly.
         let other = Snapshot::new(9, DEFAULT_PREFIX);
-        assert_eq!(writer.to_json(&other), other.to_json());
+        assert_eq!(
+            String::from_utf8(writer.to_json(&other)).unwrap(),
+            reference(&other)
+        );
     }
 
     #[test]
