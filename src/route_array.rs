@@ -171,7 +171,7 @@ impl RouteSlots {
 }
 
 /// Sets `retval` to the route for (`region`, `origin`) of `loaded`.
-#[inline]
+#[inline(always)]
 pub fn set_table_route(retval: &mut Zval, loaded: &Loaded, region: u32, origin: u32) {
     let slot = loaded.routes.slot(region, origin);
     if let Some(slot) = slot {

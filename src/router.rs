@@ -9,14 +9,18 @@
 #![allow(non_snake_case)]
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use ext_php_rs::args::Arg;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::class::RegisteredClass;
 use ext_php_rs::exception::PhpException;
-use ext_php_rs::ffi::{zend_execute_data, zend_string, zval};
+use ext_php_rs::ffi::{
+    ext_php_rs_executor_globals, zend_execute_data, zend_function, zend_object,
+    zend_object_handlers, zend_string, zval,
+};
 use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags};
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendClassObject, ZendHashTable, ZendStr, Zval};
@@ -78,13 +82,17 @@ impl RegionRouter {
     }
 }
 
-/// Swaps the macro-generated constructor's handler for `construct_handler`, which does
-/// the same with no argument vector, no string copy and no setjmp: `new RegionRouter()`
-/// runs on every request. Runs once per process, at the first RINIT (the class is not
-/// registered yet when MINIT's user callback runs).
+/// Makes `new RegionRouter(...)` cheap, as it runs on every request. Runs once per
+/// process, at the first RINIT (the class is not registered yet when MINIT's user
+/// callback runs), before any RegionRouter object exists.
+///
+/// - The macro-generated constructor's handler becomes `construct_handler`, which does
+///   the same with no argument vector, no string copy and no setjmp.
+/// - The objects' `get_constructor` handler becomes `get_constructor`, which lets a bare
+///   `new RegionRouter()` skip the constructor call altogether (see there).
 pub fn install_fast_constructor() {
-    let ce = <RegionRouter as RegisteredClass>::get_metadata().ce();
-    let ce = std::ptr::from_ref(ce).cast_mut();
+    let metadata = <RegionRouter as RegisteredClass>::get_metadata();
+    let ce = std::ptr::from_ref(metadata.ce()).cast_mut();
     // SAFETY: the class entry is ours and registered; its constructor is the internal
     // function the macros built, whose handler we replace before any request runs.
     unsafe {
@@ -93,6 +101,133 @@ pub fn install_fast_constructor() {
             (*constructor).internal_function.handler = Some(construct_handler);
         }
     }
+    let handlers = std::ptr::from_ref(metadata.handlers()).cast_mut();
+    OUR_HANDLERS.store(handlers, Ordering::Relaxed);
+    // SAFETY: the handler table is the one ext-php-rs built for this class and gives
+    // every RegionRouter object; no object exists yet, and the engine only reads the
+    // table through raw pointers.
+    unsafe {
+        if let Some(standard) = (*handlers).get_constructor {
+            let _ = STANDARD_GET_CONSTRUCTOR.set(standard);
+            (*handlers).get_constructor = Some(get_constructor);
+        }
+    }
+}
+
+/// The handler table of RegionRouter objects (null until the first RINIT, when no object
+/// exists yet): an object with this table is a ZendClassObject<RegionRouter>.
+static OUR_HANDLERS: AtomicPtr<zend_object_handlers> = AtomicPtr::new(std::ptr::null_mut());
+
+type GetConstructor = unsafe extern "C" fn(*mut zend_object) -> *mut zend_function;
+
+/// The engine's `zend_std_get_constructor`, which our handler defers to.
+static STANDARD_GET_CONSTRUCTOR: OnceLock<GetConstructor> = OnceLock::new();
+
+// Zend/zend_vm_opcodes.h, Zend/zend_types.h, Zend/zend_compile.h.
+const ZEND_NEW: u8 = 68;
+const ZEND_DO_FCALL: u8 = 60;
+const IS_NULL: u8 = 1;
+const IS_STRING: u8 = 6;
+const IS_OBJECT: u8 = 8;
+const ZEND_INTERNAL_FUNCTION: u8 = 1;
+
+/// The object handler the engine asks for a class's constructor, right after creating an
+/// object in `new`.
+///
+/// For a bare `new RegionRouter()` (no argument) it opens the default router on the
+/// spot and answers "no constructor", so the engine skips the call: what the constructor
+/// would have done costs no call frame. Anything else (arguments, Reflection's
+/// `newInstance()`, `new` in a constant expression) gets the real constructor.
+///
+/// A bare `new` is recognised from the engine's state as ZEND_NEW leaves it: the current
+/// frame is user code, its saved opline is a ZEND_NEW with no argument followed by the
+/// constructor call, and that opline's result slot already holds this very object. When
+/// any of that does not hold, the answer is the standard one, so a wrong guess can only
+/// cost speed.
+unsafe extern "C" fn get_constructor(object: *mut zend_object) -> *mut zend_function {
+    // SAFETY: the engine passes the object it is constructing.
+    if unsafe { is_bare_new(object) } {
+        let opened = catch_unwind(AssertUnwindSafe(|| open_default_in(object)));
+        if matches!(opened, Ok(true)) {
+            return std::ptr::null_mut();
+        }
+    }
+    match STANDARD_GET_CONSTRUCTOR.get() {
+        // SAFETY: the engine's own handler, called as the engine would.
+        Some(standard) => unsafe { standard(object) },
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// Whether the engine is executing a `new` with no argument that created `object`.
+unsafe fn is_bare_new(object: *mut zend_object) -> bool {
+    // SAFETY: every pointer is checked for null before it is read; a user-code frame's
+    // opline is valid (ZEND_NEW saves it before creating the object), and a ZEND_NEW
+    // opline's result is a slot of that frame.
+    unsafe {
+        let Some(globals) = ext_php_rs_executor_globals().as_ref() else {
+            return false;
+        };
+        let Some(frame) = globals.current_execute_data.as_ref() else {
+            return false;
+        };
+        let Some(function) = frame.func.as_ref() else {
+            return false;
+        };
+        if function.type_ == ZEND_INTERNAL_FUNCTION {
+            return false;
+        }
+        let Some(opline) = frame.opline.as_ref() else {
+            return false;
+        };
+        // No positional argument, and the next opline is the constructor call itself:
+        // exactly when ZEND_NEW skips that call for a class without a constructor. An
+        // unpacked or named argument puts a SEND between them, so those are never skipped.
+        if opline.opcode != ZEND_NEW
+            || opline.extended_value != 0
+            || (*std::ptr::from_ref(opline).add(1)).opcode != ZEND_DO_FCALL
+        {
+            return false;
+        }
+        let result = std::ptr::from_ref(frame)
+            .cast::<u8>()
+            .add(opline.result.var as usize)
+            .cast::<zval>();
+        (*result).u1.v.type_ == IS_OBJECT && std::ptr::eq((*result).value.obj, object)
+    }
+}
+
+/// Gives `object` the router for the ini's snapshot path; false if it is not ours.
+fn open_default_in(object: *mut zend_object) -> bool {
+    // SAFETY: a live object the engine handed us.
+    let Some(object) = (unsafe { object.as_mut() }) else {
+        return false;
+    };
+    let Some(this) = class_object(object) else {
+        return false;
+    };
+    if this.obj.is_none() {
+        this.obj = Some(RegionRouter::open(None));
+    }
+    true
+}
+
+/// The RegionRouter object around `object`, if `object` is one (made by this class's
+/// create_object handler), initialised or not.
+#[inline(always)]
+fn class_object(object: &mut zend_object) -> Option<&mut ZendClassObject<RegionRouter>> {
+    if !std::ptr::eq(object.handlers, OUR_HANDLERS.load(Ordering::Relaxed)) {
+        return None;
+    }
+    let offset = std::mem::offset_of!(ZendClassObject<RegionRouter>, std);
+    // SAFETY: the handlers check above proves `object` is the `std` field of a
+    // ZendClassObject<RegionRouter>, which sits `offset` bytes into it.
+    Some(unsafe {
+        &mut *std::ptr::from_mut(object)
+            .cast::<u8>()
+            .sub(offset)
+            .cast::<ZendClassObject<RegionRouter>>()
+    })
 }
 
 /// `RegionRouter::__construct(?string $snapshotPath = null)`
@@ -121,26 +256,32 @@ fn construct_call(ex: &mut ExecuteData) -> Result<(), Thrown> {
     };
     let path = string_param(arg, 1, true)?;
     let router = RegionRouter::open(path);
-    let metadata = <RegionRouter as RegisteredClass>::get_metadata();
     // Only objects made by this class's create_object handler have the Rust payload.
-    let object = ex
+    let this = ex
         .get_self()
-        .filter(|object| std::ptr::eq(object.handlers, metadata.handlers()))
+        .and_then(class_object)
         .ok_or_else(|| throw_error("RegionRouter::__construct() called on a foreign object"))?;
-    let offset = std::mem::offset_of!(ZendClassObject<RegionRouter>, std);
-    // SAFETY: the handlers check above proves `object` is the `std` field of a
-    // ZendClassObject<RegionRouter>, which sits `offset` bytes into it.
-    let this = unsafe {
-        &mut *std::ptr::from_mut(object)
-            .cast::<u8>()
-            .sub(offset)
-            .cast::<ZendClassObject<RegionRouter>>()
-    };
     this.obj = Some(router);
     Ok(())
 }
 
 impl RegionRouter {
+    /// Routes `country` and sets `retval` to the route array.
+    #[inline(always)]
+    fn resolve_into(&mut self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
+        watch::ensure_fresh(&self.source);
+        if self.source.version() != self.version {
+            (self.version, self.loaded) = self.source.current();
+        }
+        let loaded = &self.loaded;
+        match loaded.resolve(country, sticky_key) {
+            Some(route) => {
+                route_array::set_table_route(retval, loaded, route.region_index, route.origin_index)
+            }
+            None => route_array::set_fallback_route(retval),
+        }
+    }
+
     /// The router for `path` (None: ini `dw_router.snapshot_path`), its source fresh.
     fn open(path: Option<&[u8]>) -> RegionRouter {
         let source = match path {
@@ -198,6 +339,9 @@ fn ini_fallback() -> &'static (String, String) {
 }
 
 fn resolve_call(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), Thrown> {
+    if resolve_common(ex, retval) {
+        return Ok(());
+    }
     let num_args = check_arg_count(ex, 1, 2)?;
     // SAFETY: the engine guarantees `num_args` arguments in the frame.
     let (country_arg, sticky_arg) = unsafe {
@@ -214,20 +358,74 @@ fn resolve_call(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), Thrown> {
     let sticky_key = string_param(sticky_arg, 2, true)?;
     let uninitialised =
         || throw_error("RegionRouter::resolve() called on an uninitialised RegionRouter");
-    let this = ex.get_object::<RegionRouter>().ok_or_else(uninitialised)?;
+    let this = ex
+        .get_self()
+        .and_then(class_object)
+        .ok_or_else(uninitialised)?;
     let router = this.obj.as_mut().ok_or_else(uninitialised)?;
-    watch::ensure_fresh(&router.source);
-    if router.source.version() != router.version {
-        (router.version, router.loaded) = router.source.current();
-    }
-    let loaded = &router.loaded;
-    match loaded.resolve(country, sticky_key) {
-        Some(route) => {
-            route_array::set_table_route(retval, loaded, route.region_index, route.origin_index)
-        }
-        None => route_array::set_fallback_route(retval),
-    }
+    router.resolve_into(retval, country, sticky_key);
     Ok(())
+}
+
+/// `resolve()` as a front controller calls it: one or two string arguments (the second
+/// may be null) on a constructed router. Reads the frame directly and answers; false,
+/// having touched nothing, for any other call, which then takes the general path.
+#[inline(always)]
+fn resolve_common(ex: &mut ExecuteData, retval: &mut Zval) -> bool {
+    // SAFETY: `This.u2.num_args` is the argument count the engine set for this frame,
+    // and that many argument slots follow the frame (ZEND_CALL_ARG).
+    let (country, sticky_key) = unsafe {
+        let num_args = ex.This.u2.num_args;
+        if num_args != 1 && num_args != 2 {
+            return false;
+        }
+        let Some(country) = ex.zend_call_arg(0).and_then(|arg| string_bytes(arg)) else {
+            return false;
+        };
+        let sticky_key = if num_args == 2 {
+            let Some(arg) = ex.zend_call_arg(1) else {
+                return false;
+            };
+            if arg.u1.v.type_ == IS_NULL {
+                None
+            } else {
+                let Some(key) = string_bytes(arg) else {
+                    return false;
+                };
+                Some(key)
+            }
+        } else {
+            None
+        };
+        (country, sticky_key)
+    };
+    // SAFETY: `This` of a method frame holds the object the method was called on.
+    let object = unsafe {
+        if ex.This.u1.v.type_ != IS_OBJECT {
+            return false;
+        }
+        ex.This.value.obj.as_mut()
+    };
+    let Some(router) = object
+        .and_then(class_object)
+        .and_then(|this| this.obj.as_mut())
+    else {
+        return false;
+    };
+    router.resolve_into(retval, country, sticky_key);
+    true
+}
+
+/// The bytes of a string zval; None for any other type.
+#[inline(always)]
+fn string_bytes(arg: &Zval) -> Option<&[u8]> {
+    // SAFETY: a zval of type IS_STRING holds a live zend_string.
+    unsafe {
+        if arg.u1.v.type_ != IS_STRING {
+            return None;
+        }
+        arg.value.str_.as_ref().map(ZendStr::as_bytes)
+    }
 }
 
 unsafe extern "C" {

@@ -46,7 +46,7 @@ pub static RELOAD_LOCK: Mutex<()> = Mutex::new(());
 /// Makes sure `source` is fresh enough to answer: set up its watch in this process if
 /// that was not done since the last fork, else run a due poll. The common case is two
 /// relaxed atomic loads.
-#[inline]
+#[inline(always)]
 pub fn ensure_fresh(source: &Source) {
     if source.is_watched_here() {
         source.poll_if_due();

@@ -96,13 +96,19 @@ impl std::fmt::Debug for Suffix {
 #[inline]
 pub(crate) fn checksum(bytes: &[u8]) -> u32 {
     if bytes.len() > BYTEWISE_MAX {
-        return crc32fast::hash(bytes);
+        return checksum_long(bytes);
     }
     let mut register = !0u32;
     for &byte in bytes {
         register = (register >> 8) ^ BYTE[((register ^ u32::from(byte)) & 0xff) as usize];
     }
     !register
+}
+
+/// Kept out of line so that the short-key loop above inlines into `resolve()`.
+#[inline(never)]
+fn checksum_long(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
 }
 
 /// The register `register` run over `count` zero bytes.

@@ -31,6 +31,7 @@ pub fn rendezvous_pick<'r>(region: &'r Region, hash_key: &[u8]) -> &'r str {
     &region.origins()[rendezvous_index(region, hash_key)]
 }
 
+#[inline(always)]
 pub(crate) fn legacy_index(region: &Region, hash_key: &[u8]) -> usize {
     // crc32($hashKey . implode('', $origins)), the origins' part hashed in advance.
     let crc = region.joined_suffix().checksum_after(hash_key);

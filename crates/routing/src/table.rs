@@ -390,12 +390,19 @@ impl Table {
         Cursor { table: self, at: 0 }
     }
 
-    /// The index of `geo`'s valid region, if any.
+    /// The index of `geo`'s valid region, if any. A country code, the common case, is
+    /// looked up inline; other geos out of line, so `resolve()` stays small.
     #[inline]
     fn index_of(&self, geo: &[u8]) -> Option<u32> {
-        if let Some(slot) = country_code_slot(geo) {
-            Some(self.by_country_code[slot]).filter(|&index| index != NO_REGION)
-        } else if let Some(packed) = pack_short_geo(geo) {
+        match country_code_slot(geo) {
+            Some(slot) => Some(self.by_country_code[slot]).filter(|&index| index != NO_REGION),
+            None => self.index_of_other(geo),
+        }
+    }
+
+    #[inline(never)]
+    fn index_of_other(&self, geo: &[u8]) -> Option<u32> {
+        if let Some(packed) = pack_short_geo(geo) {
             self.by_short_geo.get(&packed).copied()
         } else if geo.len() <= self.longest_geo {
             self.by_long_geo.get(geo).copied()
@@ -449,6 +456,7 @@ impl Table {
     /// the caller then fails open to its configured fallback.
     ///
     /// Any bytes are a valid country or key (empty, long, NUL, not UTF-8). No allocation.
+    #[inline(always)]
     pub fn resolve(&self, country: &[u8], sticky_key: Option<&[u8]>) -> Option<Route<'_>> {
         let region_index = self.index_of(country).or(self.fallback)?;
         let region = &self.regions.get(region_index as usize)?.region;
