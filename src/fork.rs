@@ -6,8 +6,9 @@
 //! generation counter; a source compares the generation it was set up in with the
 //! current one, an atomic load on the hot path.
 //!
-//! The same handlers hold the reload lock across `fork`, so a child never inherits it
-//! locked by a watcher thread that no longer exists.
+//! The same handlers hold the locks across `fork` (the reload lock, the watcher state,
+//! the registry, the shared default reader), so a child never inherits one locked by a
+//! thread that no longer exists.
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +21,9 @@ pub fn generation() -> u64 {
 }
 
 extern "C" fn prepare() {
-    // Lock order: watcher state, reload, registry (no other path takes two of them).
+    // Lock order: the shared default reader (held while a resolve() may set up a watch or
+    // reload), watcher state, reload, registry.
+    std::mem::forget(crate::router::DEFAULT_READER.lock());
     std::mem::forget(crate::watch::WATCH_STATE.lock());
     std::mem::forget(crate::watch::RELOAD_LOCK.lock());
     std::mem::forget(crate::registry::lock_for_fork());
@@ -32,6 +35,7 @@ extern "C" fn parent() {
         crate::registry::unlock_after_fork();
         crate::watch::RELOAD_LOCK.force_unlock();
         crate::watch::WATCH_STATE.force_unlock();
+        crate::router::DEFAULT_READER.force_unlock();
     }
 }
 
@@ -42,6 +46,7 @@ extern "C" fn child() {
         crate::registry::unlock_after_fork();
         crate::watch::RELOAD_LOCK.force_unlock();
         crate::watch::WATCH_STATE.force_unlock();
+        crate::router::DEFAULT_READER.force_unlock();
     }
 }
 

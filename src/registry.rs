@@ -24,11 +24,9 @@ thread_local! {
 
 /// The source for the ini's `dw_router.snapshot_path` (a SYSTEM setting, so fixed for
 /// the life of the process).
-pub fn default_source() -> Arc<Source> {
+pub fn default_source() -> &'static Arc<Source> {
     static DEFAULT: OnceLock<Arc<Source>> = OnceLock::new();
-    DEFAULT
-        .get_or_init(|| source_for_path(Path::new(&ini::snapshot_path())))
-        .clone()
+    DEFAULT.get_or_init(|| source_for_path(Path::new(&ini::snapshot_path())))
 }
 
 /// The source for `path`, created (without reading the file) on first use.

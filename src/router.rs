@@ -18,13 +18,16 @@ use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::class::RegisteredClass;
 use ext_php_rs::exception::PhpException;
 use ext_php_rs::ffi::{
-    ext_php_rs_executor_globals, zend_execute_data, zend_function, zend_object,
-    zend_object_handlers, zend_string, zval,
+    ext_php_rs_executor_globals, ext_php_rs_zend_object_alloc, object_properties_init,
+    zend_class_entry, zend_execute_data, zend_function, zend_object, zend_object_handlers,
+    zend_object_std_dtor, zend_object_std_init, zend_string, zval,
 };
 use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags};
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendClassObject, ZendHashTable, ZendStr, Zval};
 use ext_php_rs::zend::{ExecuteData, ExecutorGlobals, ce};
+
+use parking_lot::Mutex;
 
 use crate::registry;
 use crate::route_array;
@@ -37,11 +40,25 @@ use crate::watch;
 #[php_class]
 #[php(name = "RegionRouter", modifier = add_resolve, flags = ClassFlags::Final)]
 pub struct RegionRouter {
+    /// The reader of an explicit path; None for the default path (ini
+    /// `dw_router.snapshot_path`), whose routers share their thread's `DEFAULT_READER`.
+    reader: Option<Reader>,
+}
+
+/// A source and the table last taken from it.
+pub(crate) struct Reader {
     source: Arc<Source>,
-    /// The table this object answers from, and the source version it was taken at.
+    /// The table answers come from, and the source version it was taken at.
     loaded: Arc<Loaded>,
     version: u64,
 }
+
+/// The reader of the default path that every default router shares: the front
+/// controller's `new RegionRouter()` on every request then makes no reference count and
+/// takes no table, it only marks the object as a default router. A PHP thread holds it
+/// only inside one `resolve()` (never across a call into PHP); in a ZTS build a thread
+/// that finds it taken reads with a reader of its own instead of waiting.
+pub(crate) static DEFAULT_READER: Mutex<Option<Reader>> = Mutex::new(None);
 
 #[php_impl]
 #[allow(non_snake_case)]
@@ -56,29 +73,27 @@ impl RegionRouter {
 
     /// The etcd revision of the table in use; 0 when none was loaded.
     pub fn revision(&self) -> i64 {
-        watch::ensure_fresh(&self.source);
-        i64::try_from(self.source.table().revision()).unwrap_or(i64::MAX)
+        let source = self.fresh_source();
+        i64::try_from(source.table().revision()).unwrap_or(i64::MAX)
     }
 
     /// The parsed `policy/global` object, unknown fields included; [] when absent.
     pub fn policy(&self) -> ZBox<ZendHashTable> {
-        watch::ensure_fresh(&self.source);
-        values::policy_array(self.source.table().policy())
+        values::policy_array(self.fresh_source().table().policy())
     }
 
     /// Counters and state of this router's source.
     pub fn stats(&self) -> ZBox<ZendHashTable> {
-        watch::ensure_fresh(&self.source);
-        values::stats_to_array(&self.source)
+        values::stats_to_array(self.fresh_source())
     }
 
     /// Re-checks the snapshot file now; true when the revision in use changed.
     /// Reloads normally happen by themselves, this is for scripts and tests.
     pub fn reload(&self) -> bool {
-        watch::ensure_fresh(&self.source);
-        let before = self.source.table().revision();
-        self.source.refresh();
-        self.source.table().revision() != before
+        let source = self.fresh_source();
+        let before = source.table().revision();
+        source.refresh();
+        source.table().revision() != before
     }
 }
 
@@ -105,12 +120,49 @@ pub fn install_fast_constructor() {
     OUR_HANDLERS.store(handlers, Ordering::Relaxed);
     // SAFETY: the handler table is the one ext-php-rs built for this class and gives
     // every RegionRouter object; no object exists yet, and the engine only reads the
-    // table through raw pointers.
+    // table through raw pointers. Our create_object and free_obj make and free the same
+    // ZendClassObject<RegionRouter> layout as ext-php-rs's, without its generic checks.
     unsafe {
         if let Some(standard) = (*handlers).get_constructor {
             let _ = STANDARD_GET_CONSTRUCTOR.set(standard);
             (*handlers).get_constructor = Some(get_constructor);
         }
+        (*handlers).free_obj = Some(free_object);
+        (*ce).__bindgen_anon_2.create_object = Some(create_object);
+    }
+}
+
+/// The class's `create_object`: a ZendClassObject<RegionRouter> with no router yet (the
+/// constructor, or `get_constructor` for a bare `new`, gives it one).
+unsafe extern "C" fn create_object(ce: *mut zend_class_entry) -> *mut zend_object {
+    let size = std::mem::size_of::<ZendClassObject<RegionRouter>>();
+    // SAFETY: `ce` is this class's entry, passed by the engine. zend_object_alloc is
+    // emalloc (which bails out rather than return null) of the object plus its declared
+    // properties, with the part before `std` zeroed; `obj` is then written as None
+    // before anything reads it, and `std` is initialised as zend_objects_new would.
+    unsafe {
+        let this = ext_php_rs_zend_object_alloc(size, ce).cast::<ZendClassObject<RegionRouter>>();
+        std::ptr::write(&raw mut (*this).obj, None);
+        let object = &raw mut (*this).std;
+        zend_object_std_init(object, ce);
+        object_properties_init(object, ce);
+        (*object).handlers = OUR_HANDLERS.load(Ordering::Relaxed);
+        object
+    }
+}
+
+/// The objects' `free_obj`: drops the router (two reference counts at most), then the
+/// standard part. A panic in the drop cannot escape into the engine.
+unsafe extern "C" fn free_object(object: *mut zend_object) {
+    // SAFETY: the engine frees a live object of ours, once; `class_object` checks it is
+    // a ZendClassObject<RegionRouter> before its payload is dropped in place.
+    unsafe {
+        if let Some(this) = object.as_mut().and_then(class_object) {
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                std::ptr::drop_in_place(&raw mut this.obj);
+            }));
+        }
+        zend_object_std_dtor(object);
     }
 }
 
@@ -197,7 +249,8 @@ unsafe fn is_bare_new(object: *mut zend_object) -> bool {
     }
 }
 
-/// Gives `object` the router for the ini's snapshot path; false if it is not ours.
+/// Makes `object` a default router; false if it is not ours. Nothing else to do: its
+/// source is made fresh by the first method called on it, as for every router.
 fn open_default_in(object: *mut zend_object) -> bool {
     // SAFETY: a live object the engine handed us.
     let Some(object) = (unsafe { object.as_mut() }) else {
@@ -207,7 +260,7 @@ fn open_default_in(object: *mut zend_object) -> bool {
         return false;
     };
     if this.obj.is_none() {
-        this.obj = Some(RegionRouter::open(None));
+        this.obj = Some(RegionRouter { reader: None });
     }
     true
 }
@@ -266,7 +319,76 @@ fn construct_call(ex: &mut ExecuteData) -> Result<(), Thrown> {
 }
 
 impl RegionRouter {
+    /// The router for `path` (None: ini `dw_router.snapshot_path`), its source fresh.
+    fn open(path: Option<&[u8]>) -> RegionRouter {
+        match path {
+            Some(path) => RegionRouter {
+                reader: Some(Reader::open(registry::source_for(path))),
+            },
+            None => {
+                watch::ensure_fresh(registry::default_source());
+                RegionRouter { reader: None }
+            }
+        }
+    }
+
+    /// This router's source, made fresh (its watch set up in this process).
+    fn fresh_source(&self) -> &Source {
+        let source = match &self.reader {
+            Some(reader) => &reader.source,
+            None => registry::default_source(),
+        };
+        watch::ensure_fresh(source);
+        source
+    }
+
     /// Routes `country` and sets `retval` to the route array.
+    #[inline(always)]
+    fn resolve_into(&mut self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
+        let mut shared;
+        let reader = match &mut self.reader {
+            Some(reader) => reader,
+            None => {
+                shared = DEFAULT_READER.try_lock();
+                match shared.as_mut().and_then(|shared| shared.as_mut()) {
+                    Some(reader) => reader,
+                    None => {
+                        drop(shared);
+                        return resolve_with_default_reader(retval, country, sticky_key);
+                    }
+                }
+            }
+        };
+        reader.resolve_into(retval, country, sticky_key);
+    }
+}
+
+/// `resolve()` for a default router when the shared reader does not exist yet (the first
+/// call in a process) or another thread holds it.
+#[cold]
+#[inline(never)]
+fn resolve_with_default_reader(retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
+    let open = || Reader::open(registry::default_source().clone());
+    match DEFAULT_READER.try_lock() {
+        Some(mut shared) => shared
+            .get_or_insert_with(open)
+            .resolve_into(retval, country, sticky_key),
+        None => open().resolve_into(retval, country, sticky_key),
+    }
+}
+
+impl Reader {
+    /// A reader of `source`, its source fresh.
+    fn open(source: Arc<Source>) -> Reader {
+        watch::ensure_fresh(&source);
+        let (version, loaded) = source.current();
+        Reader {
+            source,
+            loaded,
+            version,
+        }
+    }
+
     #[inline(always)]
     fn resolve_into(&mut self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
         watch::ensure_fresh(&self.source);
@@ -279,21 +401,6 @@ impl RegionRouter {
                 route_array::set_table_route(retval, loaded, route.region_index, route.origin_index)
             }
             None => route_array::set_fallback_route(retval),
-        }
-    }
-
-    /// The router for `path` (None: ini `dw_router.snapshot_path`), its source fresh.
-    fn open(path: Option<&[u8]>) -> RegionRouter {
-        let source = match path {
-            Some(path) => registry::source_for(path),
-            None => registry::default_source(),
-        };
-        watch::ensure_fresh(&source);
-        let (version, loaded) = source.current();
-        RegionRouter {
-            source,
-            loaded,
-            version,
         }
     }
 }

@@ -155,6 +155,7 @@ impl Source {
         self.version.load(Ordering::Acquire)
     }
 
+    #[inline(always)]
     pub fn mechanism(&self) -> Mechanism {
         match self.mechanism.load(Ordering::Relaxed) {
             1 => Mechanism::Inotify,
@@ -228,7 +229,7 @@ impl Source {
     }
 
     /// In poll mode, re-checks the file at most once per poll interval.
-    #[inline]
+    #[inline(always)]
     pub fn poll_if_due(&self) {
         if self.mechanism() != Mechanism::Poll {
             return;

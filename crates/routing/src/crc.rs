@@ -62,7 +62,7 @@ impl Suffix {
     }
 
     /// `crc32(key . suffix)`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn checksum_after(&self, key: &[u8]) -> u32 {
         let key = checksum(key);
         let shifted = match self.shift {
@@ -93,7 +93,7 @@ impl std::fmt::Debug for Suffix {
 }
 
 /// `crc32(bytes)`, as PHP's `crc32()` returns it.
-#[inline]
+#[inline(always)]
 pub(crate) fn checksum(bytes: &[u8]) -> u32 {
     if bytes.len() > BYTEWISE_MAX {
         return checksum_long(bytes);

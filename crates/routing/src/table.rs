@@ -181,7 +181,7 @@ static CODE_OF_BYTE: [u8; 256] = {
 const NOT_CODE: u8 = u8::MAX;
 
 /// The slot of a two-character `A-Z0-9` geo in [`Table::by_country_code`].
-#[inline]
+#[inline(always)]
 fn country_code_slot(geo: &[u8]) -> Option<usize> {
     let [first, second] = *geo else {
         return None;
@@ -392,7 +392,7 @@ impl Table {
 
     /// The index of `geo`'s valid region, if any. A country code, the common case, is
     /// looked up inline; other geos out of line, so `resolve()` stays small.
-    #[inline]
+    #[inline(always)]
     fn index_of(&self, geo: &[u8]) -> Option<u32> {
         match country_code_slot(geo) {
             Some(slot) => Some(self.by_country_code[slot]).filter(|&index| index != NO_REGION),
