@@ -16,7 +16,7 @@ use std::mem::offset_of;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use dw_routing::Table;
+use dw_routing::{CountryCode, Table};
 use ext_php_rs::ffi::{HashTable, zend_array, zend_string, zval};
 use ext_php_rs::types::Zval;
 use parking_lot::Mutex;
@@ -140,10 +140,14 @@ fn set_array(retval: &mut Zval, array: RouteArray) {
 }
 
 /// One slot per (region, origin) of a table: the route array handed out for it, filled
-/// on first use. Atomic, so threads of a ZTS build can share it.
+/// on first use. And one per country code: the route array `resolve($country)` answers
+/// with no sticky key, which is a function of the table and the country alone, so the
+/// common call skips the lookup and the pick after the first time. Atomic, so threads of
+/// a ZTS build can share them.
 pub struct RouteSlots {
     first_slot: Box<[u32]>,
     slots: Box<[AtomicPtr<zend_array>]>,
+    by_country: Box<[AtomicPtr<zend_array>]>,
 }
 
 impl RouteSlots {
@@ -158,10 +162,20 @@ impl RouteSlots {
         let slots = (0..total)
             .map(|_| AtomicPtr::new(std::ptr::null_mut()))
             .collect();
+        let by_country = (0..CountryCode::COUNT)
+            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            .collect();
         RouteSlots {
             first_slot: first_slot.into_boxed_slice(),
             slots,
+            by_country,
         }
+    }
+
+    /// The memo of `resolve(country)` without a sticky key for `code`.
+    #[inline(always)]
+    pub fn by_country(&self, code: CountryCode) -> Option<&AtomicPtr<zend_array>> {
+        self.by_country.get(code.index())
     }
 
     fn slot(&self, region: u32, origin: u32) -> Option<&AtomicPtr<zend_array>> {
@@ -170,15 +184,28 @@ impl RouteSlots {
     }
 }
 
-/// Sets `retval` to the route for (`region`, `origin`) of `loaded`.
+/// Sets `retval` to `array`, a route array this module handed out before (from a memo).
 #[inline(always)]
-pub fn set_table_route(retval: &mut Zval, loaded: &Loaded, region: u32, origin: u32) {
+pub fn set_memoized_route(retval: &mut Zval, array: *mut zend_array) {
+    set_array(retval, RouteArray(array));
+}
+
+/// Sets `retval` to the route for (`region`, `origin`) of `loaded`. Returns the immutable
+/// array it used, which lives as long as the process; None when the route was built for
+/// this call only (past the interning bound).
+#[inline(always)]
+pub fn set_table_route(
+    retval: &mut Zval,
+    loaded: &Loaded,
+    region: u32,
+    origin: u32,
+) -> Option<*mut zend_array> {
     let slot = loaded.routes.slot(region, origin);
     if let Some(slot) = slot {
-        let array = slot.load(Ordering::Relaxed);
+        let array = slot.load(Ordering::Acquire);
         if !array.is_null() {
             set_array(retval, RouteArray(array));
-            return;
+            return Some(array);
         }
     }
     let (shard, origin_name) = (
@@ -188,26 +215,36 @@ pub fn set_table_route(retval: &mut Zval, loaded: &Loaded, region: u32, origin: 
     match intern(shard, origin_name) {
         Some(array) => {
             if let Some(slot) = slot {
-                slot.store(array.0, Ordering::Relaxed);
+                slot.store(array.0, Ordering::Release);
             }
             set_array(retval, array);
+            Some(array.0)
         }
-        None => crate::values::set_route(retval, shard, origin_name),
+        None => {
+            crate::values::set_route(retval, shard, origin_name);
+            None
+        }
     }
 }
 
-/// Sets `retval` to the fail-open route from the ini settings.
-pub fn set_fallback_route(retval: &mut Zval) {
+/// Sets `retval` to the fail-open route from the ini settings; returns the array as
+/// [`set_table_route`] does.
+pub fn set_fallback_route(retval: &mut Zval) -> Option<*mut zend_array> {
     static FALLBACK: OnceLock<Option<usize>> = OnceLock::new();
     let array = FALLBACK.get_or_init(|| {
         let (shard, origin) = crate::ini::fallback();
         intern(shard, origin).map(|a| a.0 as usize)
     });
     match array {
-        Some(array) => set_array(retval, RouteArray(*array as *mut zend_array)),
+        Some(array) => {
+            let array = *array as *mut zend_array;
+            set_array(retval, RouteArray(array));
+            Some(array)
+        }
         None => {
             let (shard, origin) = crate::ini::fallback();
             crate::values::set_route(retval, shard, origin);
+            None
         }
     }
 }

@@ -12,6 +12,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use dw_routing::CountryCode;
 use ext_php_rs::args::Arg;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
@@ -396,11 +397,25 @@ impl Reader {
             (self.version, self.loaded) = self.source.current();
         }
         let loaded = &self.loaded;
-        match loaded.resolve(country, sticky_key) {
+        let memo = match sticky_key {
+            None => CountryCode::of(country).and_then(|code| loaded.routes.by_country(code)),
+            Some(_) => None,
+        };
+        if let Some(memo) = memo {
+            let array = memo.load(Ordering::Acquire);
+            if !array.is_null() {
+                route_array::set_memoized_route(retval, array);
+                return;
+            }
+        }
+        let array = match loaded.resolve(country, sticky_key) {
             Some(route) => {
                 route_array::set_table_route(retval, loaded, route.region_index, route.origin_index)
             }
             None => route_array::set_fallback_route(retval),
+        };
+        if let (Some(memo), Some(array)) = (memo, array) {
+            memo.store(array, Ordering::Release);
         }
     }
 }

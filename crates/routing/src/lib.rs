@@ -34,5 +34,5 @@ pub use crate::{
     policy::{PickMode, Policy},
     region::{MAX_WEIGHT, Region},
     snapshot::{DEFAULT_PREFIX, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
-    table::{InvalidKey, Route, Table},
+    table::{CountryCode, InvalidKey, Route, Table},
 };

@@ -183,11 +183,36 @@ const NOT_CODE: u8 = u8::MAX;
 /// The slot of a two-character `A-Z0-9` geo in [`Table::by_country_code`].
 #[inline(always)]
 fn country_code_slot(geo: &[u8]) -> Option<usize> {
-    let [first, second] = *geo else {
-        return None;
-    };
-    let (first, second) = (CODE_OF_BYTE[first as usize], CODE_OF_BYTE[second as usize]);
-    (first != NOT_CODE && second != NOT_CODE).then_some(first as usize * 36 + second as usize)
+    CountryCode::of(geo).map(CountryCode::index)
+}
+
+/// A two-character `A-Z0-9` country (what `CF-IPCountry` sends: ISO 3166 codes, `XX`,
+/// `T1`), as a dense index below [`CountryCode::COUNT`]. A table looks these up by direct
+/// index, and a caller can key its own per-country memo the same way: with no sticky
+/// key, [`Table::resolve`] is a function of the table and the country alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountryCode(u16);
+
+impl CountryCode {
+    /// How many country codes there are (36 × 36).
+    pub const COUNT: usize = 36 * 36;
+
+    /// The code of `country`, if it is two characters of `A-Z0-9`.
+    #[inline(always)]
+    pub fn of(country: &[u8]) -> Option<CountryCode> {
+        let [first, second] = *country else {
+            return None;
+        };
+        let (first, second) = (CODE_OF_BYTE[first as usize], CODE_OF_BYTE[second as usize]);
+        (first != NOT_CODE && second != NOT_CODE)
+            .then_some(CountryCode(u16::from(first) * 36 + u16::from(second)))
+    }
+
+    /// Its index, below [`CountryCode::COUNT`].
+    #[inline(always)]
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
 }
 
 impl Table {
@@ -203,7 +228,7 @@ impl Table {
             texts: Vec::new(),
             by_long_geo: FxHashMap::default(),
             by_short_geo: FxHashMap::default(),
-            by_country_code: vec![NO_REGION; 36 * 36].into_boxed_slice(),
+            by_country_code: vec![NO_REGION; CountryCode::COUNT].into_boxed_slice(),
             longest_geo: 0,
             fallback: None,
             invalid_keys: Vec::new(),
@@ -509,6 +534,32 @@ impl Default for Table {
 mod tests {
     use super::*;
     use crate::{DEFAULT_PREFIX, legacy_pick, rendezvous_pick};
+
+    #[test]
+    fn country_codes_are_dense_and_only_two_characters_of_a_to_z_and_0_to_9() {
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        let mut seen = vec![false; CountryCode::COUNT];
+        for &first in alphabet {
+            for &second in alphabet {
+                let code = CountryCode::of(&[first, second]).expect("a country code");
+                assert!(!seen[code.index()], "{} twice", code.index());
+                seen[code.index()] = true;
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+        for other in [
+            &b""[..],
+            b"D",
+            b"DEU",
+            b"de",
+            b"D-",
+            b"\0E",
+            b"D\xc3",
+            b" D",
+        ] {
+            assert_eq!(CountryCode::of(other), None, "{other:?}");
+        }
+    }
 
     #[test]
     fn the_one_pass_readings_hand_edge_files_to_the_exact_one() {
