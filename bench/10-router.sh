@@ -59,7 +59,7 @@ done
 log "wall clock with opcache.jit=tracing, 250 regions"
 php "${PHP_OPCACHE[@]}" -d opcache.jit=tracing "${PHP_EXT[@]}" -d "dw_router.snapshot_path=$WORK/snapshot-250.json" \
   "$HERE/resolve.php" --dir "$WORK" --size 250 --rounds "$ROUNDS" --target-ms "$TARGET_MS" \
-  --variants empty,floor,ext,floor_request,ext_request wall >"$RAW/wall-jit-250.json"
+  --variants empty,floor,floor_method,ext,floor_request,ext_request wall >"$RAW/wall-jit-250.json"
 
 for n in "${SIZES[@]}"; do
   # Iterations per variant: about 10 ms of wall-clock work each, 50 to 50,000 (the
@@ -75,13 +75,15 @@ for n in "${SIZES[@]}"; do
     || { tail -20 "$RAW/cg-$n.valgrind.log" >&2; exit 1; }
 done
 
-# Where the extension's instructions go at 250 regions: collect only inside its two
+# Where the extension's instructions go at 250 regions: collect only inside its own
 # handlers, one dump part per loop (part 2: the resolve loop, part 3: the per-request loop).
 plan='{"ext":20000,"ext_request":20000}'
 log "callgrind inside the extension's handlers, 250 regions: $plan"
 echo "$plan" >"$RAW/cg-handlers.plan.json"
 valgrind --tool=callgrind --dump-before=usleep --toggle-collect='*resolve_handler*' \
-  --toggle-collect='*construct_handler*' --callgrind-out-file="$RAW/cg-handlers.out" \
+  --toggle-collect='*construct_handler*' --toggle-collect='*router::get_constructor*' \
+  --toggle-collect='*router::create_object*' --toggle-collect='*router::free_object*' \
+  --callgrind-out-file="$RAW/cg-handlers.out" \
   php "${PHP_OPCACHE[@]}" "${PHP_EXT[@]}" -d "dw_router.snapshot_path=$WORK/snapshot-250.json" \
   "$HERE/resolve.php" --dir "$WORK" --size 250 callgrind "$plan" \
   >"$RAW/cg-handlers.order.json" 2>"$RAW/cg-handlers.valgrind.log" \

@@ -140,14 +140,16 @@ fn set_array(retval: &mut Zval, array: RouteArray) {
 }
 
 /// One slot per (region, origin) of a table: the route array handed out for it, filled
-/// on first use. And one per country code: the route array `resolve($country)` answers
-/// with no sticky key, which is a function of the table and the country alone, so the
-/// common call skips the lookup and the pick after the first time. Atomic, so threads of
-/// a ZTS build can share them.
+/// on first use. And memos of `resolve($country)` with no sticky key, which is a function
+/// of the table and the country alone, so the common call skips the pick after the first
+/// time: one per country code (found by direct index, present or not) and one per region
+/// (for a country that names its region exactly). Atomic, so threads of a ZTS build can
+/// share them.
 pub struct RouteSlots {
     first_slot: Box<[u32]>,
     slots: Box<[AtomicPtr<zend_array>]>,
     by_country: Box<[AtomicPtr<zend_array>]>,
+    by_region: Box<[AtomicPtr<zend_array>]>,
 }
 
 impl RouteSlots {
@@ -159,29 +161,34 @@ impl RouteSlots {
             let origins = table.region_at(index).map_or(0, |r| r.origins().len());
             total = total.saturating_add(origins as u32);
         }
-        let slots = (0..total)
-            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-            .collect();
-        let by_country = (0..CountryCode::COUNT)
-            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-            .collect();
         RouteSlots {
             first_slot: first_slot.into_boxed_slice(),
-            slots,
-            by_country,
+            slots: empty_slots(total as usize),
+            by_country: empty_slots(CountryCode::COUNT),
+            by_region: empty_slots(table.region_count()),
         }
     }
 
-    /// The memo of `resolve(country)` without a sticky key for `code`.
+    /// The memo of `resolve(country)` without a sticky key, if `country` has one: a
+    /// country code, or the exact geo of a region.
     #[inline(always)]
-    pub fn by_country(&self, code: CountryCode) -> Option<&AtomicPtr<zend_array>> {
-        self.by_country.get(code.index())
+    pub fn memo(&self, table: &Table, country: &[u8]) -> Option<&AtomicPtr<zend_array>> {
+        match CountryCode::of(country) {
+            Some(code) => self.by_country.get(code.index()),
+            None => self.by_region.get(table.region_index(country)? as usize),
+        }
     }
 
     fn slot(&self, region: u32, origin: u32) -> Option<&AtomicPtr<zend_array>> {
         let first = *self.first_slot.get(region as usize)?;
         self.slots.get(first.checked_add(origin)? as usize)
     }
+}
+
+fn empty_slots(count: usize) -> Box<[AtomicPtr<zend_array>]> {
+    (0..count)
+        .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+        .collect()
 }
 
 /// Sets `retval` to `array`, a route array this module handed out before (from a memo).

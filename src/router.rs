@@ -12,7 +12,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use dw_routing::CountryCode;
 use ext_php_rs::args::Arg;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
@@ -398,7 +397,7 @@ impl Reader {
         }
         let loaded = &self.loaded;
         let memo = match sticky_key {
-            None => CountryCode::of(country).and_then(|code| loaded.routes.by_country(code)),
+            None => loaded.routes.memo(&loaded.table, country),
             Some(_) => None,
         };
         if let Some(memo) = memo {

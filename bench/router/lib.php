@@ -158,6 +158,13 @@ function loop_floor(array $c, int $n, mixed $_): void
     }
 }
 
+function loop_floor_method(array $c, int $n, mixed $router): void
+{
+    for ($i = 0; $i < $n; $i++) {
+        $route = $router->resolve($c[$i & 15]);
+    }
+}
+
 function loop_ext(array $c, int $n, mixed $router): void
 {
     for ($i = 0; $i < $n; $i++) {
@@ -219,6 +226,7 @@ function loop_compiled(array $c, int $n, mixed $file): void
 const VARIANTS = [
     'empty' => ['loop_empty', 'empty loop (read the country, no call)'],
     'floor' => ['loop_floor', 'floor: userland function returning a 2-element literal'],
+    'floor_method' => ['loop_floor_method', 'userland method floor: $floorRouter->resolve($c), object built once'],
     'ext' => ['loop_ext', 'extension: $router->resolve($c), router built once'],
     'floor_request' => ['loop_floor_request', 'per-request floor: (new FloorRouter())->resolve($c)'],
     'ext_request' => ['loop_ext_request', 'extension per request: (new RegionRouter())->resolve($c)'],
@@ -236,6 +244,7 @@ function fixtures(string $snapshotPath, string $compiledPath): array
     return [
         'empty' => null,
         'floor' => null,
+        'floor_method' => new FloorRouter(),
         'ext' => new \RegionRouter(),
         'floor_request' => null,
         'ext_request' => null,

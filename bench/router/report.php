@@ -170,6 +170,7 @@ $p(
 
 $rows = [
     'floor' => 'floor: `floor_route($c)`, a userland function returning a 2-element literal',
+    'floor_method' => 'userland method: `$floorRouter->resolve($c)`, a final class\'s method returning the same literal, object built once',
     'ext' => 'extension: `$router->resolve($c)`, router built once',
     'compiled' => 'compiled file: `$t = include FILE; compiled_resolve($t, $c)` per request',
     'twin' => 'twin + APCu, built once: `$twin->resolve($c)`',
@@ -209,14 +210,26 @@ $p('');
 
 $p(sprintf(
     'Where the extension\'s %s instructions per call go (250 regions; a callgrind run that counts only inside '
-    . 'the extension\'s handlers): %s inside the `resolve()` handler (argument checks, table lookup, the legacy '
-    . 'pick with its CRC-32), the other %s in the engine\'s internal method call (`INIT_METHOD_CALL`, `SEND`, '
-    . '`DO_FCALL`, releasing the frame and the result). The floor\'s whole call is %s.',
+    . 'the extension\'s handlers): %s inside the `resolve()` handler (argument and object checks, the freshness '
+    . 'check, then the table\'s memo of the answer for a country code, or the lookup and the legacy pick with '
+    . 'its CRC-32), the other %s in the engine\'s method call (`INIT_METHOD_CALL`, reading `$c[...]` as a '
+    . 'possible by-reference argument since a method is not known at compile time, `SEND`, `DO_FCALL`, '
+    . 'releasing the frame). The floor function\'s whole call is %s: a function known at compile time reads '
+    . 'its argument plainly and returns an immutable literal. Any method pays more: the userland method '
+    . 'returning the same literal costs %s, %s the floor.',
     instr($irNet(250, 'ext')),
     instr($inResolve),
     instr($irNet(250, 'ext') - $inResolve),
     instr($irNet(250, 'floor')),
+    instr($irNet(250, 'floor_method')),
+    ratio($irNet(250, 'floor_method'), $irNet(250, 'floor')),
 ), '');
+
+$p('For reference (no target): the extension against the userland method floor, the cheapest a method call gets.', '');
+$p('| ratio extension / userland method | 10 regions | 250 regions | 2,500 regions |', '|---|---:|---:|---:|');
+$p('| instructions per call | ' . implode(' | ', array_map(fn ($n) => ratio($irNet($n, 'ext'), $irNet($n, 'floor_method')), SIZES)) . ' |');
+$p('| wall clock per call | ' . implode(' | ', array_map(fn ($n) => ratio($net($n, 'ext'), $net($n, 'floor_method')), SIZES)) . ' |');
+$p('');
 
 $p('**Target: extension at least 100× faster than the twin at 250 regions.**', '');
 $p('| comparison at 250 regions | instructions | wall clock | target ≥ 100× |', '|---|---:|---:|---|');
@@ -267,10 +280,12 @@ foreach ($reqLines as $label => [$a, $b]) {
 $p('');
 
 $p(sprintf(
-    'Of the extension\'s %s instructions per request (250 regions), %s are inside the constructor handler and '
-    . '%s inside the `resolve()` handler; the other %s are the engine creating and freeing the object '
-    . '(ext-php-rs\'s object with its Rust payload) and the two calls. The userland `FloorRouter` request is %s '
-    . 'in all.',
+    'Of the extension\'s %s instructions per request (250 regions), %s are inside the extension\'s object '
+    . 'handlers (`create_object`, `get_constructor`, `free_obj`, with the engine functions they call to '
+    . 'allocate, initialise and free the object) and %s inside the `resolve()` handler; the other %s are the '
+    . 'engine running `new` and the method call. A bare `new RegionRouter()` runs no constructor call: '
+    . '`get_constructor` marks the object as a default router and answers that there is none, so `ZEND_NEW` '
+    . 'skips the call, as for a class without a constructor. The userland `FloorRouter` request is %s in all.',
     instr($irNet(250, 'ext_request')),
     instr($inConstruct),
     instr($inResolve),

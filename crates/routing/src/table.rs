@@ -461,6 +461,12 @@ impl Table {
         &self.invalid_keys
     }
 
+    /// The index of `geo`'s valid region (as in [`Route::region_index`]), if any.
+    #[inline(always)]
+    pub fn region_index(&self, geo: &[u8]) -> Option<u32> {
+        self.index_of(geo)
+    }
+
     /// The valid region of `geo`, if any.
     pub fn region(&self, geo: &[u8]) -> Option<&Region> {
         let index = self.index_of(geo)?;
