@@ -31,8 +31,8 @@ fn startup(_ty: i32, module_number: i32) -> i32 {
 }
 
 extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
-    static FAST_CONSTRUCTOR: std::sync::Once = std::sync::Once::new();
-    FAST_CONSTRUCTOR.call_once(router::install_fast_constructor);
+    static FAST_PATHS: std::sync::Once = std::sync::Once::new();
+    FAST_PATHS.call_once(router::install_fast_paths);
     0
 }
 

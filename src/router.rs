@@ -1,8 +1,17 @@
 //! The PHP class `RegionRouter`.
 //!
-//! `resolve()` is the hot path and is written as a raw handler: it reads its arguments
-//! straight from the call frame (no argument vector, no UTF-8 check: a country is any
-//! byte string) and returns a route array. The other methods are cold and use the macros.
+//! A front controller runs `(new RegionRouter())->resolve($country)` on every request, so
+//! both halves are fast paths:
+//!
+//! - `new`: the object is made by a lean `create_object`; a bare `new RegionRouter()`
+//!   runs no constructor call (`get_constructor` marks the object as a default router and
+//!   the engine skips the call), and every default router shares one `Reader` of the
+//!   default path, so making one costs no reference count and no table load.
+//! - `resolve()` is a raw handler: it reads its arguments straight from the call frame
+//!   (no argument vector, no UTF-8 check: a country is any byte string) and answers from
+//!   the table's memo of route arrays when there is no sticky key.
+//!
+//! The other methods are cold and use the macros.
 
 // The constructor's PHP parameter is `$snapshotPath`, and the macro takes the PHP name
 // from the Rust binding.
@@ -105,7 +114,9 @@ impl RegionRouter {
 ///   the same with no argument vector, no string copy and no setjmp.
 /// - The objects' `get_constructor` handler becomes `get_constructor`, which lets a bare
 ///   `new RegionRouter()` skip the constructor call altogether (see there).
-pub fn install_fast_constructor() {
+/// - The class's `create_object` and the objects' `free_obj` become `create_object` and
+///   `free_object`: the same object layout as ext-php-rs's, without its generic lookups.
+pub fn install_fast_paths() {
     let metadata = <RegionRouter as RegisteredClass>::get_metadata();
     let ce = std::ptr::from_ref(metadata.ce()).cast_mut();
     // SAFETY: the class entry is ours and registered; its constructor is the internal
