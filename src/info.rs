@@ -17,7 +17,7 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
     info_table_row!("build", env!("DW_ROUTER_COMMIT"));
     let sources = registry::all();
     if sources.is_empty() {
-        info_table_row!("snapshot", "no router constructed in this process yet");
+        info_table_row!("snapshot", "none used in this process yet");
     }
     for source in sources {
         let table = source.table();

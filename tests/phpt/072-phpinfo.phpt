@@ -24,7 +24,7 @@ function dw_router_section(): string
 $before = dw_router_section();
 var_dump(str_contains($before, 'dw_router support => enabled'));
 var_dump(str_contains($before, 'version => ' . phpversion('dw_router')), phpversion('dw_router') !== false);
-var_dump(str_contains($before, 'no router constructed in this process yet'));
+var_dump(str_contains($before, 'none used in this process yet'));
 // The commit the build came from (build.rs): 12 hex digits, or "unknown" outside git.
 var_dump(preg_match('/^build => ([0-9a-f]{12}|unknown)$/m', $before) === 1);
 

@@ -26,7 +26,7 @@ dw_router
 dw_router support => enabled
 version => V
 build => B
-snapshot => no router constructed in this process yet
+snapshot => none used in this process yet
 
 Directive => Local Value => Master Value
 dw_router.snapshot_path => /dev/shm/dw-routing.json => /dev/shm/dw-routing.json
