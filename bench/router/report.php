@@ -367,8 +367,9 @@ foreach (['inotify-250', 'inotify-2500', 'poll-250'] as $label) {
 $p('');
 
 $p(
-    'What a reload costs: the first router of a fresh process reads and parses the snapshot (median of 5 '
-    . 'processes; the extension\'s time includes setting up its inotify watch). The watcher thread parses '
+    'What a reload costs: the first router of a fresh process reads and parses the snapshot when it is first '
+    . 'used (`new` then `revision()`; median of 5 processes; the extension\'s time includes setting up its '
+    . 'inotify watch). The watcher thread parses '
     . 'again on every rename, reusing what did not change: the core columns are dw-routing alone '
     . '(`crates/routing/benches/parse.rs`: `Table::parse_after` an empty table, the first read, and after '
     . 'the previous table with one region changed, the reload), wall clock as the median of 51 calls and '
@@ -377,7 +378,7 @@ $p(
     . 'region\'s value when a request first looks it up.',
     '',
 );
-$p('| regions | snapshot bytes | extension: cold `new RegionRouter()` | core: first read | core: reload, one region changed (warm / cold caches) | twin: cold construction (json_decode, APCu store) |', '|---:|---:|---:|---:|---:|---:|');
+$p('| regions | snapshot bytes | extension: cold `new RegionRouter()` + `revision()` | core: first read | core: reload, one region changed (warm / cold caches) | twin: cold construction + `revision()` (json_decode, APCu store) |', '|---:|---:|---:|---:|---:|---:|');
 foreach (SIZES as $n) {
     $core = $loads[$n]['core'];
     $p(sprintf('| %s | %s | %s | %s ms, %s instructions | %s ms / %s ms, %s instructions | %s |', number_format($n),
