@@ -17,6 +17,7 @@
 // from the Rust binding.
 #![allow(non_snake_case)]
 
+use std::alloc::Layout;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -27,9 +28,9 @@ use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::class::RegisteredClass;
 use ext_php_rs::exception::PhpException;
 use ext_php_rs::ffi::{
-    ext_php_rs_executor_globals, ext_php_rs_zend_object_alloc, object_properties_init,
-    zend_class_entry, zend_execute_data, zend_function, zend_object, zend_object_handlers,
-    zend_object_std_dtor, zend_object_std_init, zend_string, zval,
+    ZEND_ACC_USE_GUARDS, ext_php_rs_executor_globals, ext_php_rs_zend_object_alloc,
+    object_properties_init, zend_class_entry, zend_execute_data, zend_function, zend_object,
+    zend_object_handlers, zend_object_std_dtor, zend_object_std_init, zend_string, zval,
 };
 use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags};
 use ext_php_rs::prelude::*;
@@ -146,13 +147,27 @@ pub fn install_fast_paths() {
 /// The class's `create_object`: a ZendClassObject<RegionRouter> with no router yet (the
 /// constructor, or `get_constructor` for a bare `new`, gives it one).
 unsafe extern "C" fn create_object(ce: *mut zend_class_entry) -> *mut zend_object {
-    let size = std::mem::size_of::<ZendClassObject<RegionRouter>>();
-    // SAFETY: `ce` is this class's entry, passed by the engine. zend_object_alloc is
-    // emalloc (which bails out rather than return null) of the object plus its declared
-    // properties, with the part before `std` zeroed; `obj` is then written as None
-    // before anything reads it, and `std` is initialised as zend_objects_new would.
+    // SAFETY: `ce` is this class's entry, passed by the engine. The block is sized as
+    // zend_object_alloc sizes it (the object, whose `std` ends with one property slot,
+    // adjusted to the class's declared properties and guard slot) and allocated with
+    // emalloc, which bails out rather than return null for an 8-aligned layout (the
+    // zeroing zend_object_alloc also does is left out: `obj` is written as None before
+    // anything reads it, and zend_object_std_init initialises `std`).
     unsafe {
-        let this = ext_php_rs_zend_object_alloc(size, ce).cast::<ZendClassObject<RegionRouter>>();
+        let slots = i64::from((*ce).default_properties_count)
+            - i64::from((*ce).ce_flags & ZEND_ACC_USE_GUARDS == 0);
+        let size = std::mem::size_of::<ZendClassObject<RegionRouter>>() as i64
+            + slots * std::mem::size_of::<zval>() as i64;
+        let allocated = usize::try_from(size)
+            .ok()
+            .and_then(|size| Layout::from_size_align(size, 8).ok())
+            .map_or(std::ptr::null_mut(), ext_php_rs::alloc::emalloc);
+        let this = if allocated.is_null() {
+            ext_php_rs_zend_object_alloc(std::mem::size_of::<ZendClassObject<RegionRouter>>(), ce)
+        } else {
+            allocated.cast()
+        }
+        .cast::<ZendClassObject<RegionRouter>>();
         std::ptr::write(&raw mut (*this).obj, None);
         let object = &raw mut (*this).std;
         zend_object_std_init(object, ce);
