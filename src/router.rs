@@ -389,6 +389,21 @@ impl RegionRouter {
     }
 }
 
+/// Moves the shared default reader to its source's current table, if another is in use.
+/// Called by the watcher after a reload, so that a worker idle between requests does not
+/// keep the replaced table alive beside the new one (it is freed on the watcher thread,
+/// off the request path). Never waits: a request holding the reader moves it itself.
+pub(crate) fn refresh_default_reader() {
+    let Some(mut shared) = DEFAULT_READER.try_lock() else {
+        return;
+    };
+    if let Some(reader) = shared.as_mut()
+        && reader.source.version() != reader.version
+    {
+        (reader.version, reader.loaded) = reader.source.current();
+    }
+}
+
 /// `resolve()` for a default router when the shared reader does not exist yet (the first
 /// call in a process) or another thread holds it.
 #[cold]

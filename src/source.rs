@@ -25,10 +25,26 @@ pub struct Loaded {
     pub routes: RouteSlots,
 }
 
+/// How many `Loaded` tables exist in this process (see [`tables_in_process`]).
+static TABLES_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
+
+/// The parsed tables this process holds: each source's current one, plus any that a
+/// router still answers from after a reload replaced it (until its next call).
+pub fn tables_in_process() -> u64 {
+    TABLES_IN_PROCESS.load(Ordering::Relaxed)
+}
+
 impl Loaded {
     fn new(table: Table) -> Loaded {
         let routes = RouteSlots::for_table(&table);
+        TABLES_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
         Loaded { table, routes }
+    }
+}
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        TABLES_IN_PROCESS.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -149,6 +149,10 @@ pub fn stats_to_array(source: &Source) -> ZBox<ZendHashTable> {
         None => inotify_error.set_null(),
     }
     let _ = stats.insert("inotify_unavailable", inotify_error);
+    let _ = stats.insert(
+        "tables_in_process",
+        i64::try_from(crate::source::tables_in_process()).unwrap_or(i64::MAX),
+    );
     let mut invalid = ZendHashTable::with_capacity(table.invalid_keys().len() as u32);
     for key in table.invalid_keys() {
         let _ = invalid.insert(key.key.as_str(), key.error.to_string().as_str());

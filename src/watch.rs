@@ -145,5 +145,6 @@ fn on_event(event: notify::Result<notify::Event>) {
         for source in sources {
             source.refresh();
         }
+        crate::router::refresh_default_reader();
     }));
 }

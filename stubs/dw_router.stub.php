@@ -72,6 +72,7 @@ final class RegionRouter
      *     reload_mechanism: 'inotify'|'poll'|'none',
      *     last_error: string|null,
      *     inotify_unavailable: string|null,
+     *     tables_in_process: int,
      *     invalid: array<string, string>
      * }
      */

@@ -78,7 +78,7 @@ array(0) {
 int(1)
 int(0)
 NULL
-array(11) {
+array(12) {
   [0]=>
   string(4) "path"
   [1]=>
@@ -100,5 +100,7 @@ array(11) {
   [9]=>
   string(19) "inotify_unavailable"
   [10]=>
+  string(17) "tables_in_process"
+  [11]=>
   string(7) "invalid"
 }
