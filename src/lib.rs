@@ -6,8 +6,9 @@
 //! to PHP.
 //!
 //! Lifecycle, kept plain: MINIT registers ini entries and nothing else (no thread, no
-//! fd: FPM and lsphp fork after MINIT); the first router constructed in a process, or in
-//! a forked child, sets up its watcher; MINFO prints the state.
+//! fd: FPM and lsphp fork after MINIT); the first RINIT installs the object handlers of the
+//! per-request fast paths (see `router`); the first router used in a process, or in a
+//! forked child, sets up its watcher; MINFO prints the state.
 
 mod fork;
 mod info;

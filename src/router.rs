@@ -51,7 +51,7 @@ use crate::watch;
 #[php(name = "RegionRouter", modifier = add_resolve, flags = ClassFlags::Final)]
 pub struct RegionRouter {
     /// The reader of an explicit path; None for the default path (ini
-    /// `dw_router.snapshot_path`), whose routers share their thread's `DEFAULT_READER`.
+    /// `dw_router.snapshot_path`), whose routers all share `DEFAULT_READER`.
     reader: Option<Reader>,
 }
 
@@ -212,10 +212,11 @@ const ZEND_INTERNAL_FUNCTION: u8 = 1;
 /// The object handler the engine asks for a class's constructor, right after creating an
 /// object in `new`.
 ///
-/// For a bare `new RegionRouter()` (no argument) it opens the default router on the
-/// spot and answers "no constructor", so the engine skips the call: what the constructor
-/// would have done costs no call frame. Anything else (arguments, Reflection's
-/// `newInstance()`, `new` in a constant expression) gets the real constructor.
+/// For a bare `new RegionRouter()` (no argument) it makes the object a default router on
+/// the spot and answers "no constructor", so the engine skips the call: what the
+/// constructor would have done costs no call frame. Anything else (arguments,
+/// Reflection's `newInstance()`, `new` in a constant expression) gets the real
+/// constructor.
 ///
 /// A bare `new` is recognised from the engine's state as ZEND_NEW leaves it: the current
 /// frame is user code, its saved opline is a ZEND_NEW with no argument followed by the
