@@ -279,18 +279,35 @@ impl Source {
 
     fn refresh_locked(&self) {
         let mut seen = self.seen.lock();
-        let meta = match std::fs::metadata(&self.path) {
-            Ok(meta) => meta,
+        // The identity comes from the open file itself (fstat), not from a stat of the
+        // path: a rename between a stat and the open would otherwise pair one file's
+        // identity with the next one's contents, and that next file would be read twice.
+        let opened = File::open(&self.path).and_then(|file| {
+            let meta = file.metadata()?;
+            Ok((file, meta))
+        });
+        let (identity, outcome) = match opened {
+            // Renamed over between the open and the fstat: its successor is in place,
+            // and that rename's event (or the next poll) reads it.
+            Ok((_, meta)) if meta.nlink() == 0 => return,
+            Ok((file, meta)) => (Some(Identity::of(&meta)), Ok((file, meta.len()))),
             // A missing file is not a failed load: the agent may not have written it yet,
             // and the table in use (if any) stays.
-            Err(_) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            // Unreadable (permissions, say): a failed load, counted once per version of
+            // the file as a bad file is, so the path's own identity stands in.
+            Err(e) => (
+                std::fs::metadata(&self.path)
+                    .ok()
+                    .map(|meta| Identity::of(&meta)),
+                Err(format!("open: {e}")),
+            ),
         };
-        let identity = Identity::of(&meta);
-        if seen.identity == Some(identity) {
+        if identity.is_some() && seen.identity == identity {
             return;
         }
-        seen.identity = Some(identity);
-        match self.read_table() {
+        seen.identity = identity;
+        match outcome.and_then(|(file, size)| self.read_table(&file, size)) {
             Ok(table) => {
                 // Counted before the swap, so that whoever sees the new revision also
                 // sees the load that brought it in stats().
@@ -311,9 +328,7 @@ impl Source {
         self.last_load_unix_ms.store(now_ms, Ordering::Relaxed);
     }
 
-    fn read_table(&self) -> Result<Table, String> {
-        let file = File::open(&self.path).map_err(|e| format!("open: {e}"))?;
-        let size = file.metadata().map_err(|e| format!("fstat: {e}"))?.len();
+    fn read_table(&self, file: &File, size: u64) -> Result<Table, String> {
         if size == 0 {
             return Err("empty file".into());
         }
@@ -327,7 +342,7 @@ impl Source {
         // one over it, and a mapping of a renamed-away file stays valid. A file truncated
         // in place anyway (against the rules) is caught by the guarded read below. The
         // mapping is dropped as soon as the table is parsed into owned memory.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("mmap: {e}"))?;
+        let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| format!("mmap: {e}"))?;
         // Regions whose value did not change are reused, not parsed again.
         let previous = self.loaded.load();
         crate::sigbus::read_guarded(&map, |bytes| Table::parse_after(bytes, &previous.table))

@@ -1,7 +1,9 @@
 //! Keeping sources fresh: one inotify watcher per process, or a throttled stat.
 //!
 //! The agent replaces the snapshot by rename, which an inotify watch on the file itself
-//! would lose, so the watcher watches the file's directory and filters by name. One
+//! would lose, so the watcher watches the file's directory and filters by name. Events
+//! that only report a read (an open, or a close after reading: every worker's own reloads
+//! make them) are ignored. One
 //! process-wide watcher (one thread, one inotify instance) serves every directory. When
 //! inotify cannot be had (`fs.inotify.max_user_instances` exhausted by many workers, a
 //! missing directory), the source falls back to a stat at most every
@@ -121,6 +123,9 @@ pub fn unavailable_reason() -> Option<String> {
 fn on_event(event: notify::Result<notify::Event>) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         let sources = match &event {
+            // Someone opened or read a file (this process's own reloads among them):
+            // nothing changed.
+            Ok(event) if is_read_only(event) => return,
             Ok(event) if !event.need_rescan() && !event.paths.is_empty() => {
                 let mut sources = Vec::new();
                 for path in &event.paths {
@@ -147,4 +152,16 @@ fn on_event(event: notify::Result<notify::Event>) {
         }
         crate::router::refresh_default_reader();
     }));
+}
+
+/// An event that only says a file was opened, read or closed after reading.
+fn is_read_only(event: &notify::Event) -> bool {
+    use notify::event::{AccessKind, AccessMode, EventKind};
+    !event.need_rescan()
+        && matches!(
+            event.kind,
+            EventKind::Access(
+                AccessKind::Open(_) | AccessKind::Read | AccessKind::Close(AccessMode::Read)
+            )
+        )
 }

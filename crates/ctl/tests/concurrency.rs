@@ -285,9 +285,18 @@ async fn concurrent_drains_restores_and_sets_equal_a_serial_order() {
         }
     }
     eprintln!("exit codes: {outcomes:?}; committed: {}", committed.len());
-    assert!(
-        committed.len() >= 8,
-        "most operations commit: {outcomes:?}, {committed:?}"
+    // Not vacuous: a set always applies and, with 40 attempts among 16 writers, always
+    // commits, so at least the four sets are in the serial order checked below. How many
+    // drains and restores apply depends on the order they land in (a restore before its
+    // drain exits 4), so their number is not asserted.
+    let sets = ops.iter().filter(|op| matches!(op, Op::Set(..))).count();
+    let committed_sets = committed
+        .iter()
+        .filter(|(_, op)| matches!(op, Op::Set(..)))
+        .count();
+    assert_eq!(
+        committed_sets, sets,
+        "every set commits: {outcomes:?}, {committed:?}"
     );
     committed.sort_by_key(|(revision, _)| *revision);
     let revisions: Vec<i64> = committed.iter().map(|(revision, _)| *revision).collect();
