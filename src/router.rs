@@ -276,8 +276,7 @@ unsafe fn is_bare_new(object: *mut zend_object) -> bool {
     }
 }
 
-/// Makes `object` a default router; false if it is not ours. Nothing else to do: its
-/// source is made fresh by the first method called on it, as for every router.
+/// Makes `object` a default router; false if it is not ours.
 fn open_default_in(object: *mut zend_object) -> bool {
     // SAFETY: a live object the engine handed us.
     let Some(object) = (unsafe { object.as_mut() }) else {
@@ -287,7 +286,7 @@ fn open_default_in(object: *mut zend_object) -> bool {
         return false;
     };
     if this.obj.is_none() {
-        this.obj = Some(RegionRouter { reader: None });
+        this.obj = Some(RegionRouter::open(None));
     }
     true
 }
@@ -346,16 +345,16 @@ fn construct_call(ex: &mut ExecuteData) -> Result<(), Thrown> {
 }
 
 impl RegionRouter {
-    /// The router for `path` (None: ini `dw_router.snapshot_path`), its source fresh.
+    /// The router for `path` (None: ini `dw_router.snapshot_path`). An explicit path's
+    /// reader takes its table now, its source made fresh.
     fn open(path: Option<&[u8]>) -> RegionRouter {
         match path {
             Some(path) => RegionRouter {
                 reader: Some(Reader::open(registry::source_for(path))),
             },
-            None => {
-                watch::ensure_fresh(registry::default_source());
-                RegionRouter { reader: None }
-            }
+            // Nothing to open: the shared reader serves it, and the first method called
+            // makes the source fresh, as for every router.
+            None => RegionRouter { reader: None },
         }
     }
 

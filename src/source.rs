@@ -279,9 +279,20 @@ impl Source {
 
     fn refresh_locked(&self) {
         let mut seen = self.seen.lock();
-        // The identity comes from the open file itself (fstat), not from a stat of the
-        // path: a rename between a stat and the open would otherwise pair one file's
-        // identity with the next one's contents, and that next file would be read twice.
+        // Unchanged is the common answer (every poll asks): a stat of the path says so.
+        let path_identity = match std::fs::metadata(&self.path) {
+            Ok(meta) => Some(Identity::of(&meta)),
+            // A missing file is not a failed load: the agent may not have written it yet,
+            // and the table in use (if any) stays.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(_) => None,
+        };
+        if path_identity.is_some() && seen.identity == path_identity {
+            return;
+        }
+        // The identity a load records comes from the opened file itself (fstat), not from
+        // that stat: a rename in between would pair one file's identity with the next
+        // one's contents, and that next file would be read twice.
         let opened = File::open(&self.path).and_then(|file| {
             let meta = file.metadata()?;
             Ok((file, meta))
@@ -291,17 +302,11 @@ impl Source {
             // and that rename's event (or the next poll) reads it.
             Ok((_, meta)) if meta.nlink() == 0 => return,
             Ok((file, meta)) => (Some(Identity::of(&meta)), Ok((file, meta.len()))),
-            // A missing file is not a failed load: the agent may not have written it yet,
-            // and the table in use (if any) stays.
+            // Removed since the stat: missing, as above.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
             // Unreadable (permissions, say): a failed load, counted once per version of
-            // the file as a bad file is, so the path's own identity stands in.
-            Err(e) => (
-                std::fs::metadata(&self.path)
-                    .ok()
-                    .map(|meta| Identity::of(&meta)),
-                Err(format!("open: {e}")),
-            ),
+            // the file as a bad file is, so the path's identity stands in.
+            Err(e) => (path_identity, Err(format!("open: {e}"))),
         };
         if identity.is_some() && seen.identity == identity {
             return;

@@ -3,8 +3,8 @@
 //! The agent replaces the snapshot by rename, which an inotify watch on the file itself
 //! would lose, so the watcher watches the file's directory and filters by name. Events
 //! that only report a read (an open, or a close after reading: every worker's own reloads
-//! make them) are ignored. One
-//! process-wide watcher (one thread, one inotify instance) serves every directory. When
+//! make them) are ignored. One process-wide watcher (one thread, one inotify instance)
+//! serves every directory. When
 //! inotify cannot be had (`fs.inotify.max_user_instances` exhausted by many workers, a
 //! missing directory), the source falls back to a stat at most every
 //! `dw_router.poll_interval_ms`, checked by the requests themselves.
