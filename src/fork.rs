@@ -21,6 +21,8 @@ pub fn generation() -> u64 {
 }
 
 extern "C" fn prepare() {
+    // Before any lock is taken: it reloads under the reload lock itself.
+    crate::preload::before_fork();
     // Lock order: the shared default reader (held while a resolve() may set up a watch or
     // reload), watcher state, reload, registry.
     std::mem::forget(crate::router::DEFAULT_READER.lock());
@@ -50,8 +52,8 @@ extern "C" fn child() {
     }
 }
 
-/// Installs the handlers, once per process, the first time a watcher is set up (never in
-/// MINIT). glibc removes them again if the extension is unloaded.
+/// Installs the handlers, once per process: the first time a watcher is set up, or in
+/// MINIT when it preloaded. glibc removes them again if the extension is unloaded.
 pub fn install_handlers() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

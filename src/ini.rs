@@ -11,12 +11,13 @@ pub const FALLBACK_SHARD: &CStr = c"dw_router.fallback_shard";
 pub const FALLBACK_ORIGIN: &CStr = c"dw_router.fallback_origin";
 pub const POLL_INTERVAL_MS: &CStr = c"dw_router.poll_interval_ms";
 pub const MAX_SNAPSHOT_BYTES: &CStr = c"dw_router.max_snapshot_bytes";
+pub const PRELOAD: &CStr = c"dw_router.preload";
 
 pub const DEFAULT_SNAPSHOT_PATH: &str = "/dev/shm/dw-routing.json";
 const DEFAULT_POLL_INTERVAL_MS: u64 = 250;
 const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
 
-pub static ENTRIES: IniEntryDefs<6> = IniEntryDefs::new([
+pub static ENTRIES: IniEntryDefs<7> = IniEntryDefs::new([
     IniEntryDef::new(
         SNAPSHOT_PATH,
         c"/dev/shm/dw-routing.json",
@@ -26,6 +27,7 @@ pub static ENTRIES: IniEntryDefs<6> = IniEntryDefs::new([
     IniEntryDef::new(FALLBACK_ORIGIN, c"iad-a", IniEntryPermission::System),
     IniEntryDef::new(POLL_INTERVAL_MS, c"250", IniEntryPermission::System),
     IniEntryDef::new(MAX_SNAPSHOT_BYTES, c"67108864", IniEntryPermission::System),
+    IniEntryDef::new(PRELOAD, c"auto", IniEntryPermission::System),
     IniEntryDef::end(),
 ]);
 
@@ -73,6 +75,17 @@ pub fn poll_interval_ms() -> u64 {
 
 pub fn max_snapshot_bytes() -> u64 {
     number(MAX_SNAPSHOT_BYTES, DEFAULT_MAX_SNAPSHOT_BYTES)
+}
+
+/// Whether MINIT parses the default snapshot (see `preload`): `auto` in every SAPI but the
+/// CLI and phpdbg; `1`/`on`/`yes`/`true` and `0`/`off`/`no`/`false` force it.
+pub fn preload_enabled(sapi: Option<&str>) -> bool {
+    let value = string(PRELOAD).unwrap_or_default();
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "on" | "yes" | "true" => true,
+        "0" | "off" | "no" | "false" | "" => false,
+        _ => !matches!(sapi, Some("cli" | "phpdbg") | None),
+    }
 }
 
 /// The fail-open route, read once: the settings are SYSTEM.

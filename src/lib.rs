@@ -5,14 +5,18 @@
 //! parsed table per path per process fresh (inotify, or a throttled stat), and exposes it
 //! to PHP.
 //!
-//! Lifecycle, kept plain: MINIT registers ini entries and nothing else (no thread, no
-//! fd: FPM and lsphp fork after MINIT); the first RINIT installs the object handlers of the
-//! per-request fast paths (see `router`); the first router used in a process, or in a
-//! forked child, sets up its watcher; MINFO prints the state.
+//! Lifecycle, kept plain: MINIT registers ini entries and, outside the CLI, parses the
+//! default snapshot once so that forked workers start warm (`preload`; no thread, no fd
+//! kept: FPM and lsphp fork after MINIT); the first RINIT installs the object handlers of
+//! the per-request fast paths (see `router`); the first router used in a process, or in a
+//! forked child, sets up its watcher; MINFO prints the state. MSHUTDOWN is not needed: a
+//! watcher thread, if any, ends with its process, and a child whose MINIT ran in its
+//! parent has nothing of its own to tear down.
 
 mod fork;
 mod info;
 mod ini;
+mod preload;
 mod registry;
 mod route_array;
 mod router;
@@ -28,6 +32,7 @@ pub use crate::router::RegionRouter;
 
 fn startup(_ty: i32, module_number: i32) -> i32 {
     IniEntryDef::register(ini::ENTRIES.as_slice(), module_number);
+    preload::in_minit();
     0
 }
 

@@ -14,8 +14,8 @@
 //! poll brings the complete file in. No jump out of the handler, so no Rust frame is ever
 //! skipped.
 //!
-//! The handler is installed on the first guarded read, never in MINIT, and only once per
-//! process (forks inherit it). A SIGBUS anywhere else goes to whatever handler was there
+//! The handler is installed on the first guarded read (in MINIT when `preload` reads the
+//! snapshot there), and only once per process (forks inherit it). A SIGBUS anywhere else goes to whatever handler was there
 //! before, or to the default action, exactly as without this module.
 
 use std::sync::OnceLock;

@@ -10,6 +10,7 @@ $defaults = [
     'dw_router.fallback_origin' => 'iad-a',
     'dw_router.poll_interval_ms' => '250',
     'dw_router.max_snapshot_bytes' => '67108864',
+    'dw_router.preload' => 'auto',
 ];
 $all = ini_get_all('dw_router');
 $names = array_keys($all);
@@ -47,6 +48,8 @@ dw_router.poll_interval_ms     get=true global=true local=true access=SYSTEM
 dw_router.poll_interval_ms     ini_set=false still=true
 dw_router.max_snapshot_bytes   get=true global=true local=true access=SYSTEM
 dw_router.max_snapshot_bytes   ini_set=false still=true
+dw_router.preload              get=true global=true local=true access=SYSTEM
+dw_router.preload              ini_set=false still=true
 string(4) "us-1"
 string(24) "/dev/shm/dw-routing.json"
 string(24) "/dev/shm/dw-routing.json"

@@ -77,4 +77,5 @@ dw_router.fallback_origin => iad-a => iad-a
 dw_router.fallback_shard => info-shard => info-shard
 dw_router.max_snapshot_bytes => 67108864 => 67108864
 dw_router.poll_interval_ms => 250 => 250
+dw_router.preload => auto => auto
 dw_router.snapshot_path => /dev/shm/dw-routing.json => /dev/shm/dw-routing.json

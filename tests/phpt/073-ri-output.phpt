@@ -34,4 +34,5 @@ dw_router.fallback_shard => us-1 => us-1
 dw_router.fallback_origin => iad-a => iad-a
 dw_router.poll_interval_ms => 75 => 75
 dw_router.max_snapshot_bytes => 67108864 => 67108864
+dw_router.preload => auto => auto
 bool(true)
