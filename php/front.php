@@ -3,16 +3,23 @@
 declare(strict_types=1);
 
 /*
- * The front controller of the demo stack (scripts/stack: nginx -> php-fpm -> this file).
+ * The front controller of the demo stack (scripts/stack: OpenLiteSpeed -> lsphp, or
+ * nginx -> php-fpm, then this file).
  *
  * Routes the visitor by the CDN's CF-IPCountry header and answers with the route in
  * headers and a one-line body:
  *
  *   X-DW-Shard, X-DW-Origin   the route
  *   X-DW-Revision             etcd revision of the routing table this worker used
- *   X-DW-Worker               the php-fpm worker's pid (each worker has its own watcher)
+ *   X-DW-Worker               the PHP worker's pid (php-fpm worker or lsphp child; each has
+ *                             its own watcher)
  *   X-DW-Clock                (DW_TEST_HOOKS only) hrtime() when the route was read: orders
  *                             one worker's answers in the e2e test
+ *   X-DW-Reload               (DW_TEST_HOOKS only) how this worker notices a new snapshot:
+ *                             inotify or poll (stats()['reload_mechanism'])
+ *   X-DW-Route-Ns             (DW_TEST_HOOKS only) nanoseconds from before `new RegionRouter`
+ *                             to after revision(): a fresh worker's first request includes
+ *                             loading the table, unless MINIT preloaded it
  *
  * The sticky key (the pick hashes it instead of the country) comes from the X-DW-Sticky
  * header or the dw_sticky cookie. Server variables the web server may set:
@@ -33,10 +40,12 @@ if ($testHooks && isset($_GET['hold_ms']) && is_string($_GET['hold_ms'])) {
 $country = is_string($server['HTTP_CF_IPCOUNTRY'] ?? null) ? $server['HTTP_CF_IPCOUNTRY'] : '';
 $sticky = $server['HTTP_X_DW_STICKY'] ?? $_COOKIE['dw_sticky'] ?? null;
 $sticky = is_string($sticky) && $sticky !== '' ? $sticky : null;
+$started = hrtime(true);
 
 if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     $route = ['shard' => '-', 'origin' => '-'];
     $revision = 0;
+    $router = null;
 } else {
     // The userland twin only where the extension is absent: with it, no file to include.
     if (!class_exists('RegionRouter', false)) {
@@ -59,6 +68,8 @@ header('X-DW-Revision: ' . $revision);
 header('X-DW-Worker: ' . getmypid());
 if ($testHooks) {
     header('X-DW-Clock: ' . $clock);
+    header('X-DW-Reload: ' . ($router?->stats()['reload_mechanism'] ?? 'none'));
+    header('X-DW-Route-Ns: ' . ($clock - $started));
 }
 
 // The country is the visitor's input: print it only as a bounded, printable token.

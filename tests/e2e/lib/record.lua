@@ -25,10 +25,25 @@ function request()
   return requests[next_request]
 end
 
+-- A header by name, whatever its case: nginx passes PHP's spelling, OpenLiteSpeed lowercases.
+local function header(headers, name)
+  local value = headers[name]
+  if value then
+    return value
+  end
+  local lower = string.lower(name)
+  for key, v in pairs(headers) do
+    if string.lower(key) == lower then
+      return v
+    end
+  end
+  return "-"
+end
+
 function response(status, headers, body)
   recorded = recorded + 1
-  records[recorded] = status .. " " .. (headers["X-DW-Worker"] or "-") .. " "
-    .. (headers["X-DW-Clock"] or "-") .. " " .. (headers["X-DW-Revision"] or "-")
+  records[recorded] = status .. " " .. header(headers, "X-DW-Worker") .. " "
+    .. header(headers, "X-DW-Clock") .. " " .. header(headers, "X-DW-Revision")
 end
 
 function done(summary, latency, requests)

@@ -3,9 +3,10 @@
 declare(strict_types=1);
 
 /*
- * After a change, does every php-fpm worker route with it within a bound?
+ * After a change, does every PHP worker route with it within a bound?
  *
  *   php workers.php URL BOUND_MS WORKER_PIDS -- CMD ARGS...
+ *   php workers.php URL BOUND_MS auto:N -- CMD ARGS...
  *
  * Runs CMD (a dwctl write, which prints "... revision N"), notes the monotonic time T at
  * which it returned (etcd had committed by then), then sends rounds of as many concurrent
@@ -15,6 +16,11 @@ declare(strict_types=1);
  * here). It fails when a worker answered with an older revision more than BOUND_MS after T,
  * or when some worker in WORKER_PIDS (comma separated) was never seen with the new revision
  * within 10 s. Prints one line per worker.
+ *
+ * auto:N is for servers that fork workers on demand (lsphp forks a child per connection,
+ * and recycles them): rounds of N requests, and the workers are every pid that answered
+ * in the first round or later. Each must be seen with the new revision within the bound,
+ * and at least N/2 distinct workers must have answered (the rounds did spread).
  */
 
 [, $url, $boundMs, $pids] = $argv + [null, null, null, null];
@@ -23,7 +29,10 @@ if (!is_string($url) || !is_numeric($boundMs) || !is_string($pids) || $command =
     fwrite(STDERR, "usage: php workers.php URL BOUND_MS PID,PID,... -- CMD ARGS...\n");
     exit(2);
 }
-$workers = array_map('intval', explode(',', $pids));
+$auto = is_string($pids) && str_starts_with($pids, 'auto:');
+$concurrency = $auto ? max(1, (int) substr($pids, 5)) : 0;
+$workers = $auto ? [] : array_map('intval', explode(',', $pids));
+$concurrency = $auto ? $concurrency : count($workers);
 $bound = (int) $boundMs * 1_000_000;
 $parts = parse_url($url);
 $address = sprintf('tcp://%s:%d', $parts['host'], $parts['port']);
@@ -69,9 +78,18 @@ $firstNew = [];   // worker => clock of its first answer with the new revision
 $lateOld = [];    // answers with an older revision read after the bound
 $deadline = $ack + 10_000_000_000;
 $rounds = 0;
-while (count(array_intersect($workers, array_keys($firstNew))) < count($workers) && hrtime(true) < $deadline) {
+// auto: at least three rounds, then until every worker seen so far had the new revision.
+$pending = static function () use (&$rounds, &$workers, &$firstNew, $auto): bool {
+    return $auto
+        ? $rounds < 3 || array_diff($workers, array_keys($firstNew)) !== []
+        : count(array_intersect($workers, array_keys($firstNew))) < count($workers);
+};
+while ($pending() && hrtime(true) < $deadline) {
     $rounds++;
-    foreach (round_of($address, count($workers)) as [$worker, $served, $clock]) {
+    foreach (round_of($address, $concurrency) as [$worker, $served, $clock]) {
+        if ($auto && $worker > 0 && !in_array($worker, $workers, true)) {
+            $workers[] = $worker;
+        }
         if ($served >= $revision) {
             $firstNew[$worker] ??= $clock;
         } elseif ($clock - $ack > $bound) {
@@ -95,5 +113,9 @@ foreach ($workers as $worker) {
 foreach ($lateOld as $line) {
     echo "  $line\n";
 }
-printf("  (%d round(s) of %d held requests)\n", $rounds, count($workers));
+if ($auto && count($workers) < intdiv($concurrency, 2)) {
+    echo '  only ' . count($workers) . " distinct workers answered rounds of $concurrency requests\n";
+    $ok = false;
+}
+printf("  (%d round(s) of %d held requests, %d workers)\n", $rounds, $concurrency, count($workers));
 exit($ok ? 0 : 1);

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# OpenLiteSpeed + lsphp 8.4 (production's stack), at 250 and 2,500 regions:
+#   1. HTTP throughput of php/front.php with routing against the same page without it
+#   2. warm children: a fresh child's first route (new RegionRouter + resolve + revision)
+#      with the table preloaded in MINIT and without, and the private memory (USS) a child
+#      adds by routing while the table is the one MINIT loaded
+# A bench/ plug-in (see bench/README.md): Markdown on stdout, log on stderr, raw results in
+# $DW_BENCH_RAW. Where no LiteSpeed is found it says so in its section.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RAW=${DW_BENCH_RAW:-$ROOT/target/bench/22-lsphp}
+QUICK=${DW_BENCH_QUICK:-0}
+export STACK_SO=${DW_BENCH_SO:-$ROOT/target/release/libdw_router.so}
+# shellcheck source=scripts/stack
+source scripts/stack
+
+log() { echo "22-lsphp: $*" >&2; }
+if ! why=$(stack_litespeed_available 2>&1); then
+  printf '## OpenLiteSpeed + lsphp\n\nNot measured: %s\n' "$why"
+  exit 0
+fi
+[[ -f $STACK_SO ]] || { log "$STACK_SO not built (make build)"; exit 1; }
+mkdir -p "$RAW"
+rm -f "$RAW"/*.jsonl "$RAW"/*.txt
+
+ROUNDS=5 SECONDS_PER_RUN=4 FRESH=60
+if [[ $QUICK == 1 ]]; then ROUNDS=1 SECONDS_PER_RUN=2 FRESH=15; fi
+SIZES=(250 2500)
+STACK_SERVER=litespeed
+STACK_LSPHP_CHILDREN=8
+
+stack_init "$(mktemp -d /tmp/dw-bench-lsphp.XXXXXX)"
+trap 'stack_stop; rm -rf "$STACK_DIR" "$(dirname "$STACK_SNAPSHOT")"' EXIT
+
+for n in "${SIZES[@]}"; do
+  php examples/generate.php --regions "$n" --out "$STACK_DIR/gen-$n.json" >/dev/null
+  php -r '$s = json_decode(file_get_contents($argv[1]), true); $s["revision"] = (int) $argv[2];
+    file_put_contents($argv[3], json_encode($s, JSON_UNESCAPED_SLASHES));' \
+    "$STACK_DIR/gen-$n.json" "$n" "$STACK_DIR/snapshot-$n.json"
+done
+install_snapshot() { cp "$STACK_DIR/snapshot-$1.json" "$STACK_SNAPSHOT.tmp" && mv "$STACK_SNAPSHOT.tmp" "$STACK_SNAPSHOT"; }
+geos() { # size: 63 geos spread over the table, and ZZ (no region)
+  php -r '$s = json_decode(file_get_contents($argv[1]), true); $geos = [];
+    foreach (array_keys($s["kvs"]) as $k) if (str_starts_with($k, "/dw/routing/region/")) $geos[] = substr($k, 19);
+    $step = max(1, intdiv(count($geos), 63)); $pick = [];
+    for ($i = 0; $i < count($geos) && count($pick) < 63; $i += $step) $pick[] = $geos[$i];
+    $pick[] = "ZZ"; echo implode(",", $pick);' "$STACK_DIR/snapshot-$1.json"
+}
+cat >"$STACK_DIR/geos.lua" <<'EOF'
+local requests = {}
+local next_request = 0
+function init(args)
+  local i = 0
+  for geo in string.gmatch(os.getenv("DW_BENCH_GEOS"), "[^,]+") do
+    i = i + 1
+    requests[i] = wrk.format("GET", "/", { ["CF-IPCountry"] = geo })
+  end
+end
+function request()
+  next_request = next_request % #requests + 1
+  return requests[next_request]
+end
+EOF
+revision_at() { curl -fsS -o /dev/null -D - "$1/" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-dw-revision" {print $2}'; }
+# USS (Private_Clean + Private_Dirty, KiB) of each child of the lsphp parent in ROOT.
+children_uss() { # server-root label size
+  local parent pid
+  parent=$(head -n1 "$1/run/lsphp/pids")
+  for pid in $(pgrep -P "$parent"); do
+    awk -v l="$2" -v n="$3" -v pid="$pid" '/^Private_Clean:/ {pc = $2} /^Private_Dirty:/ {pd = $2} /^Rss:/ {rss = $2}
+      END {printf "{\"label\":\"%s\",\"size\":%d,\"pid\":%d,\"uss_kb\":%d,\"rss_kb\":%d}\n", l, n, pid, pc + pd, rss}' \
+      "/proc/$pid/smaps_rollup"
+  done
+}
+
+# ---- 1. throughput: routed page vs the same page without routing, side by side -------------
+install_snapshot 250
+log "starting OLS + lsphp twice: with the extension, and without it (DW_ROUTING=off)"
+STACK_HTTP_PORT= STACK_LSPHP_ENV=()
+stack_start_litespeed ext yes
+URL_EXT=$STACK_URL
+STACK_HTTP_PORT= STACK_LSPHP_ENV=(DW_ROUTING=off)
+stack_start_litespeed none no
+URL_NONE=$STACK_URL
+for n in "${SIZES[@]}"; do
+  install_snapshot "$n"
+  stack_until "revision $n over HTTP" bash -c '[[ $(curl -fsS -o /dev/null -D - "$0/" | tr -d "\r" | awk -F": " "tolower(\$1)==\"x-dw-revision\"{print \$2}") == "$1" ]]' "$URL_EXT" "$n"
+  export DW_BENCH_GEOS
+  DW_BENCH_GEOS=$(geos "$n")
+  for url in "$URL_NONE" "$URL_EXT"; do wrk -t1 -c8 -d1s -s "$STACK_DIR/geos.lua" "$url" >/dev/null; done
+  for ((round = 1; round <= ROUNDS; round++)); do
+    for variant in none ext; do
+      url=$URL_EXT
+      [[ $variant == none ]] && url=$URL_NONE
+      log "$n regions, round $round, $variant"
+      out=$RAW/wrk-$n-$variant-$round.txt
+      wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" --latency -s "$STACK_DIR/geos.lua" "$url" >"$out"
+      rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+      p99=$(awk '$1 == "99%" {print $2}' "$out")
+      errors=$(grep -cE 'Socket errors|Non-2xx' "$out" || true)
+      echo "{\"size\":$n,\"variant\":\"$variant\",\"round\":$round,\"rps\":$rps,\"p99\":\"$p99\",\"errors\":$errors}" >>"$RAW/throughput.jsonl"
+    done
+  done
+done
+stack_stop_litespeed
+
+# ---- 2. warm children ------------------------------------------------------------------------
+STACK_TEST_HOOKS=1
+for n in "${SIZES[@]}"; do
+  install_snapshot "$n"
+  export DW_BENCH_GEOS
+  DW_BENCH_GEOS=$(geos "$n")
+  for preload in 1 0; do
+    # A fresh child per request (LSAPI_MAX_REQS=1): the first route of each.
+    log "$n regions, preload=$preload: $FRESH fresh children"
+    STACK_HTTP_PORT= STACK_LSPHP_MAX_REQS=1 STACK_LSPHP_ENV=() STACK_LSPHP_INI="dw_router.preload = $preload"
+    stack_start_litespeed "fresh-$n-$preload" yes
+    for ((i = 0; i < FRESH; i++)); do
+      curl -fsS -o /dev/null -D - -H 'CF-IPCountry: DE' -w 'total %{time_total}\n' "$STACK_URL/" | tr -d '\r' |
+        awk -F': ' -v n="$n" -v p="$preload" 'tolower($1) == "x-dw-route-ns" {ns = $2} tolower($1) == "x-dw-revision" {r = $2}
+          /^total / {split($0, t, " "); printf "{\"size\":%d,\"preload\":%d,\"route_ns\":%d,\"revision\":%d,\"total_ms\":%.3f}\n", n, p, ns, r, t[2] * 1000}'
+    done >>"$RAW/fresh.jsonl"
+    stack_stop_litespeed "$STACK_OLS_ROOT"
+    # Long-lived children: private memory after routing every geo of the rotation.
+    log "$n regions, preload=$preload: memory of 8 children"
+    for routing in on off; do
+      [[ $preload == 0 && $routing == off ]] && continue
+      STACK_HTTP_PORT= STACK_LSPHP_MAX_REQS= STACK_LSPHP_ENV=() STACK_LSPHP_INI="dw_router.preload = $preload"
+      [[ $routing == off ]] && STACK_LSPHP_ENV=(DW_ROUTING=off)
+      stack_start_litespeed "mem-$n-$preload-$routing" yes
+      wrk -t1 -c8 -d2s -s "$STACK_DIR/geos.lua" "$STACK_URL" >/dev/null
+      children_uss "$STACK_OLS_ROOT" "preload=$preload routing=$routing" "$n" >>"$RAW/memory.jsonl"
+      stack_stop_litespeed "$STACK_OLS_ROOT"
+    done
+  done
+done
+
+php -r '
+$read = fn ($f) => is_file($f) ? array_map(fn ($l) => json_decode($l, true), file($f, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES)) : [];
+[$tp, $fresh, $mem] = [$read($argv[1] . "/throughput.jsonl"), $read($argv[1] . "/fresh.jsonl"), $read($argv[1] . "/memory.jsonl")];
+[$rounds, $seconds, $quick, $lsphp, $children] = [(int) $argv[2], (int) $argv[3], $argv[4] === "1", $argv[5], (int) $argv[6]];
+$median = function (array $v): float { sort($v); $n = count($v); return $n === 0 ? NAN : ($n % 2 ? $v[intdiv($n, 2)] : ($v[$n / 2 - 1] + $v[$n / 2]) / 2); };
+$pct = function (array $v, float $p): float { sort($v); return $v === [] ? NAN : $v[min(count($v) - 1, (int) ceil($p * count($v)) - 1)]; };
+echo "## OpenLiteSpeed + lsphp: throughput, warm children, memory per child\n\n";
+if ($quick) echo "> Quick run (DW_BENCH_QUICK=1): numbers not to quote.\n\n";
+echo "How measured: OpenLiteSpeed 1.9 (`../shared/openlitespeed`, one worker) in front of $lsphp\n",
+     "(built by `scripts/build-lsphp`, opcache on), which OLS starts detached with\n",
+     "`PHP_LSAPI_CHILDREN=$children`; as root, lsphp runs as `nobody`. Two servers side by side: one whose\n",
+     "lsphp loads `dw_router.so` and routes (`php/front.php`), one without the extension serving the\n",
+     "same page with routing switched off (`DW_ROUTING=off`). `wrk -t1 -c8` for {$seconds} s per run over\n",
+     "64 geos of the snapshot, the two interleaved, $rounds round(s), median req/s.\n\n";
+echo "| regions | no routing (req/s) | extension (req/s) | extension / no routing | errors |\n|---|---|---|---|---|\n";
+$ratios = [];
+foreach ([250, 2500] as $n) {
+    $by = []; $errors = 0;
+    foreach ($tp as $r) if ($r["size"] === $n) { $by[$r["variant"]][] = $r["rps"]; $errors += $r["errors"]; }
+    if (!isset($by["ext"], $by["none"])) continue;
+    $ratios[$n] = $median($by["ext"]) / $median($by["none"]);
+    printf("| %s | %s | %s | %.3f | %d |\n", number_format($n), number_format($median($by["none"])), number_format($median($by["ext"])), $ratios[$n], $errors);
+}
+echo "\n";
+foreach ($ratios as $n => $r) printf("Target, extension >= 0.97x the page without routing on OLS + lsphp, %s regions: **%s** (%.3f).\n", number_format($n), $r >= 0.97 ? "met" : "not met", $r);
+echo "\nEvery run (req/s, p99 latency):\n\n| regions | round | no routing | extension |\n|---|---|---|---|\n";
+$cell = [];
+foreach ($tp as $r) $cell[$r["size"]][$r["round"]][$r["variant"]] = sprintf("%s (%s)", number_format($r["rps"]), $r["p99"]);
+foreach ($cell as $n => $byRound) foreach ($byRound as $round => $v) printf("| %s | %d | %s | %s |\n", number_format($n), $round, $v["none"] ?? "", $v["ext"] ?? "");
+
+echo "\n### Warm children: a fresh child\x27s first route\n\n",
+     "Each request went to a child forked for it (`LSAPI_MAX_REQS=1`); `X-DW-Route-Ns` (a test hook\n",
+     "of `php/front.php`) is the time from before `new RegionRouter()` to after `revision()` in that\n",
+     "child\x27s first and only request. With `dw_router.preload = 1` (the default `auto` outside the\n",
+     "CLI) the parent parsed the table in MINIT and the child only checks the file (one `stat`);\n",
+     "with `0` the child maps and parses it. Whole request as curl saw it beside it.\n\n",
+     "| regions | preload | children | first route p50 (µs) | p90 (µs) | max (µs) | request p50 (ms) | all at the snapshot\x27s revision |\n|---|---|---|---|---|---|---|---|\n";
+$firstP50 = [];
+foreach ([250, 2500] as $n) foreach ([1, 0] as $p) {
+    $rows = array_values(array_filter($fresh, fn ($r) => $r["size"] === $n && $r["preload"] === $p));
+    if ($rows === []) continue;
+    $us = array_map(fn ($r) => $r["route_ns"] / 1000, $rows);
+    $firstP50[$n][$p] = $median($us);
+    $revOk = count(array_filter($rows, fn ($r) => $r["revision"] === $n)) === count($rows);
+    printf("| %s | %s | %d | %.0f | %.0f | %.0f | %.2f | %s |\n", number_format($n), $p ? "on" : "off", count($rows),
+        $median($us), $pct($us, 0.9), max($us), $median(array_column($rows, "total_ms")), $revOk ? "yes" : "no");
+}
+if (isset($firstP50[2500][1])) printf("\nTarget, a fresh child\x27s first `resolve()` within 100 µs at 2,500 regions: **%s** (p50 %.0f µs with preload; %.0f µs without).\n",
+    $firstP50[2500][1] <= 100 ? "met" : "not met", $firstP50[2500][1], $firstP50[2500][0] ?? NAN);
+
+echo "\n### Private memory per child\n\n",
+     "$children long-lived children per server after `wrk -c8` for 2 s over the 64 geos (every child routed many\n",
+     "of them, filling its route memo). USS = Private_Clean + Private_Dirty from `/proc/PID/smaps_rollup`,\n",
+     "mean over the children, KiB. \"routing off\" is the same lsphp with the extension and the preloaded\n",
+     "table but `DW_ROUTING=off`: the difference is what routing adds to a child.\n\n",
+     "| regions | preload | routing | children | USS (KiB) | RSS (KiB) |\n|---|---|---|---|---|---|\n";
+$uss = [];
+foreach ([250, 2500] as $n) foreach (["preload=1 routing=off", "preload=1 routing=on", "preload=0 routing=on"] as $label) {
+    $rows = array_values(array_filter($mem, fn ($r) => $r["size"] === $n && $r["label"] === $label));
+    if ($rows === []) continue;
+    $uss[$n][$label] = array_sum(array_column($rows, "uss_kb")) / count($rows);
+    [$p, $r] = sscanf($label, "preload=%d routing=%s");
+    printf("| %s | %s | %s | %d | %s | %s |\n", number_format($n), $p ? "on" : "off", $r, count($rows),
+        number_format($uss[$n][$label]), number_format(array_sum(array_column($rows, "rss_kb")) / count($rows)));
+}
+echo "\n";
+foreach ($uss as $n => $u) {
+    if (!isset($u["preload=1 routing=off"], $u["preload=1 routing=on"])) continue;
+    $added = $u["preload=1 routing=on"] - $u["preload=1 routing=off"];
+    $before = isset($u["preload=0 routing=on"]) ? $u["preload=0 routing=on"] - $u["preload=1 routing=off"] : NAN;
+    printf("At %s regions routing adds %s KiB of private memory per child with the table from MINIT (%s KiB when each child parses its own).%s\n",
+        number_format($n), number_format($added), number_format($before),
+        $n === 2500 ? sprintf(" Target <= 256 KiB at 2,500 regions: **%s**.", $added <= 256 ? "met" : "not met") : "");
+}
+' "$RAW" "$ROUNDS" "$SECONDS_PER_RUN" "$QUICK" "$(lsphp -v | head -n1 | cut -d' ' -f1-3)" "$STACK_LSPHP_CHILDREN"
