@@ -21,7 +21,7 @@ namespace DwRouter;
 
 final class RegionRouter
 {
-    public const DEFAULT_SNAPSHOT_PATH = '/dev/shm/dw-routing.json';
+    public const DEFAULT_SNAPSHOT_PATH = '/run/dw-router/routing.json';
     public const DEFAULT_PREFIX = '/dw/routing/';
     public const DEFAULT_FALLBACK_SHARD = 'us-1';
     public const DEFAULT_FALLBACK_ORIGIN = 'iad-a';

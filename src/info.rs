@@ -15,6 +15,11 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
     info_table_row!("version", env!("CARGO_PKG_VERSION"));
     // The commit it was built from (build.rs), to tell builds on a fleet apart.
     info_table_row!("build", env!("DW_ROUTER_COMMIT"));
+    // Whose snapshot this process reads (dw_router.trusted_owner; docs/snapshot-trust.md).
+    info_table_row!(
+        "trusted snapshot owner",
+        crate::trust::trusted_owner().describe()
+    );
     let sources = registry::all();
     if sources.is_empty() {
         info_table_row!("snapshot", "none used in this process yet");

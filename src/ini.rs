@@ -11,22 +11,27 @@ pub const FALLBACK_SHARD: &CStr = c"dw_router.fallback_shard";
 pub const FALLBACK_ORIGIN: &CStr = c"dw_router.fallback_origin";
 pub const POLL_INTERVAL_MS: &CStr = c"dw_router.poll_interval_ms";
 pub const MAX_SNAPSHOT_BYTES: &CStr = c"dw_router.max_snapshot_bytes";
+pub const TRUSTED_OWNER: &CStr = c"dw_router.trusted_owner";
 pub const PRELOAD: &CStr = c"dw_router.preload";
 
-pub const DEFAULT_SNAPSHOT_PATH: &str = "/dev/shm/dw-routing.json";
+/// dw-agent's default `--snapshot`: a directory of the agent's own (docs/snapshot-trust.md).
+pub const DEFAULT_SNAPSHOT_PATH: &str = "/run/dw-router/routing.json";
 const DEFAULT_POLL_INTERVAL_MS: u64 = 250;
 const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
 
-pub static ENTRIES: IniEntryDefs<7> = IniEntryDefs::new([
+pub static ENTRIES: IniEntryDefs<8> = IniEntryDefs::new([
     IniEntryDef::new(
         SNAPSHOT_PATH,
-        c"/dev/shm/dw-routing.json",
+        c"/run/dw-router/routing.json",
         IniEntryPermission::System,
     ),
     IniEntryDef::new(FALLBACK_SHARD, c"us-1", IniEntryPermission::System),
     IniEntryDef::new(FALLBACK_ORIGIN, c"iad-a", IniEntryPermission::System),
     IniEntryDef::new(POLL_INTERVAL_MS, c"250", IniEntryPermission::System),
     IniEntryDef::new(MAX_SNAPSHOT_BYTES, c"67108864", IniEntryPermission::System),
+    // Empty: a snapshot must be owned by root or its directory's owner. A user name or
+    // uid: by root or that user, which also admits a sticky shared directory (/dev/shm).
+    IniEntryDef::new(TRUSTED_OWNER, c"", IniEntryPermission::System),
     IniEntryDef::new(PRELOAD, c"auto", IniEntryPermission::System),
     IniEntryDef::end(),
 ]);
@@ -67,6 +72,10 @@ pub fn snapshot_path() -> String {
     string(SNAPSHOT_PATH)
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| DEFAULT_SNAPSHOT_PATH.to_owned())
+}
+
+pub fn trusted_owner() -> String {
+    string(TRUSTED_OWNER).unwrap_or_default()
 }
 
 pub fn poll_interval_ms() -> u64 {

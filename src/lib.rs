@@ -22,6 +22,7 @@ mod route_array;
 mod router;
 mod sigbus;
 mod source;
+mod trust;
 mod values;
 mod watch;
 

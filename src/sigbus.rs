@@ -2,7 +2,7 @@
 //!
 //! The snapshot is read through an mmap. dw-agent only ever renames a new file over the old
 //! one, and a mapping of a renamed-away file stays valid. But a file truncated in place
-//! (`cp new.json /dev/shm/dw-routing.json`, an editor, a careless script) takes its pages
+//! (`cp new.json /run/dw-router/routing.json`, an editor, a careless script) takes its pages
 //! away from every mapping, and the next read of one raises SIGBUS: by default that kills
 //! the worker, and every worker of the node reads the file at the same moment.
 //!

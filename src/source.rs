@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 
 use crate::fork;
 use crate::route_array::RouteSlots;
+use crate::trust;
 
 /// A parsed table with the route arrays handed out for it.
 pub struct Loaded {
@@ -280,7 +281,8 @@ impl Source {
     fn refresh_locked(&self) {
         let mut seen = self.seen.lock();
         // Unchanged is the common answer (every poll asks): a stat of the path says so.
-        let path_identity = match std::fs::metadata(&self.path) {
+        // lstat: whatever is at the path is what is judged, a symlink included.
+        let path_identity = match std::fs::symlink_metadata(&self.path) {
             Ok(meta) => Some(Identity::of(&meta)),
             // A missing file is not a failed load: the agent may not have written it yet,
             // and the table in use (if any) stays.
@@ -292,21 +294,22 @@ impl Source {
         }
         // The identity a load records comes from the opened file itself (fstat), not from
         // that stat: a rename in between would pair one file's identity with the next
-        // one's contents, and that next file would be read twice.
-        let opened = File::open(&self.path).and_then(|file| {
-            let meta = file.metadata()?;
-            Ok((file, meta))
-        });
-        let (identity, outcome) = match opened {
+        // one's contents, and that next file would be read twice. The open follows no
+        // symlink, never blocks (a FIFO), and refuses a file whose owner or directory is
+        // not trusted (see `trust`); a refusal is a failed load like a bad file's.
+        let (identity, outcome) = match trust::open(&self.path, trust::trusted_owner()) {
             // Renamed over between the open and the fstat: its successor is in place,
             // and that rename's event (or the next poll) reads it.
             Ok((_, meta)) if meta.nlink() == 0 => return,
             Ok((file, meta)) => (Some(Identity::of(&meta)), Ok((file, meta.len()))),
             // Removed since the stat: missing, as above.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            // Unreadable (permissions, say): a failed load, counted once per version of
-            // the file as a bad file is, so the path's identity stands in.
-            Err(e) => (path_identity, Err(format!("open: {e}"))),
+            Err(trust::Refused::Missing) => return,
+            // Counted once per version of what is at the path: the opened object's
+            // identity, or (when it could not be opened) the path's.
+            Err(trust::Refused::Refused { message, metadata }) => (
+                metadata.map(|meta| Identity::of(&meta)).or(path_identity),
+                Err(message),
+            ),
         };
         if identity.is_some() && seen.identity == identity {
             return;

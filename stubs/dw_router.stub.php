@@ -11,7 +11,9 @@
 
 /**
  * Routes a visitor's country to a catalog shard and an upstream origin, from the routing
- * snapshot that dw-agent keeps current (by default /dev/shm/dw-routing.json).
+ * snapshot that dw-agent keeps current (by default /run/dw-router/routing.json). A file at
+ * the path is only read if it is a regular file (no symlink followed) whose owner and
+ * directory are trusted (docs/snapshot-trust.md, ini dw_router.trusted_owner).
  *
  * Every RegionRouter for one snapshot path in a process shares one parsed table, kept
  * fresh by an inotify watch on the snapshot's directory (or, when inotify is unavailable,

@@ -5,11 +5,12 @@ dw_router
 --FILE--
 <?php
 $defaults = [
-    'dw_router.snapshot_path' => '/dev/shm/dw-routing.json',
+    'dw_router.snapshot_path' => '/run/dw-router/routing.json',
     'dw_router.fallback_shard' => 'us-1',
     'dw_router.fallback_origin' => 'iad-a',
     'dw_router.poll_interval_ms' => '250',
     'dw_router.max_snapshot_bytes' => '67108864',
+    'dw_router.trusted_owner' => '',
     'dw_router.preload' => 'auto',
 ];
 $all = ini_get_all('dw_router');
@@ -48,8 +49,10 @@ dw_router.poll_interval_ms     get=true global=true local=true access=SYSTEM
 dw_router.poll_interval_ms     ini_set=false still=true
 dw_router.max_snapshot_bytes   get=true global=true local=true access=SYSTEM
 dw_router.max_snapshot_bytes   ini_set=false still=true
+dw_router.trusted_owner        get=true global=true local=true access=SYSTEM
+dw_router.trusted_owner        ini_set=false still=true
 dw_router.preload              get=true global=true local=true access=SYSTEM
 dw_router.preload              ini_set=false still=true
 string(4) "us-1"
-string(24) "/dev/shm/dw-routing.json"
-string(24) "/dev/shm/dw-routing.json"
+string(27) "/run/dw-router/routing.json"
+string(27) "/run/dw-router/routing.json"

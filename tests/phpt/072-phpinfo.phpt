@@ -64,6 +64,7 @@ bool(true)
 dw_router support => enabled
 version => V
 build => B
+trusted snapshot owner => root or the directory's owner
 snapshot path => DIR/dw-routing.json
 revision => 322
 regions => 1
@@ -78,4 +79,5 @@ dw_router.fallback_shard => info-shard => info-shard
 dw_router.max_snapshot_bytes => 67108864 => 67108864
 dw_router.poll_interval_ms => 250 => 250
 dw_router.preload => auto => auto
-dw_router.snapshot_path => /dev/shm/dw-routing.json => /dev/shm/dw-routing.json
+dw_router.snapshot_path => /run/dw-router/routing.json => /run/dw-router/routing.json
+dw_router.trusted_owner => no value => no value

@@ -26,13 +26,15 @@ dw_router
 dw_router support => enabled
 version => V
 build => B
+trusted snapshot owner => root or the directory's owner
 snapshot => none used in this process yet
 
 Directive => Local Value => Master Value
-dw_router.snapshot_path => /dev/shm/dw-routing.json => /dev/shm/dw-routing.json
+dw_router.snapshot_path => /run/dw-router/routing.json => /run/dw-router/routing.json
 dw_router.fallback_shard => us-1 => us-1
 dw_router.fallback_origin => iad-a => iad-a
 dw_router.poll_interval_ms => 75 => 75
 dw_router.max_snapshot_bytes => 67108864 => 67108864
+dw_router.trusted_owner => no value => no value
 dw_router.preload => auto => auto
 bool(true)

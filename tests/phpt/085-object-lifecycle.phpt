@@ -61,7 +61,7 @@ array(2) {
   ["origin"]=>
   string(2) "e1"
 }
-string(24) "/dev/shm/dw-routing.json"
+string(27) "/run/dw-router/routing.json"
 string(4) "eu-2"
 object(RegionRouter)#%d (0) {
 }

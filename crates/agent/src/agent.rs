@@ -189,8 +189,17 @@ impl Agent {
                 "keys with a non-UTF-8 key or value are left out of the snapshot"
             );
         }
+        let cluster_id = listing.cluster_id;
         self.mirror.replace(listing);
         let revision = self.mirror.revision();
+        if let Some(reason) = self.publisher.distrust_unless_from(cluster_id, revision) {
+            warn!(
+                snapshot = %self.config.snapshot.display(),
+                reason = %reason,
+                "the published snapshot is not trusted; replacing it with etcd's state"
+            );
+            self.mirror.mark_dirty();
+        }
         self.metrics.event_received();
         info!(
             endpoint,
@@ -301,6 +310,15 @@ impl Agent {
             Outcome::Written(publication) => {
                 self.mirror.mark_published();
                 self.metrics.published(publication.revision);
+                if let Some(reason) = self.publisher.take_replaced_untrusted() {
+                    self.metrics.untrusted_snapshot_replaced();
+                    warn!(
+                        snapshot = %self.config.snapshot.display(),
+                        revision = publication.revision,
+                        reason = %reason,
+                        "replaced a snapshot file this agent did not trust"
+                    );
+                }
                 self.clear_hold();
                 info!(
                     revision = publication.revision,

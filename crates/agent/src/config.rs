@@ -10,8 +10,9 @@ use dw_routing::DEFAULT_PREFIX;
 
 use crate::Error;
 
-/// Where the snapshot goes when `--snapshot` is not given: tmpfs, read by every PHP worker.
-pub const DEFAULT_SNAPSHOT_PATH: &str = "/dev/shm/dw-routing.json";
+/// Where the snapshot goes when `--snapshot` is not given: a directory of the agent's own
+/// on tmpfs (systemd's `RuntimeDirectory=dw-router`), read by every PHP worker.
+pub const DEFAULT_SNAPSHOT_PATH: &str = "/run/dw-router/routing.json";
 
 /// Where `/metrics` and `/healthz` listen when `--metrics-addr` is not given.
 pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9731";

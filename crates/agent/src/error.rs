@@ -18,6 +18,8 @@ pub enum Error {
     SnapshotDir { dir: PathBuf, source: io::Error },
     /// The metrics address cannot be bound.
     MetricsListener { addr: String, source: io::Error },
+    /// Another agent holds the snapshot's lock: it publishes this path already.
+    Locked { lock: PathBuf, holder: Option<u32> },
     /// Connecting to an endpoint failed or timed out.
     Connect { endpoint: String, message: String },
     /// Listing the prefix failed or timed out.
@@ -42,9 +44,10 @@ impl Error {
     /// A short, stable label for the `cause` of `dw_agent_watch_restarts_total`.
     pub fn cause(&self) -> &'static str {
         match self {
-            Error::Config(_) | Error::SnapshotDir { .. } | Error::MetricsListener { .. } => {
-                "startup"
-            }
+            Error::Config(_)
+            | Error::SnapshotDir { .. }
+            | Error::MetricsListener { .. }
+            | Error::Locked { .. } => "startup",
             Error::Connect { .. } => "connect",
             Error::List { .. } => "list",
             Error::Compacted { .. } => "compacted",
@@ -66,6 +69,17 @@ impl fmt::Display for Error {
             ),
             Error::MetricsListener { addr, source } => {
                 write!(f, "cannot listen for metrics on {addr}: {source}")
+            }
+            Error::Locked { lock, holder } => {
+                write!(f, "another dw-agent ")?;
+                if let Some(pid) = holder {
+                    write!(f, "(pid {pid}) ")?;
+                }
+                write!(
+                    f,
+                    "already publishes this snapshot: it holds the lock {}",
+                    lock.display()
+                )
             }
             Error::Connect { endpoint, message } => {
                 write!(f, "cannot connect to etcd at {endpoint}: {message}")

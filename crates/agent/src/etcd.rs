@@ -157,6 +157,7 @@ impl Connector {
             };
             if pages == 0 {
                 let revision = response.header().map_or(0, |h| h.revision());
+                listing.cluster_id = response.header().map_or(0, |h| h.cluster_id());
                 listing.revision = u64::try_from(revision)
                     .map_err(|_| failed(format!("negative header revision {revision}")))?;
             }

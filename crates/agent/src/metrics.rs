@@ -101,6 +101,7 @@ pub(crate) struct Metrics {
     write_errors: AtomicU64,
     reconnects: AtomicU64,
     stale_events: AtomicU64,
+    untrusted_replaced: AtomicU64,
     /// Milliseconds since `started` plus one; zero for never.
     last_event: AtomicU64,
     last_response: AtomicU64,
@@ -139,6 +140,7 @@ impl Metrics {
             write_errors: AtomicU64::new(0),
             reconnects: AtomicU64::new(0),
             stale_events: AtomicU64::new(0),
+            untrusted_replaced: AtomicU64::new(0),
             last_event: AtomicU64::new(0),
             last_response: AtomicU64::new(0),
             restarts: Mutex::new(CAUSES.iter().map(|c| (*c, 0)).collect()),
@@ -202,6 +204,10 @@ impl Metrics {
         self.keys.store(keys as u64, Ordering::Relaxed);
         self.unrepresentable_keys
             .store(unrepresentable as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn untrusted_snapshot_replaced(&self) {
+        self.untrusted_replaced.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn stale_events(&self, count: usize) {
@@ -328,6 +334,12 @@ impl Metrics {
             "Watch events at or below the state's revision, skipped.",
             "counter",
             self.stale_events.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            "dw_agent_untrusted_snapshot_replaced_total",
+            "Files at the snapshot path the agent did not trust (not its own, a symlink or FIFO, another etcd cluster's, a revision beyond etcd's), replaced.",
+            "counter",
+            self.untrusted_replaced.load(Ordering::Relaxed).to_string(),
         );
         let seconds = |mark: &AtomicU64| {
             self.since(mark)

@@ -12,6 +12,8 @@ use etcd_client::{Event, EventType};
 #[derive(Debug, Default)]
 pub(crate) struct Listing {
     pub(crate) revision: u64,
+    /// The id of the etcd cluster that answered (from the response header).
+    pub(crate) cluster_id: u64,
     pub(crate) kvs: BTreeMap<String, String>,
     /// Keys the snapshot cannot carry because the key or the value is not UTF-8.
     pub(crate) unrepresentable: BTreeSet<Vec<u8>>,
@@ -84,6 +86,11 @@ impl Mirror {
         self.dirty = false;
     }
 
+    /// The published file is to be replaced whatever it holds (it is not trusted).
+    pub(crate) fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
     pub(crate) fn unrepresentable_keys(&self) -> usize {
         self.unrepresentable.len()
     }
@@ -95,6 +102,9 @@ impl Mirror {
         }
         self.snapshot.kvs = listing.kvs;
         self.snapshot.revision = listing.revision;
+        // Recorded in the next publication. A change of cluster alone is not a change of
+        // keys: the agent compares cluster ids with the published file (see `Publisher`).
+        self.snapshot.cluster_id = Some(listing.cluster_id.to_string());
         self.unrepresentable = listing.unrepresentable;
     }
 

@@ -4,10 +4,18 @@
 //! Readers mmap the file, so it is never written in place: each publication is a new file
 //! in the same directory (written, fsynced, mode 0644) renamed over the old name, then the
 //! directory is fsynced. A reader sees the old file or the new one, never a mix.
+//!
+//! The directory may be shared with others (docs/snapshot-trust.md), so nothing found there
+//! is trusted: temp files get unpredictable names and are created exclusively without
+//! following symlinks; the published file is read without following a symlink or blocking
+//! on a FIFO, and only honoured if the agent's user owns it, it records the etcd cluster
+//! being mirrored and its revision is not beyond etcd's. One agent per path: an exclusive
+//! `flock` on `.<name>.lock` in the directory.
 
 use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io::{self, Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -73,13 +81,26 @@ pub(crate) struct Publisher {
     dir: PathBuf,
     file_name: String,
     allow_empty: bool,
-    /// Revision of the published file; `None` when there is none (or it is unreadable).
+    /// Revision of the published file; `None` when there is none (or it is unreadable or
+    /// not trusted).
     published_revision: Option<u64>,
     published_has_regions: bool,
-    temp_counter: u64,
+    /// The etcd cluster id the published file records.
+    published_cluster_id: Option<String>,
+    /// Why the file at the path is being replaced rather than honoured, until a
+    /// publication replaces it.
+    untrusted: Option<String>,
     /// Keeps each key's serialised form, so a change re-escapes only what changed.
     writer: SnapshotWriter,
+    /// The exclusive lock on `.<name>.lock`, held for the agent's life.
+    _lock: File,
 }
+
+/// The largest published file read back at start (a bigger one is replaced).
+const MAX_PUBLISHED_BYTES: u64 = 1 << 30;
+
+/// Temp file names: `.<name>.` and this many random characters.
+const TEMP_RANDOM_CHARS: usize = 8;
 
 impl Publisher {
     /// Opens the snapshot's directory: checks that a file can be created in it, removes
@@ -102,6 +123,11 @@ impl Publisher {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        probe(&dir, &file_name).map_err(|source| Error::SnapshotDir {
+            dir: dir.clone(),
+            source,
+        })?;
+        let lock = lock(&dir, &file_name)?;
         let mut publisher = Publisher {
             path: path.to_path_buf(),
             dir,
@@ -109,20 +135,61 @@ impl Publisher {
             allow_empty,
             published_revision: None,
             published_has_regions: false,
-            temp_counter: 0,
+            published_cluster_id: None,
+            untrusted: None,
             writer: SnapshotWriter::new(),
+            _lock: lock,
         };
-        publisher.probe().map_err(|source| Error::SnapshotDir {
-            dir: publisher.dir.clone(),
-            source,
-        })?;
         publisher.remove_stale_temp_files();
-        let published = publisher.read_published();
+        let published = match publisher.read_published() {
+            Ok(published) => published,
+            Err(reason) => {
+                warn!(snapshot = %publisher.path.display(), reason = %reason,
+                    "the file at the snapshot path is not trusted; it will be replaced");
+                publisher.untrusted = Some(reason);
+                None
+            }
+        };
         if let Some(snapshot) = &published {
             publisher.published_revision = Some(snapshot.revision);
             publisher.published_has_regions = has_region_keys(snapshot);
+            publisher.published_cluster_id = snapshot.cluster_id.clone();
         }
         Ok((publisher, published))
+    }
+
+    /// Checks the published file against etcd as a listing found it: a file recording
+    /// another cluster, or a revision beyond etcd's current one, was not written from this
+    /// etcd (an attacker's, or a cluster since restored or rebuilt). It is then no longer
+    /// honoured: the next publication replaces it whatever its revision and keys. Returns
+    /// the reason when that happens.
+    pub(crate) fn distrust_unless_from(
+        &mut self,
+        cluster_id: u64,
+        etcd_revision: u64,
+    ) -> Option<String> {
+        let cluster = cluster_id.to_string();
+        let reason = match (&self.published_cluster_id, self.published_revision) {
+            (Some(recorded), _) if *recorded != cluster => format!(
+                "it records etcd cluster {recorded}, and etcd is cluster {cluster} (restored, \
+                 rebuilt, or not written by this agent)"
+            ),
+            (_, Some(revision)) if revision > etcd_revision => format!(
+                "its revision {revision} is beyond etcd's current revision {etcd_revision} \
+                 (etcd restored, or not written by this agent)"
+            ),
+            _ => return None,
+        };
+        self.published_revision = None;
+        self.published_has_regions = false;
+        self.published_cluster_id = None;
+        self.untrusted = Some(reason.clone());
+        Some(reason)
+    }
+
+    /// True (once) when the last publication replaced a file that was not trusted.
+    pub(crate) fn take_replaced_untrusted(&mut self) -> Option<String> {
+        self.untrusted.take()
     }
 
     pub(crate) fn published_revision(&self) -> Option<u64> {
@@ -153,6 +220,7 @@ impl Publisher {
             Ok(renamed_at) => {
                 self.published_revision = Some(snapshot.revision);
                 self.published_has_regions = has_regions;
+                self.published_cluster_id = snapshot.cluster_id.clone();
                 Outcome::Written(Publication {
                     revision: snapshot.revision,
                     keys: snapshot.kvs.len(),
@@ -165,14 +233,8 @@ impl Publisher {
 
     /// Writes a new file and renames it over the published one.
     fn write(&mut self, bytes: &[u8]) -> io::Result<Instant> {
-        self.temp_counter += 1;
-        let temp = self.dir.join(format!(
-            ".{}.{}.{}.tmp",
-            self.file_name,
-            std::process::id(),
-            self.temp_counter
-        ));
-        let written = write_synced(&temp, bytes).and_then(|()| fs::rename(&temp, &self.path));
+        let (temp, file) = create_temp(&self.dir, &self.file_name)?;
+        let written = write_synced(file, bytes).and_then(|()| fs::rename(&temp, &self.path));
         if let Err(e) = written {
             // Best effort: the temp file is garbage now, and the published file is untouched.
             let _ = fs::remove_file(&temp);
@@ -187,89 +249,223 @@ impl Publisher {
         Ok(renamed_at)
     }
 
-    fn probe(&self) -> io::Result<()> {
-        let metadata = fs::metadata(&self.dir)?;
-        if !metadata.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                "not a directory",
-            ));
-        }
-        let probe = self.dir.join(format!(
-            ".{}.{}.probe.tmp",
-            self.file_name,
-            std::process::id()
-        ));
-        let result = write_synced(&probe, b"");
-        let _ = fs::remove_file(&probe);
-        result
-    }
-
-    /// Temp files are named `.<file>.<pid>.<n>.tmp`; those of processes that no longer
-    /// exist are leftovers of a killed agent.
+    /// Temp files are named `.<file>.` and eight random characters (older agents:
+    /// `.<file>.<pid>.<n>.tmp`). Holding the lock, this agent is the only one publishing
+    /// here, so any such file of its user is a leftover of a killed agent.
     fn remove_stale_temp_files(&self) {
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return;
         };
         let own_prefix = format!(".{}.", self.file_name);
+        // SAFETY: geteuid has no failure mode and no memory effects.
+        let me = unsafe { libc::geteuid() };
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            let Some(rest) = name
-                .strip_prefix(&own_prefix)
-                .and_then(|r| r.strip_suffix(".tmp"))
-            else {
+            let Some(rest) = name.strip_prefix(&own_prefix) else {
                 continue;
             };
-            let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else {
+            let random =
+                rest.len() == TEMP_RANDOM_CHARS && rest.bytes().all(|b| b.is_ascii_alphanumeric());
+            let legacy = rest.strip_suffix(".tmp").is_some_and(|r| {
+                r.split('.')
+                    .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+            });
+            if !random && !legacy {
                 continue;
-            };
-            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-                match fs::remove_file(entry.path()) {
-                    Ok(()) => info!(file = name, "removed a temp file left by a dead agent"),
-                    Err(e) => warn!(file = name, error = %e, "cannot remove a stale temp file"),
-                }
+            }
+            // Another user's file (a squatter in a shared directory) is left alone.
+            match entry.metadata() {
+                Ok(meta) if meta.uid() == me && !meta.is_dir() => {}
+                _ => continue,
+            }
+            match fs::remove_file(entry.path()) {
+                Ok(()) => info!(file = name, "removed a temp file left by a killed agent"),
+                Err(e) => warn!(file = name, error = %e, "cannot remove a stale temp file"),
             }
         }
     }
 
-    fn read_published(&self) -> Option<Snapshot> {
-        let bytes = match fs::read(&self.path) {
-            Ok(bytes) => bytes,
+    /// The published snapshot, if there is one this agent may honour: `Ok(None)` when
+    /// there is no file or it is unreadable as a snapshot, `Err(reason)` when something is
+    /// there that this agent's user did not write (a symlink, a FIFO, another owner).
+    fn read_published(&self) -> Result<Option<Snapshot>, String> {
+        let shown = self.path.display();
+        let opened = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+            .open(&self.path);
+        let mut file = match opened {
+            Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                info!(snapshot = %self.path.display(), "no published snapshot yet");
-                return None;
+                info!(snapshot = %shown, "no published snapshot yet");
+                return Ok(None);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err("it is a symbolic link (not followed)".into());
             }
             Err(e) => {
-                warn!(snapshot = %self.path.display(), error = %e, "cannot read the published snapshot; it will be replaced");
-                return None;
+                warn!(snapshot = %shown, error = %e, "cannot read the published snapshot; it will be replaced");
+                return Ok(None);
             }
         };
+        let meta = file.metadata().map_err(|e| format!("fstat: {e}"))?;
+        if !meta.file_type().is_file() {
+            let kind = if meta.file_type().is_fifo() {
+                "a FIFO"
+            } else {
+                "not a regular file"
+            };
+            return Err(format!("it is {kind}"));
+        }
+        // SAFETY: geteuid has no failure mode and no memory effects.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(format!(
+                "it is owned by uid {}, not the agent's uid {me}",
+                meta.uid()
+            ));
+        }
+        if meta.len() > MAX_PUBLISHED_BYTES {
+            return Err(format!(
+                "it is {} bytes, too large to be a snapshot",
+                meta.len()
+            ));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        if let Err(e) = file.read_to_end(&mut bytes) {
+            warn!(snapshot = %shown, error = %e, "cannot read the published snapshot; it will be replaced");
+            return Ok(None);
+        }
         match Snapshot::parse(&bytes) {
             Ok(snapshot) => {
                 info!(
-                    snapshot = %self.path.display(),
+                    snapshot = %shown,
                     revision = snapshot.revision,
                     keys = snapshot.kvs.len(),
+                    cluster_id = snapshot.cluster_id.as_deref().unwrap_or("-"),
                     "found the last published snapshot"
                 );
-                Some(snapshot)
+                Ok(Some(snapshot))
             }
             Err(e) => {
-                warn!(snapshot = %self.path.display(), error = %e, "the published snapshot is unreadable; it will be replaced");
-                None
+                warn!(snapshot = %shown, error = %e, "the published snapshot is unreadable; it will be replaced");
+                Ok(None)
             }
         }
     }
 }
 
-/// Creates `path` (which must not exist) with mode 0644, writes `bytes` and fsyncs it.
-fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Checks that the directory exists and a file can be created in it.
+fn probe(dir: &Path, file_name: &str) -> io::Result<()> {
+    let metadata = fs::metadata(dir)?;
+    if !metadata.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "not a directory",
+        ));
+    }
+    let (probe, file) = create_temp(dir, file_name)?;
+    let result = file.sync_all();
+    let _ = fs::remove_file(&probe);
+    result
+}
+
+/// Takes the exclusive lock on `.<name>.lock` in the directory, for the agent's life: a
+/// second agent publishing the same path would interleave revisions. The holder writes its
+/// pid into the file, so the refused one can name it.
+fn lock(dir: &Path, file_name: &str) -> Result<File, Error> {
+    let path = dir.join(format!(".{file_name}.lock"));
+    let failed = |source: io::Error| Error::SnapshotDir {
+        dir: dir.to_path_buf(),
+        source: io::Error::new(
+            source.kind(),
+            format!("cannot open the lock file {}: {source}", path.display()),
+        ),
+    };
     let mut file = OpenOptions::new()
+        .read(true)
         .write(true)
-        .create_new(true)
+        .create(true)
+        .truncate(false)
         .mode(0o644)
-        .open(path)?;
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&path)
+        .map_err(failed)?;
+    let meta = file.metadata().map_err(failed)?;
+    if !meta.file_type().is_file() {
+        return Err(failed(io::Error::other("not a regular file")));
+    }
+    // SAFETY: flock on an fd we own; no memory effects.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(failed(error));
+        }
+        let mut text = String::new();
+        let holder = file
+            .read_to_string(&mut text)
+            .ok()
+            .and_then(|_| text.trim().parse::<u32>().ok());
+        return Err(Error::Locked { lock: path, holder });
+    }
+    // Ours now: record the pid (best effort; it only serves the message above).
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .and_then(|()| file.flush());
+    Ok(file)
+}
+
+/// Creates `.<name>.XXXXXXXX` in `dir` exclusively, without following a symlink: the name
+/// is random (getrandom), and a name someone else took is skipped for another.
+fn create_temp(dir: &Path, file_name: &str) -> io::Result<(PathBuf, File)> {
+    const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut last = None;
+    for _ in 0..32 {
+        let mut random = [0u8; TEMP_RANDOM_CHARS];
+        getrandom(&mut random)?;
+        let suffix: String = random
+            .iter()
+            .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+            .collect();
+        let path = dir.join(format!(".{file_name}.{suffix}"));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no free temp file name")))
+}
+
+fn getrandom(buffer: &mut [u8]) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        let rest = &mut buffer[filled..];
+        // SAFETY: the kernel writes at most `rest.len()` bytes into `rest`.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
+        }
+        filled += n as usize;
+    }
+    Ok(())
+}
+
+/// Sets a freshly created temp file to mode 0644, writes `bytes` and fsyncs it.
+fn write_synced(mut file: File, bytes: &[u8]) -> io::Result<()> {
     // The umask may have narrowed the mode; readers run as another user.
     file.set_permissions(Permissions::from_mode(0o644))?;
     file.write_all(bytes)?;
@@ -318,11 +514,7 @@ mod tests {
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o644
         );
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["s.json"]);
+        assert_eq!(names_in(dir.path()), [".s.json.lock", "s.json"]);
     }
 
     #[test]
@@ -344,6 +536,7 @@ mod tests {
             }
         }
         // A restarted agent remembers the file's revision.
+        drop(publisher);
         let (mut reopened, published) = Publisher::open(&path, false).unwrap();
         assert_eq!(published.unwrap().revision, 10);
         assert!(matches!(
@@ -379,6 +572,7 @@ mod tests {
             2
         );
 
+        drop(publisher);
         let (mut permissive, _) = Publisher::open(&path, true).unwrap();
         assert!(matches!(
             permissive.publish(&snapshot(3, &[])),
@@ -397,23 +591,171 @@ mod tests {
         assert!(err.to_string().contains("missing"), "{err}");
     }
 
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     #[test]
-    fn stale_temp_files_of_dead_agents_are_removed() {
+    fn stale_temp_files_of_killed_agents_are_removed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
-        // 999999999 is above the kernel's pid_max, so no such process exists.
-        let dead = dir.path().join(".s.json.999999999.3.tmp");
-        let live = dir
-            .path()
-            .join(format!(".s.json.{}.1.tmp", std::process::id()));
-        let other = dir.path().join(".t.json.999999999.1.tmp");
-        for file in [&dead, &live, &other] {
-            fs::write(file, b"partial").unwrap();
+        // Holding the lock, the agent knows every temp file of its user is a leftover,
+        // whatever pid an older agent put in its name.
+        let leftovers = [
+            ".s.json.999999999.3.tmp",
+            ".s.json.1.1.tmp",
+            ".s.json.Ab3dE6g8",
+        ];
+        let kept = [
+            ".t.json.999999999.1.tmp",
+            ".s.json.notours",
+            ".s.json.Ab3dE6g8x",
+        ];
+        for name in leftovers.iter().chain(&kept) {
+            fs::write(dir.path().join(name), b"partial").unwrap();
         }
+        let _publisher = Publisher::open(&path, false).unwrap();
+        let mut expected: Vec<&str> = kept.to_vec();
+        expected.push(".s.json.lock");
+        expected.sort();
+        assert_eq!(names_in(dir.path()), expected);
+    }
+
+    #[test]
+    fn a_second_publisher_of_a_path_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let first = Publisher::open(&path, false).unwrap();
+        match Publisher::open(&path, false) {
+            Err(Error::Locked { lock, holder }) => {
+                assert_eq!(lock, dir.path().join(".s.json.lock"));
+                assert_eq!(holder, Some(std::process::id()));
+            }
+            other => panic!("{other:?}"),
+        }
+        drop(first);
         Publisher::open(&path, false).unwrap();
-        assert!(!dead.exists());
-        assert!(live.exists());
-        assert!(other.exists());
+    }
+
+    #[test]
+    fn temp_names_are_random_and_never_follow_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let mut names = std::collections::BTreeSet::new();
+        for _ in 0..200 {
+            let (path, _file) = create_temp(dir.path(), "s.json").unwrap();
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            let random = name.strip_prefix(".s.json.").unwrap();
+            assert_eq!(random.len(), TEMP_RANDOM_CHARS);
+            assert!(random.bytes().all(|b| b.is_ascii_alphanumeric()), "{name}");
+            // Squat the name just used with a symlink: a later create must not follow it.
+            fs::remove_file(&path).unwrap();
+            std::os::unix::fs::symlink(&victim, &path).unwrap();
+            assert!(names.insert(name));
+        }
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+    }
+
+    #[test]
+    fn a_symlink_a_fifo_or_another_users_file_is_not_honoured_and_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let hostile = {
+            let mut snapshot = snapshot(i64::MAX as u64, &["/p/region/DE"]);
+            snapshot.cluster_id = Some("1".into());
+            snapshot.to_json()
+        };
+        let victim = dir.path().join("victim.json");
+        fs::write(&victim, &hostile).unwrap();
+        type Plant = Box<dyn Fn(&Path)>;
+        let plants: [(&str, Plant); 3] = [
+            (
+                "symbolic link",
+                Box::new({
+                    let victim = victim.clone();
+                    move |path: &Path| std::os::unix::fs::symlink(&victim, path).unwrap()
+                }),
+            ),
+            (
+                "FIFO",
+                Box::new(|path: &Path| {
+                    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+                    // SAFETY: a NUL-terminated path.
+                    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+                }),
+            ),
+            (
+                "owned by uid 65534",
+                Box::new({
+                    let hostile = hostile.clone();
+                    move |path: &Path| {
+                        fs::write(path, &hostile).unwrap();
+                        std::os::unix::fs::chown(path, Some(65534), None).unwrap();
+                    }
+                }),
+            ),
+        ];
+        for (what, plant) in plants {
+            let _ = fs::remove_file(&path);
+            plant(&path);
+            let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+            assert!(published.is_none(), "{what}");
+            let reason = publisher.untrusted.clone().unwrap_or_default();
+            assert!(reason.contains(what), "{what}: {reason}");
+            assert!(matches!(
+                publisher.publish(&snapshot(3, &["/p/region/FR"])),
+                Outcome::Written(_)
+            ));
+            assert!(publisher.take_replaced_untrusted().is_some());
+            let meta = fs::symlink_metadata(&path).unwrap();
+            assert!(meta.is_file(), "{what}");
+            assert_eq!(
+                Snapshot::parse(&fs::read(&path).unwrap()).unwrap().revision,
+                3
+            );
+        }
+        assert_eq!(
+            fs::read(&victim).unwrap(),
+            hostile,
+            "the link's target is untouched"
+        );
+    }
+
+    #[test]
+    fn a_file_of_another_cluster_or_beyond_etcd_is_distrusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let mut state = snapshot(10, &["/p/region/DE"]);
+        state.cluster_id = Some("7".into());
+        let (mut publisher, _) = Publisher::open(&path, false).unwrap();
+        assert!(matches!(publisher.publish(&state), Outcome::Written(_)));
+        // The same cluster, at or past the file's revision: honoured.
+        assert_eq!(publisher.distrust_unless_from(7, 10), None);
+        assert_eq!(publisher.distrust_unless_from(7, 99), None);
+        // etcd restored from a backup older than the file: replaced, lower revision and all.
+        let reason = publisher.distrust_unless_from(7, 4).unwrap();
+        assert!(
+            reason.contains("beyond etcd's current revision 4"),
+            "{reason}"
+        );
+        state.revision = 4;
+        assert!(matches!(publisher.publish(&state), Outcome::Written(_)));
+        // Another cluster (rebuilt): replaced too.
+        let reason = publisher.distrust_unless_from(8, 50).unwrap();
+        assert!(reason.contains("records etcd cluster 7"), "{reason}");
+        drop(publisher);
+        // A file without a cluster id (an older agent's) is judged by its revision alone.
+        fs::write(&path, snapshot(10, &["/p/region/DE"]).to_json()).unwrap();
+        let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+        assert!(published.is_some());
+        assert_eq!(publisher.distrust_unless_from(7, 10), None);
+        assert!(publisher.distrust_unless_from(7, 9).is_some());
     }
 
     #[test]

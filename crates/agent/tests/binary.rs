@@ -68,11 +68,12 @@ async fn sigkill_during_a_write_storm_never_leaves_a_torn_file() {
     // A clean stop leaves the snapshot, and the last agent removed the temp files the
     // killed ones left behind.
     assert!(agent.terminate().success(), "{}", agent.log());
-    let names: Vec<String> = fs::read_dir(&snapshot_dir)
+    let mut names: Vec<String> = fs::read_dir(&snapshot_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["dw-routing.json"]);
+    names.sort();
+    assert_eq!(names, [".dw-routing.json.lock", "dw-routing.json"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

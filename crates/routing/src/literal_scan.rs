@@ -49,6 +49,7 @@ pub(crate) fn scan<'a, 'k>(
         at: 0,
     };
     let (mut format, mut revision, mut prefix, mut kvs) = (None, None, None, None);
+    let mut cluster_id = None;
     reader.expect(b'{')?;
     loop {
         let name = reader.plain_string()?;
@@ -60,6 +61,8 @@ pub(crate) fn scan<'a, 'k>(
             "revision" if revision.is_none() => revision = Some(reader.digits()?),
             "prefix" if prefix.is_none() => prefix = Some(reader.plain_string()?),
             "kvs" if kvs.is_none() => kvs = Some(reader.kvs(&mut known)?),
+            // Written by dw-agent, not used by a table: read past it.
+            "cluster_id" if cluster_id.is_none() => cluster_id = Some(reader.plain_string()?),
             _ => return None,
         }
         match reader.next_byte()? {
@@ -246,6 +249,8 @@ mod tests {
             .kvs
             .insert("/other/region/DE".into(), r#"{"shard":"é\"x"}"#.into());
         snapshot.kvs.insert("/other/origin/a".into(), "\n".into());
+        // dw-agent's cluster id does not take the file off the common path.
+        snapshot.cluster_id = Some("14841639068965178418".into());
         let bytes = snapshot.to_json();
         let text = std::str::from_utf8(&bytes).unwrap();
         let literals = scan(text, |_| None).expect("the common shape");
@@ -276,6 +281,14 @@ mod tests {
             format!(
                 r#"{{"format":1,"revision":3,"x":[1,{{}}],"kvs":{{"/dw/routing/region/DE":{DE}}}}}"#
             ),
+            // The agent's cluster id: a string is read past, anything else is the exact
+            // reading's (which ignores it).
+            format!(
+                r#"{{"format":1,"revision":3,"cluster_id":"42","kvs":{{"/dw/routing/region/DE":{DE}}}}}"#
+            ),
+            r#"{"format":1,"revision":3,"cluster_id":42,"kvs":{}}"#.into(),
+            r#"{"format":1,"revision":3,"cluster_id":"4","kvs":{}}"#.into(),
+            r#"{"format":1,"revision":3,"cluster_id":"1","cluster_id":"2","kvs":{}}"#.into(),
             r#"{"format":1,"revision":3.0,"kvs":{}}"#.into(),
             r#"{"format":1,"revision":1e2,"kvs":{}}"#.into(),
             r#"{"format":1,"revision":03,"kvs":{}}"#.into(),

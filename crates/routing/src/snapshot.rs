@@ -23,6 +23,9 @@ pub const DEFAULT_PREFIX: &str = "/dw/routing/";
 pub struct Snapshot {
     pub revision: u64,
     pub prefix: String,
+    /// The id of the etcd cluster the state came from (dw-agent writes it, as a decimal
+    /// string); `None` in files written without one. Readers other than the agent ignore it.
+    pub cluster_id: Option<String>,
     pub kvs: BTreeMap<String, String>,
 }
 
@@ -31,6 +34,7 @@ impl Snapshot {
         Snapshot {
             revision,
             prefix: prefix.into(),
+            cluster_id: None,
             kvs: BTreeMap::new(),
         }
     }
@@ -59,6 +63,8 @@ impl Snapshot {
             revision: u64,
             #[serde(default)]
             prefix: Option<String>,
+            #[serde(default)]
+            cluster_id: Option<String>,
             kvs: BTreeMap<String, String>,
         }
         let common: Common = serde_json::from_str(common_text(bytes)?).ok()?;
@@ -69,6 +75,7 @@ impl Snapshot {
         Some(Snapshot {
             revision: common.revision,
             prefix: common.prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
+            cluster_id: common.cluster_id,
             kvs: common.kvs,
         })
     }
@@ -103,6 +110,9 @@ impl Snapshot {
             Some(prefix) => json::string(prefix)
                 .ok_or_else(|| Error::Snapshot("prefix is not a string".into()))?,
         };
+        // Optional and informative only: a value that is not a string is ignored, as an
+        // unknown field would be, so that no reader refuses a file over it.
+        let cluster_id = field("cluster_id").ok().and_then(json::string);
         if Kind::of(kvs) != Kind::Object {
             return Err(Error::Snapshot("kvs is not an object".into()));
         }
@@ -113,6 +123,7 @@ impl Snapshot {
         Ok(Snapshot {
             revision,
             prefix,
+            cluster_id,
             kvs,
         })
     }
@@ -165,6 +176,10 @@ impl SnapshotWriter {
         out.extend_from_slice(snapshot.revision.to_string().as_bytes());
         out.extend_from_slice(b",\"prefix\":");
         out.extend_from_slice(json_string(&snapshot.prefix).as_bytes());
+        if let Some(cluster_id) = &snapshot.cluster_id {
+            out.extend_from_slice(b",\"cluster_id\":");
+            out.extend_from_slice(json_string(cluster_id).as_bytes());
+        }
         out.extend_from_slice(b",\"kvs\":{");
         for (index, (_, _, member)) in members.iter().enumerate() {
             if index > 0 {
@@ -209,6 +224,9 @@ mod tests {
             object.insert("format".into(), SNAPSHOT_FORMAT.into());
             object.insert("revision".into(), snapshot.revision.into());
             object.insert("prefix".into(), snapshot.prefix.clone().into());
+            if let Some(cluster_id) = &snapshot.cluster_id {
+                object.insert("cluster_id".into(), cluster_id.clone().into());
+            }
             let kvs = snapshot
                 .kvs
                 .iter()
@@ -247,6 +265,12 @@ mod tests {
                 "step {step}"
             );
         }
+        // With the cluster id dw-agent records.
+        snapshot.cluster_id = Some("14841639068965178418".into());
+        assert_eq!(
+            String::from_utf8(writer.to_json(&snapshot)).unwrap(),
+            reference(&snapshot)
+        );
         // An unrelated snapshot after those: nothing carries over wrongly.
         let other = Snapshot::new(9, DEFAULT_PREFIX);
         assert_eq!(
@@ -263,6 +287,42 @@ mod tests {
             .insert("/dw/routing/region/DE".into(), r#"{"shard":"eu-1"}"#.into());
         let parsed = Snapshot::parse(&snapshot.to_json()).unwrap();
         assert_eq!(parsed, snapshot);
+    }
+
+    #[test]
+    fn the_cluster_id_is_read_when_a_string_and_ignored_otherwise() {
+        let mut snapshot = Snapshot::new(42, DEFAULT_PREFIX);
+        snapshot.cluster_id = Some("7".into());
+        snapshot
+            .kvs
+            .insert("/dw/routing/region/DE".into(), "{}".into());
+        assert_eq!(Snapshot::parse(&snapshot.to_json()).unwrap(), snapshot);
+        for (text, expected) in [
+            (
+                r#"{"format":1,"revision":1,"cluster_id":"12","kvs":{}}"#,
+                Some("12"),
+            ),
+            (
+                r#"{"format":1,"revision":1,"cluster_id":"1","kvs":{}}"#,
+                Some("1"),
+            ),
+            (
+                r#"{"format":1,"revision":1,"cluster_id":12,"kvs":{}}"#,
+                None,
+            ),
+            (
+                r#"{"format":1,"revision":1,"cluster_id":null,"kvs":{}}"#,
+                None,
+            ),
+            (
+                r#"{"format":1,"revision":1,"cluster_id":["x"],"kvs":{}}"#,
+                None,
+            ),
+            (r#"{"format":1,"revision":1,"kvs":{}}"#, None),
+        ] {
+            let parsed = Snapshot::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(parsed.cluster_id.as_deref(), expected, "{text}");
+        }
     }
 
     #[test]
