@@ -10,6 +10,7 @@
 //! per-request fast paths (see `router`); the first router used in a process, or in a
 //! forked child, sets up its watcher; MINFO prints the state.
 
+mod engine;
 mod fork;
 mod info;
 mod ini;
