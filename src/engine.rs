@@ -63,14 +63,18 @@ pub const GC_PERSISTENT: u32 = ffi::GC_PERSISTENT;
 pub const Z_EXPECTED_STRING: u32 = ffi::_zend_expected_type_Z_EXPECTED_STRING;
 pub const Z_EXPECTED_STRING_OR_NULL: u32 = ffi::_zend_expected_type_Z_EXPECTED_STRING_OR_NULL;
 
+const fn fits_u8(value: u32) -> bool {
+    value <= u8::MAX as u32
+}
+
 const _: () = {
-    assert!(ffi::ZEND_NEW as u8 as u32 == ffi::ZEND_NEW as u32);
-    assert!(ffi::ZEND_DO_FCALL as u8 as u32 == ffi::ZEND_DO_FCALL as u32);
-    assert!(ffi::IS_NULL as u8 as u32 == ffi::IS_NULL as u32);
-    assert!(ffi::IS_STRING as u8 as u32 == ffi::IS_STRING as u32);
-    assert!(ffi::IS_ARRAY as u8 as u32 == ffi::IS_ARRAY as u32);
-    assert!(ffi::IS_OBJECT as u8 as u32 == ffi::IS_OBJECT as u32);
-    assert!(ffi::ZEND_INTERNAL_FUNCTION as u8 as u32 == ffi::ZEND_INTERNAL_FUNCTION as u32);
+    assert!(fits_u8(ffi::ZEND_NEW));
+    assert!(fits_u8(ffi::ZEND_DO_FCALL));
+    assert!(fits_u8(ffi::IS_NULL));
+    assert!(fits_u8(ffi::IS_STRING));
+    assert!(fits_u8(ffi::IS_ARRAY));
+    assert!(fits_u8(ffi::IS_OBJECT));
+    assert!(fits_u8(ffi::ZEND_INTERNAL_FUNCTION));
 };
 
 /// For `php --ri dw_router`: whether the shortcuts are on, and for which API version.
