@@ -15,6 +15,8 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
     info_table_row!("version", env!("CARGO_PKG_VERSION"));
     // The commit it was built from (build.rs), to tell builds on a fleet apart.
     info_table_row!("build", env!("DW_ROUTER_COMMIT"));
+    // Whether the fast paths that read engine internals are on (src/engine.rs).
+    info_table_row!("engine shortcuts", crate::engine::describe());
     // Whose snapshot this process reads (dw_router.trusted_owner; docs/snapshot-trust.md).
     info_table_row!(
         "trusted snapshot owner",

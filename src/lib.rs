@@ -13,6 +13,7 @@
 //! watcher thread, if any, ends with its process, and a child whose MINIT ran in its
 //! parent has nothing of its own to tear down.
 
+mod engine;
 mod fork;
 mod info;
 mod ini;

@@ -9,7 +9,8 @@
 //!
 //! The arrays live until the process ends, since a script may still hold one after the
 //! table that produced it was replaced. Their number is bounded by the distinct pairs a
-//! process has seen; past `MAX_INTERNED` pairs, routes are built per call instead.
+//! process has seen; past `MAX_INTERNED` pairs, routes are built per call instead, as
+//! they are on a PHP version this was not checked on (see `engine`).
 
 use std::collections::HashMap;
 use std::mem::offset_of;
@@ -21,6 +22,7 @@ use ext_php_rs::ffi::{HashTable, zend_array, zend_string, zval};
 use ext_php_rs::types::Zval;
 use parking_lot::Mutex;
 
+use crate::engine::{self, GC_IMMUTABLE, GC_NOT_COLLECTABLE, GC_PERSISTENT};
 use crate::source::Loaded;
 
 unsafe extern "C" {
@@ -34,12 +36,9 @@ unsafe extern "C" {
     fn zend_string_hash_func(s: *mut zend_string) -> u64;
 }
 
-// Zend's type and GC flag values (Zend/zend_types.h, PHP 8.x).
-const IS_STRING: u32 = 6;
-const IS_ARRAY: u32 = 7;
-const GC_NOT_COLLECTABLE: u32 = 1 << 4;
-const GC_IMMUTABLE: u32 = 1 << 6;
-const GC_PERSISTENT: u32 = 1 << 7;
+// Zend's type and GC flag values, from the headers (see `engine`).
+const IS_STRING: u32 = engine::IS_STRING as u32;
+const IS_ARRAY: u32 = engine::IS_ARRAY as u32;
 
 /// Past this many distinct (shard, origin) pairs, stop interning (a hostile config must
 /// not grow memory without bound).
@@ -112,8 +111,13 @@ fn build(interned: &Interned, shard: &str, origin: &str) -> RouteArray {
     }
 }
 
-/// The immutable array for (shard, origin), or None past the interning bound.
+/// The immutable array for (shard, origin), or None past the interning bound, or on a
+/// PHP version the engine shortcuts were not checked on (`engine::SHORTCUTS`): routes are
+/// then built per call.
 fn intern(shard: &str, origin: &str) -> Option<RouteArray> {
+    if !engine::SHORTCUTS {
+        return None;
+    }
     let mut guard = INTERNED.lock();
     let interned = guard.get_or_insert_with(|| Interned {
         // SAFETY: plain ASCII keys, built once.

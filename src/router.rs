@@ -12,6 +12,10 @@
 //!   the table's memo of route arrays when there is no sticky key.
 //!
 //! The other methods are cold and use the macros.
+//!
+//! Each of these shortcuts reads engine internals, so each is on only when the extension
+//! is built against a PHP version they were checked on (`engine::SHORTCUTS`); otherwise
+//! ext-php-rs's object handlers and constructor and `resolve()`'s general path run.
 
 // The constructor's PHP parameter is `$snapshotPath`, and the macro takes the PHP name
 // from the Rust binding.
@@ -39,6 +43,10 @@ use ext_php_rs::zend::{ExecuteData, ExecutorGlobals, ce};
 
 use parking_lot::Mutex;
 
+use crate::engine::{
+    self, IS_NULL, IS_OBJECT, IS_STRING, Z_EXPECTED_STRING, Z_EXPECTED_STRING_OR_NULL,
+    ZEND_DO_FCALL, ZEND_INTERNAL_FUNCTION, ZEND_NEW,
+};
 use crate::registry;
 use crate::route_array;
 use crate::source::{Loaded, Source};
@@ -117,8 +125,16 @@ impl RegionRouter {
 ///   `new RegionRouter()` skip the constructor call altogether (see there).
 /// - The class's `create_object` and the objects' `free_obj` become `create_object` and
 ///   `free_object`: the same object layout as ext-php-rs's, without its generic lookups.
+///
+/// On a PHP version the shortcuts were not checked on (`engine::SHORTCUTS` false) it only
+/// records the handler table, and ext-php-rs's handlers and constructor stay.
 pub fn install_fast_paths() {
     let metadata = <RegionRouter as RegisteredClass>::get_metadata();
+    let handlers = std::ptr::from_ref(metadata.handlers()).cast_mut();
+    OUR_HANDLERS.store(handlers, Ordering::Relaxed);
+    if !engine::SHORTCUTS {
+        return;
+    }
     let ce = std::ptr::from_ref(metadata.ce()).cast_mut();
     // SAFETY: the class entry is ours and registered; its constructor is the internal
     // function the macros built, whose handler we replace before any request runs.
@@ -128,8 +144,6 @@ pub fn install_fast_paths() {
             (*constructor).internal_function.handler = Some(construct_handler);
         }
     }
-    let handlers = std::ptr::from_ref(metadata.handlers()).cast_mut();
-    OUR_HANDLERS.store(handlers, Ordering::Relaxed);
     // SAFETY: the handler table is the one ext-php-rs built for this class and gives
     // every RegionRouter object; no object exists yet, and the engine only reads the
     // table through raw pointers. Our create_object and free_obj make and free the same
@@ -193,21 +207,14 @@ unsafe extern "C" fn free_object(object: *mut zend_object) {
 }
 
 /// The handler table of RegionRouter objects (null until the first RINIT, when no object
-/// exists yet): an object with this table is a ZendClassObject<RegionRouter>.
+/// exists yet): an object with this table is a ZendClassObject<RegionRouter>, whether
+/// our create_object or ext-php-rs's made it.
 static OUR_HANDLERS: AtomicPtr<zend_object_handlers> = AtomicPtr::new(std::ptr::null_mut());
 
 type GetConstructor = unsafe extern "C" fn(*mut zend_object) -> *mut zend_function;
 
 /// The engine's `zend_std_get_constructor`, which our handler defers to.
 static STANDARD_GET_CONSTRUCTOR: OnceLock<GetConstructor> = OnceLock::new();
-
-// Zend/zend_vm_opcodes.h, Zend/zend_types.h, Zend/zend_compile.h.
-const ZEND_NEW: u8 = 68;
-const ZEND_DO_FCALL: u8 = 60;
-const IS_NULL: u8 = 1;
-const IS_STRING: u8 = 6;
-const IS_OBJECT: u8 = 8;
-const ZEND_INTERNAL_FUNCTION: u8 = 1;
 
 /// The object handler the engine asks for a class's constructor, right after creating an
 /// object in `new`.
@@ -534,6 +541,9 @@ fn resolve_call(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), Thrown> {
 /// having touched nothing, for any other call, which then takes the general path.
 #[inline(always)]
 fn resolve_common(ex: &mut ExecuteData, retval: &mut Zval) -> bool {
+    if !engine::SHORTCUTS {
+        return false;
+    }
     // SAFETY: `This.u2.num_args` is the argument count the engine set for this frame,
     // and that many argument slots follow the frame (ZEND_CALL_ARG).
     let (country, sticky_key) = unsafe {
@@ -595,10 +605,6 @@ unsafe extern "C" {
     fn zend_wrong_parameter_type_error(num: u32, expected_type: u32, arg: *mut zval);
     fn zend_wrong_parameters_count_error(min_num_args: u32, max_num_args: u32);
 }
-
-// zend_expected_type (Zend/zend_API.h, Z_EXPECTED_TYPES).
-const Z_EXPECTED_STRING: u32 = 4;
-const Z_EXPECTED_STRING_OR_NULL: u32 = 5;
 
 /// The engine has thrown (an argument error, or a deprecation turned into an exception).
 struct Thrown;

@@ -44,8 +44,8 @@ $after = dw_router_section();
 $lines = array_values(array_filter(explode("\n", $after), fn ($l) => str_contains($l, ' => ')));
 foreach ($lines as $line) {
     echo preg_replace(
-        ['~^snapshot path => ' . preg_quote($dir, '~') . '~', '~^version => .*~', '~^build => .*~'],
-        ['snapshot path => DIR', 'version => V', 'build => B'],
+        ['~^snapshot path => ' . preg_quote($dir, '~') . '~', '~^version => .*~', '~^build => .*~', '~^(engine shortcuts => on) \(PHP API \d{8}\)$~'],
+        ['snapshot path => DIR', 'version => V', 'build => B', '$1 (PHP API N)'],
         $line,
     ), "\n";
 }
@@ -64,6 +64,7 @@ bool(true)
 dw_router support => enabled
 version => V
 build => B
+engine shortcuts => on (PHP API N)
 trusted snapshot owner => root or the directory's owner
 snapshot path => DIR/dw-routing.json
 revision => 322
