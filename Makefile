@@ -49,10 +49,13 @@ help:
 	@echo "make lint       cargo fmt --check and clippy -D warnings"
 	@echo "make check-zts  build a thread-safe PHP 8.4 from Debian's source (cached) and check the extension compiles and loads into it"
 
-# The root, then lsphp 8.4 built in it from Debian's PHP sources (cached; seconds when done).
+# The root, then (for 8.4) lsphp built in it from Debian's PHP 8.4 sources (cached; seconds
+# when done).
 devenv:
 	@$(DEVENV) setup
+ifeq ($(PHP),8.4)
 	@scripts/build-lsphp
+endif
 
 # Crates are fetched on the host: the devenv root's TLS trust differs from the host's.
 fetch:
