@@ -24,16 +24,18 @@ extern "C" fn prepare() {
     // Before any lock is taken: it reloads under the reload lock itself.
     crate::preload::before_fork();
     // Lock order: the shared default reader (held while a resolve() may set up a watch or
-    // reload), watcher state, reload, registry.
+    // reload), watcher state, reload, registry, the count of watches being set up.
     std::mem::forget(crate::router::DEFAULT_READER.lock());
     std::mem::forget(crate::watch::WATCH_STATE.lock());
     std::mem::forget(crate::watch::RELOAD_LOCK.lock());
     std::mem::forget(crate::registry::lock_for_fork());
+    std::mem::forget(crate::watch::SETTING_UP.lock());
 }
 
 extern "C" fn parent() {
     // SAFETY: `prepare` locked both and forgot the guards, in this thread.
     unsafe {
+        crate::watch::SETTING_UP.force_unlock();
         crate::registry::unlock_after_fork();
         crate::watch::RELOAD_LOCK.force_unlock();
         crate::watch::WATCH_STATE.force_unlock();
@@ -45,6 +47,7 @@ extern "C" fn child() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
     // SAFETY: as in `parent`; the child has only the forking thread.
     unsafe {
+        crate::watch::SETTING_UP.force_unlock();
         crate::registry::unlock_after_fork();
         crate::watch::RELOAD_LOCK.force_unlock();
         crate::watch::WATCH_STATE.force_unlock();

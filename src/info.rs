@@ -22,6 +22,7 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
         "trusted snapshot owner",
         crate::trust::trusted_owner().describe()
     );
+    crate::watch::settle();
     let sources = registry::all();
     if sources.is_empty() {
         info_table_row!("snapshot", "none used in this process yet");

@@ -102,13 +102,16 @@ impl RegionRouter {
 
     /// Counters and state of this router's source.
     pub fn stats(&self) -> ZBox<ZendHashTable> {
-        values::stats_to_array(self.fresh_source())
+        let source = self.fresh_source();
+        watch::settle();
+        values::stats_to_array(source)
     }
 
     /// Re-checks the snapshot file now; true when the revision in use changed.
     /// Reloads normally happen by themselves, this is for scripts and tests.
     pub fn reload(&self) -> bool {
         let source = self.fresh_source();
+        watch::settle();
         let before = source.table().revision();
         source.refresh();
         source.table().revision() != before

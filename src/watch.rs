@@ -11,10 +11,12 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use notify::{INotifyWatcher, RecursiveMode, Watcher as _};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use crate::fork;
 use crate::registry;
@@ -45,21 +47,86 @@ static WATCH_EPOCH: AtomicU64 = AtomicU64::new(0);
 /// Serialises reloads (the watcher thread's and the requests'); held across `fork`.
 pub static RELOAD_LOCK: Mutex<()> = Mutex::new(());
 
+/// Watches being set up on a thread of their own: (fork generation, how many).
+/// Held across `fork` (see `fork`), like the other locks here.
+pub static SETTING_UP: Mutex<(u64, usize)> = Mutex::new((0, 0));
+static SET_UP_DONE: Condvar = Condvar::new();
+
 /// Makes sure `source` is fresh enough to answer: set up its watch in this process if
 /// that was not done since the last fork, else run a due poll. The common case is two
 /// relaxed atomic loads.
 #[inline(always)]
-pub fn ensure_fresh(source: &Source) {
+pub fn ensure_fresh(source: &Arc<Source>) {
     if source.is_watched_here() {
         source.poll_if_due();
     } else {
-        set_up(source);
+        start_watching(source);
     }
 }
 
+/// The first use of a source in a process (a fresh lsphp child or php-fpm worker, most
+/// often): the request checks the file itself (one `stat`; the table is usually current,
+/// inherited from a parent that preloaded it) and answers, while the inotify watch is set
+/// up on a short-lived thread. Creating the watcher and adding a watch are round trips to
+/// the watcher's own thread, which cost milliseconds on a busy machine; the request does
+/// not wait for them. Until the watch exists the source polls, as when inotify is missing,
+/// and once it exists the file is checked again, so no change between the two is lost.
 #[cold]
-fn set_up(source: &Source) {
+fn start_watching(source: &Arc<Source>) {
     fork::install_handlers();
+    let generation = fork::generation();
+    source.mark_watched_here(generation);
+    source.set_mechanism(Mechanism::Poll);
+    source.refresh();
+    {
+        let mut setting_up = SETTING_UP.lock();
+        if setting_up.0 != generation {
+            // Counted in the parent; those threads are not in this process.
+            *setting_up = (generation, 0);
+        }
+        setting_up.1 += 1;
+    }
+    let background = source.clone();
+    let spawned = std::thread::Builder::new()
+        .name("dw-router-watch".into())
+        .spawn(move || {
+            let _ = catch_unwind(AssertUnwindSafe(|| set_up(&background)));
+            set_up_finished(generation);
+        });
+    if spawned.is_err() {
+        // No thread to be had: set it up here, as the request's own work.
+        set_up(source);
+        set_up_finished(generation);
+    }
+}
+
+fn set_up_finished(generation: u64) {
+    let mut setting_up = SETTING_UP.lock();
+    if setting_up.0 == generation {
+        setting_up.1 = setting_up.1.saturating_sub(1);
+    }
+    SET_UP_DONE.notify_all();
+}
+
+/// Waits (up to two seconds) until the watches being set up in this process exist, so
+/// that `stats()`, `reload()` and phpinfo report the mechanism in use, not the interim poll.
+pub fn settle() {
+    let generation = fork::generation();
+    let mut setting_up = SETTING_UP.lock();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while setting_up.0 == generation && setting_up.1 > 0 {
+        if SET_UP_DONE
+            .wait_until(&mut setting_up, deadline)
+            .timed_out()
+        {
+            break;
+        }
+    }
+}
+
+/// Sets up `source`'s watch (or its poll) in this process and checks the file once the
+/// watch exists. On the short-lived thread of `start_watching`.
+fn set_up(source: &Source) {
     let mut state = WATCH_STATE.lock();
     let generation = fork::generation();
     if state.generation != generation {
@@ -84,7 +151,6 @@ fn set_up(source: &Source) {
     source.set_mechanism(mechanism);
     // Anything that changed before the watch existed is picked up now.
     source.refresh();
-    source.mark_watched_here(generation);
 }
 
 fn watch_directory(state: &mut WatchState, source: &Source) -> Mechanism {
