@@ -271,6 +271,19 @@ pub struct RestoreArgs {
     pub dry_run: bool,
 }
 
+impl Command {
+    /// Long-running commands stop cleanly on SIGTERM/SIGINT (exit 0); the others die on
+    /// them (exit 130/143).
+    pub fn is_daemon(&self) -> bool {
+        matches!(
+            self,
+            Command::Origin(OriginCommand::Register { .. })
+                | Command::Rebalance
+                | Command::Health(_)
+        )
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum OriginCommand {
     /// Long-running: keep <prefix>origin/<ID> alive on a lease until SIGTERM/SIGINT.
