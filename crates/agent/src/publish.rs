@@ -119,6 +119,15 @@ impl Publisher {
                 ))
             })?
             .to_owned();
+        // A directory at the path can never be replaced by a file (rename fails with
+        // EISDIR): retrying would never succeed, so this is a configuration error.
+        if fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir()) {
+            return Err(Error::Config(format!(
+                "--snapshot {} is a directory; give the path of the snapshot file, e.g. {}",
+                path.display(),
+                path.join("routing.json").display()
+            )));
+        }
         let dir = match path.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
