@@ -203,6 +203,7 @@ impl Agent {
         }
         let cluster_id = listing.cluster_id;
         self.mirror.replace(listing);
+        release_freed_memory();
         let revision = self.mirror.revision();
         if let Some(reason) = self.publisher.distrust_unless_from(cluster_id, revision) {
             warn!(
@@ -370,5 +371,17 @@ impl Agent {
             info!("publishing again");
         }
         self.metrics.set_hold(None);
+    }
+}
+
+/// Hands the memory of the state a listing replaced back to the kernel. glibc keeps freed
+/// heap pages otherwise, so the resident size would stay at the listing's peak (two states
+/// at once) for good. Once per listing; a few milliseconds at 100,000 keys.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; no memory in use is
+    // touched.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

@@ -161,9 +161,23 @@ impl SnapshotWriter {
     /// `snapshot` in the documented format: compact JSON, keys in byte order, strings
     /// escaped as serde_json escapes them ([`Snapshot::to_json`] is a fresh writer's).
     pub fn to_json(&mut self, snapshot: &Snapshot) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = self.write_json(snapshot, &mut out);
+        out
+    }
+
+    /// [`SnapshotWriter::to_json`] written to `out` as it is produced, so that a publisher
+    /// need not hold the whole file in memory besides the members (tens of megabytes at
+    /// 100,000 keys). The members are updated even when writing fails: they describe the
+    /// snapshot, not the file.
+    pub fn write_json(
+        &mut self,
+        snapshot: &Snapshot,
+        out: &mut impl std::io::Write,
+    ) -> std::io::Result<()> {
         let mut previous = std::mem::take(&mut self.members).into_iter().peekable();
         let mut members = Vec::with_capacity(snapshot.kvs.len());
-        let mut length = 0;
         for (key, value) in &snapshot.kvs {
             // Both in key order: skip what was removed, take what is unchanged.
             while previous.next_if(|(old, _)| old < key).is_some() {}
@@ -176,30 +190,30 @@ impl SnapshotWriter {
                     (key.clone(), member)
                 }
             };
-            length += member.1.len() + 1;
             members.push(member);
         }
-        let mut out = Vec::with_capacity(length + snapshot.prefix.len() + 64);
-        out.extend_from_slice(b"{\"format\":");
-        out.extend_from_slice(SNAPSHOT_FORMAT.to_string().as_bytes());
-        out.extend_from_slice(b",\"revision\":");
-        out.extend_from_slice(snapshot.revision.to_string().as_bytes());
-        out.extend_from_slice(b",\"prefix\":");
-        out.extend_from_slice(json_string(&snapshot.prefix).as_bytes());
-        if let Some(cluster_id) = &snapshot.cluster_id {
-            out.extend_from_slice(b",\"cluster_id\":");
-            out.extend_from_slice(json_string(cluster_id).as_bytes());
-        }
-        out.extend_from_slice(b",\"kvs\":{");
-        for (index, (_, member)) in members.iter().enumerate() {
-            if index > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(member.as_bytes());
-        }
-        out.extend_from_slice(b"}}");
+        drop(previous);
         self.members = members;
-        out
+        let mut head = Vec::with_capacity(snapshot.prefix.len() + 96);
+        head.extend_from_slice(b"{\"format\":");
+        head.extend_from_slice(SNAPSHOT_FORMAT.to_string().as_bytes());
+        head.extend_from_slice(b",\"revision\":");
+        head.extend_from_slice(snapshot.revision.to_string().as_bytes());
+        head.extend_from_slice(b",\"prefix\":");
+        head.extend_from_slice(json_string(&snapshot.prefix).as_bytes());
+        if let Some(cluster_id) = &snapshot.cluster_id {
+            head.extend_from_slice(b",\"cluster_id\":");
+            head.extend_from_slice(json_string(cluster_id).as_bytes());
+        }
+        head.extend_from_slice(b",\"kvs\":{");
+        out.write_all(&head)?;
+        for (index, (_, member)) in self.members.iter().enumerate() {
+            if index > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(member.as_bytes())?;
+        }
+        out.write_all(b"}}")
     }
 }
 
