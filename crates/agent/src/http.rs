@@ -32,9 +32,15 @@ pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 struct Waiting(Mutex<VecDeque<(u64, AbortHandle)>>);
 
 impl Waiting {
-    fn push(&self, id: u64, handle: AbortHandle) {
-        if let Ok(mut queue) = self.0.lock() {
-            queue.push_back((id, handle));
+    /// Queues the task `spawn` starts. The queue's lock is held across the spawn, so that
+    /// on a multi-threaded runtime the task cannot finish (and dequeue itself) before it
+    /// was queued, which would leave a stale entry behind.
+    fn spawn(&self, id: u64, spawn: impl FnOnce() -> AbortHandle) {
+        match self.0.lock() {
+            Ok(mut queue) => queue.push_back((id, spawn())),
+            Err(_) => {
+                spawn();
+            }
         }
     }
 
@@ -96,18 +102,20 @@ pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, max_conn
                 let id = next_id;
                 next_id = next_id.wrapping_add(1);
                 let queue = waiting.clone();
-                let task = tokio::spawn(async move {
-                    let _permit = permit;
-                    let answered = tokio::time::timeout(
-                        CLIENT_TIMEOUT,
-                        answer(stream, &metrics, || queue.remove(id)),
-                    );
-                    if let Ok(Err(e)) = answered.await {
-                        debug!(error = %e, "metrics client went away");
-                    }
-                    queue.remove(id);
+                waiting.spawn(id, move || {
+                    tokio::spawn(async move {
+                        let _permit = permit;
+                        let answered = tokio::time::timeout(
+                            CLIENT_TIMEOUT,
+                            answer(stream, &metrics, || queue.remove(id)),
+                        );
+                        if let Ok(Err(e)) = answered.await {
+                            debug!(error = %e, "metrics client went away");
+                        }
+                        queue.remove(id);
+                    })
+                    .abort_handle()
                 });
-                waiting.push(id, task.abort_handle());
                 // Let the new connection read its request before the next accept: a prober
                 // that sent its request at once is then no eviction candidate, however many
                 // idle connections are queued behind it.
