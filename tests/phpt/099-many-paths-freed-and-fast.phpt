@@ -8,6 +8,15 @@ all
 <?php
 require __DIR__ . '/fixtures/helpers.inc';
 $base = dw_test_dir(__FILE__);
+// The process's inotify watches, from /proc/self/fdinfo.
+function dw_watches(): int
+{
+    $count = 0;
+    foreach (glob('/proc/self/fdinfo/*') as $info) {
+        $count += substr_count((string) @file_get_contents($info), 'inotify wd:');
+    }
+    return $count;
+}
 $paths = [];
 for ($d = 0; $d < 40; $d++) {
     mkdir("$base/d$d");
@@ -54,6 +63,7 @@ foreach ($routers as $router) {
 }
 unset($router);
 echo 'tables with 2000 routers: ', $routers[0]->stats()['tables_in_process'], "\n";
+echo 'watches: ', dw_watches(), "\n";
 
 // Every router gone: their tables are freed, whatever spelling or thread-local cache
 // remembered them.
@@ -65,6 +75,8 @@ $last = null;
 $again = new RegionRouter($paths[7]);
 echo 'tables after all went and one came back: ', $again->stats()['tables_in_process'], "\n";
 echo 'it reads its file afresh: ', $again->resolve('DE')['shard'], ' loads=', $again->stats()['loads'], "\n";
+// The unused directories' watches went when the next path was set up.
+echo 'watches: ', dw_watches(), "\n";
 $again = null;
 
 // And a path used again after its table was freed sees renames: its watch is set up anew.
@@ -86,9 +98,11 @@ seen: true, within 1 s: true
 others unchanged: true
 every path loaded: true
 tables with 2000 routers: 2000
+watches: 40
 tables with one router left: 1
 tables after all went and one came back: 1
 it reads its file afresh: eu-0-7 loads=1
+watches: 1
 revision 2
 rename seen again: true
 tables: 1
