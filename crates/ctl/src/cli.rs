@@ -22,6 +22,7 @@ Exit codes:
   2  usage (bad flags or arguments)
   3  conflict: every retry lost to a concurrent writer, nothing written; re-run
   4  validation failed: the message names the field, nothing written
+  130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
 
 Examples:
   dwctl region list
