@@ -22,6 +22,8 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
         "trusted snapshot owner",
         crate::trust::trusted_owner().describe()
     );
+    // The stat interval used when inotify is unavailable, as clamped (src/ini.rs).
+    info_table_row!("poll interval", crate::ini::describe_poll_interval());
     crate::watch::settle();
     let sources = registry::all();
     if sources.is_empty() {

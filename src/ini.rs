@@ -78,8 +78,29 @@ pub fn trusted_owner() -> String {
     string(TRUSTED_OWNER).unwrap_or_default()
 }
 
+/// The longest poll interval honoured: one day. Larger values (up to 1.8e19 parse) would
+/// overflow the next poll's deadline in nanoseconds.
+pub const MAX_POLL_INTERVAL_MS: u64 = 86_400_000;
+
+/// `dw_router.poll_interval_ms`, clamped to 1 ms .. 1 day.
 pub fn poll_interval_ms() -> u64 {
-    number(POLL_INTERVAL_MS, DEFAULT_POLL_INTERVAL_MS).max(1)
+    number(POLL_INTERVAL_MS, DEFAULT_POLL_INTERVAL_MS).clamp(1, MAX_POLL_INTERVAL_MS)
+}
+
+/// The effective poll interval as `php --ri` shows it, saying when the setting was clamped.
+pub fn describe_poll_interval() -> String {
+    let effective = poll_interval_ms();
+    let set = string(POLL_INTERVAL_MS).unwrap_or_default();
+    match set.trim().parse::<u64>() {
+        Ok(value) if value > MAX_POLL_INTERVAL_MS => {
+            format!("{effective} ms (dw_router.poll_interval_ms {value} clamped to 1 day)")
+        }
+        Ok(0) => format!("{effective} ms (dw_router.poll_interval_ms 0 raised to 1 ms)"),
+        Ok(_) => format!("{effective} ms"),
+        Err(_) => format!(
+            "{effective} ms (dw_router.poll_interval_ms {set:?} is not a number: the default)"
+        ),
+    }
 }
 
 pub fn max_snapshot_bytes() -> u64 {

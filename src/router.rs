@@ -344,6 +344,17 @@ fn construct_call(ex: &mut ExecuteData) -> Result<(), Thrown> {
         None
     };
     let path = string_param(arg, 1, true)?;
+    if let Some(path) = path
+        && !path.starts_with(b"/")
+    {
+        // A relative path would be resolved against whatever directory the process was
+        // in when the path was first used, and remembered so: after a chdir the same
+        // spelling would still answer from the old file. So only absolute paths.
+        return Err(throw_value_error(&format!(
+            "RegionRouter::__construct(): Argument #1 ($snapshotPath) must be an absolute path, \"{}\" given",
+            dw_routing::quoted(&String::from_utf8_lossy(path))
+        )));
+    }
     let router = RegionRouter::open(path);
     // Only objects made by this class's create_object handler have the Rust payload.
     let this = ex
@@ -499,6 +510,11 @@ extern "C" fn resolve_handler(ex: &mut ExecuteData, retval: &mut Zval) {
             values::set_route(retval, &ini_fallback().0, &ini_fallback().1);
         }
     }
+}
+
+fn throw_value_error(message: &str) -> Thrown {
+    PhpException::new(message.into(), 0, ce::value_error()).throw();
+    Thrown
 }
 
 fn throw_error(message: &str) -> Thrown {

@@ -127,6 +127,13 @@ pub struct Source {
     watched: ArcSwapOption<PathBuf>,
 }
 
+impl Drop for Source {
+    fn drop(&mut self) {
+        // No lock here: a source may be dropped on any thread (see `registry`).
+        crate::registry::source_dropped();
+    }
+}
+
 /// Monotonic nanoseconds since the first call in this process.
 pub fn monotonic_ns() -> u64 {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
@@ -223,6 +230,7 @@ impl Source {
         let parent = self.path.parent()?;
         let directory = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
         self.watched.store(Some(Arc::new(directory.clone())));
+        crate::registry::index_watched_directory(self, &directory);
         Some(directory)
     }
 
@@ -261,7 +269,7 @@ impl Source {
             .next_poll_ns
             .compare_exchange(
                 due,
-                now + self.poll_interval_ns,
+                now.saturating_add(self.poll_interval_ns),
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             )

@@ -146,6 +146,9 @@ fn set_up(source: &Source) {
         state.directories.clear();
         state.epoch = epoch;
     }
+    if registry::take_dropped() {
+        unwatch_unused(&mut state);
+    }
     let mechanism = watch_directory(&mut state, source);
     drop(state);
     source.set_mechanism(mechanism);
@@ -176,6 +179,26 @@ fn watch_directory(state: &mut WatchState, source: &Source) -> Mechanism {
         }
         Err(_) => Mechanism::Poll,
     }
+}
+
+/// Removes the watches of directories no source uses any more (their last router is
+/// gone). Runs when a new source is set up (on the thread that sets it up), never on the
+/// watcher's.
+fn unwatch_unused(state: &mut WatchState) {
+    let WatchState {
+        watcher,
+        directories,
+        ..
+    } = state;
+    directories.retain(|directory| {
+        if registry::directory_in_use(directory) {
+            return true;
+        }
+        if let Some(watcher) = watcher.as_mut() {
+            let _ = watcher.unwatch(directory);
+        }
+        false
+    });
 }
 
 /// Why inotify is not in use in this process, if it failed.

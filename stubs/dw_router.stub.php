@@ -25,9 +25,12 @@ final class RegionRouter
     /**
      * Opens the router for a snapshot file.
      *
-     * @param string|null $snapshotPath the snapshot file; null means the ini setting
-     *                                  dw_router.snapshot_path. A missing file is not an
-     *                                  error: the router fails open until it appears.
+     * @param string|null $snapshotPath the snapshot file, an absolute path; null means
+     *                                  the ini setting dw_router.snapshot_path. A missing
+     *                                  file is not an error: the router fails open until
+     *                                  it appears.
+     * @throws ValueError when $snapshotPath is relative (or empty): it would depend on the
+     *                    working directory of the path's first use in the process
      */
     public function __construct(?string $snapshotPath = null) {}
 

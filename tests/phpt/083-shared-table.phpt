@@ -22,19 +22,16 @@ for ($i = 0; $i < 1000; $i++) {
 }
 var_dump($answer, (new RegionRouter($path))->stats()['loads']);
 
-// Relative spelling of the same path (from its directory), and "./" segments.
-chdir($dir);
-$relative = new RegionRouter('dw-routing.json');
+// Another spelling of the same path: "./" segments. (A relative path is refused: 098.)
 $dotted = new RegionRouter("$dir/./dw-routing.json");
-var_dump($relative->stats()['path'] === $path, $relative->stats()['loads']);
 var_dump($dotted->stats()['path'] === $path, $dotted->stats()['loads']);
 
 // One rename: every object, whatever its spelling, sees it; still one load per file.
 dw_publish($path, 2, ['region/DE' => dw_region('eu-2', ['fra-b'], ['fra-b' => 1])]);
 var_dump(dw_wait_until(fn () => $routers[0]->revision() === 2));
-$revisions = array_unique(array_map(fn ($r) => $r->revision(), [...$routers, $relative, $dotted]));
-$answers = array_unique(array_map(fn ($r) => $r->resolve('DE')['shard'], [...$routers, $relative, $dotted]));
-var_dump($revisions, $answers, $routers[5]->stats()['loads'], $relative->stats()['loads']);
+$revisions = array_unique(array_map(fn ($r) => $r->revision(), [...$routers, $dotted]));
+$answers = array_unique(array_map(fn ($r) => $r->resolve('DE')['shard'], [...$routers, $dotted]));
+var_dump($revisions, $answers, $routers[5]->stats()['loads'], $dotted->stats()['loads']);
 
 // A different file is a different table.
 dw_publish("$dir/other.json", 9, []);
@@ -58,8 +55,6 @@ array(2) {
   ["origin"]=>
   string(5) "fra-a"
 }
-int(1)
-bool(true)
 int(1)
 bool(true)
 int(1)

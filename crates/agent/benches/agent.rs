@@ -249,70 +249,161 @@ fn status_kib(pid: u32, field: &str) -> u64 {
         .unwrap()
 }
 
-/// The real binary mirroring 2,500 region keys, after 200 further updates; plus how long
-/// it takes to exit on SIGTERM.
-async fn memory(cluster: &Cluster, dir: &std::path::Path) -> Vec<Row> {
+/// Waits until the published file is at `revision` or later with `keys` keys. Polls
+/// slowly: at 200,000 keys the file is 30 MB.
+async fn published_at(snapshot: &std::path::Path, revision: u64, keys: usize) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        if let Some(published) = read_snapshot(snapshot)
+            && published.revision >= revision
+            && published.kvs.len() == keys
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no publication of {keys} keys at {revision}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The real binary mirroring `keys` region keys, after 200 further updates: its resident
+/// size now and at its peak (VmHWM: the listing, when the old and the new state and the
+/// serialised file coexist); plus, at the first size, how long it takes to start and to
+/// exit on SIGTERM.
+async fn memory(cluster: &mut Cluster, dir: &std::path::Path, sizes: &[usize]) -> Vec<Row> {
     let mut client = cluster.client().await;
-    client
-        .delete(
+    let mut rows = Vec::new();
+    for (index, &keys) in sizes.iter().enumerate() {
+        client
+            .delete(
+                PREFIX,
+                Some(etcd_client::DeleteOptions::new().with_prefix()),
+            )
+            .await
+            .unwrap();
+        load_regions(&mut client, keys).await;
+        let snapshot = dir.join(format!("memory-{keys}.json"));
+        let args = vec![
+            format!("--endpoints={}", cluster.endpoints().join(",")),
+            format!("--snapshot={}", snapshot.display()),
+            "--metrics-addr=127.0.0.1:0".to_owned(),
+            "--log=warn".to_owned(),
+        ];
+        let started = Instant::now();
+        // DW_BENCH_AGENT_BIN compares another build of the binary (e.g. an older one).
+        let binary = std::env::var("DW_BENCH_AGENT_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_dw-agent").to_owned());
+        let mut agent = AgentProcess::spawn_with(
+            std::process::Command::new(binary),
+            &args,
+            &dir.join(format!("memory-{keys}.log")),
+        );
+        let listed_at = etcd_revision(&mut client).await;
+        published_at(&snapshot, listed_at, keys).await;
+        let first_publication = started.elapsed();
+        let mut last = 0;
+        for i in 0..200 {
+            last = put(
+                &mut client,
+                &format!("{PREFIX}region/G{:04}", i * 7 % keys),
+                region(i + 1_000_000),
+            )
+            .await;
+        }
+        published_at(&snapshot, last, keys).await;
+        let pid = agent.child.id();
+        let (rss, peak) = (status_kib(pid, "VmRSS:"), status_kib(pid, "VmHWM:"));
+        let file_kib = fs::metadata(&snapshot).unwrap().len() / 1024;
+        // A relisting (after any lost session) holds the old and the new state at once:
+        // restart etcd, write once more, and take the peak again.
+        cluster.members[0].restart();
+        assert!(cluster.wait_ready().await, "etcd did not come back");
+        client = cluster.client().await;
+        let relisted = put(
+            &mut client,
+            &format!("{PREFIX}region/G0000"),
+            region(2_000_000),
+        )
+        .await;
+        published_at(&snapshot, relisted, keys).await;
+        let (rss_after_relist, peak_relist) =
+            (status_kib(pid, "VmRSS:"), status_kib(pid, "VmHWM:"));
+        let stopping = Instant::now();
+        let exit = agent.terminate();
+        let stop_time = stopping.elapsed();
+        assert!(exit.success(), "{}", agent.log());
+        let _ = fs::remove_file(&snapshot);
+        eprintln!(
+            "memory: {keys} keys, {file_kib} KiB file: RSS {rss} KiB, peak {peak} KiB; \
+             after a relisting RSS {rss_after_relist} KiB, peak {peak_relist} KiB"
+        );
+        let (target, met) = if keys <= 2500 {
+            ("≤ 15 MiB", rss <= 15 * 1024)
+        } else if keys <= MEMORY_SUPPORTED_KEYS {
+            (
+                "peak with a relisting ≤ 128 MiB (the unit's MemoryMax 192M, with headroom)",
+                peak_relist <= 128 * 1024,
+            )
+        } else {
+            ("- (beyond the supported size)", true)
+        };
+        rows.push(Row {
+            name: format!(
+                "Agent resident memory, {} region keys ({} KiB snapshot)",
+                thousands(keys),
+                thousands(file_kib as usize)
+            ),
+            result: format!(
+                "RSS {:.1} MiB, peak {:.1} MiB; with a relisting: peak {:.1} MiB, RSS after {:.1} MiB",
+                rss as f64 / 1024.0,
+                peak as f64 / 1024.0,
+                peak_relist as f64 / 1024.0,
+                rss_after_relist as f64 / 1024.0
+            ),
+            target,
+            met: if keys > MEMORY_SUPPORTED_KEYS {
+                None
+            } else {
+                Some(met)
+            },
+        });
+        if index == 0 {
+            rows.push(Row {
+                name: format!("Start to first snapshot, {} region keys", thousands(keys)),
+                result: ms(first_publication),
+                target: "-",
+                met: None,
+            });
+            rows.push(Row {
+                name: "SIGTERM to exit".to_owned(),
+                result: ms(stop_time),
+                target: "≤ 1 s",
+                met: Some(stop_time <= Duration::from_secs(1)),
+            });
+        }
+    }
+    rows
+}
+
+/// The largest state docs/agent.md supports within the unit's MemoryMax.
+const MEMORY_SUPPORTED_KEYS: usize = 100_000;
+
+/// etcd's current revision.
+async fn etcd_revision(client: &mut Client) -> u64 {
+    let response = client
+        .get(
             PREFIX,
-            Some(etcd_client::DeleteOptions::new().with_prefix()),
+            Some(
+                etcd_client::GetOptions::new()
+                    .with_prefix()
+                    .with_count_only(),
+            ),
         )
         .await
         .unwrap();
-    load_regions(&mut client, 2500).await;
-    let snapshot = dir.join("memory.json");
-    let args = vec![
-        format!("--endpoints={}", cluster.endpoints().join(",")),
-        format!("--snapshot={}", snapshot.display()),
-        "--metrics-addr=127.0.0.1:0".to_owned(),
-        "--log=warn".to_owned(),
-    ];
-    let started = Instant::now();
-    let mut agent = AgentProcess::spawn(&args, &dir.join("memory.log"));
-    converged(&mut client, &snapshot).await;
-    let first_publication = started.elapsed();
-    for i in 0..200 {
-        put(
-            &mut client,
-            &format!("{PREFIX}region/G{:04}", i * 7 % 2500),
-            region(i + 200_000),
-        )
-        .await;
-    }
-    let last = converged(&mut client, &snapshot).await;
-    assert_eq!(last.kvs.len(), 2500);
-    let pid = agent.child.id();
-    let (rss, peak) = (status_kib(pid, "VmRSS:"), status_kib(pid, "VmHWM:"));
-    let file_kib = fs::metadata(&snapshot).unwrap().len() / 1024;
-    let stopping = Instant::now();
-    let exit = agent.terminate();
-    let stop_time = stopping.elapsed();
-    assert!(exit.success(), "{}", agent.log());
-    vec![
-        Row {
-            name: format!("Agent resident memory, 2,500 region keys ({file_kib} KiB snapshot)"),
-            result: format!(
-                "RSS {:.1} MiB, peak {:.1} MiB",
-                rss as f64 / 1024.0,
-                peak as f64 / 1024.0
-            ),
-            target: "≤ 15 MiB",
-            met: Some(rss <= 15 * 1024),
-        },
-        Row {
-            name: "Start to first snapshot, 2,500 region keys".to_owned(),
-            result: ms(first_publication),
-            target: "-",
-            met: None,
-        },
-        Row {
-            name: "SIGTERM to exit".to_owned(),
-            result: ms(stop_time),
-            target: "≤ 1 s",
-            met: Some(stop_time <= Duration::from_secs(1)),
-        },
-    ]
+    u64::try_from(response.header().map_or(0, |h| h.revision())).unwrap_or(0)
 }
 
 fn main() {
@@ -321,6 +412,15 @@ fn main() {
     let writes = env_number("DW_BENCH_WRITES", if quick { 200 } else { 1000 });
     let fleet = env_number("DW_BENCH_FLEET", if quick { 50 } else { 200 });
     let fleet_writes = env_number("DW_BENCH_FLEET_WRITES", if quick { 50 } else { 200 });
+    // DW_BENCH_MEMORY_KEYS=2500,50000,200000 (the default): the state sizes measured.
+    let memory_sizes: Vec<usize> = std::env::var("DW_BENCH_MEMORY_KEYS")
+        .unwrap_or_else(|_| "2500,50000,200000".to_owned())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .filter(|&n| n > 0)
+        .collect();
+    // DW_BENCH_ONLY=memory runs the memory section alone.
+    let only_memory = std::env::var("DW_BENCH_ONLY").is_ok_and(|v| v == "memory");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -328,16 +428,18 @@ fn main() {
         .unwrap();
     let rows = runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let cluster = Cluster::start(dir.path(), 1).await;
+        let mut cluster = Cluster::start(dir.path(), 1).await;
         let mut rows = Vec::new();
-        eprintln!("propagation, 20 keys");
-        rows.push(propagation(&cluster, dir.path(), 20, writes).await);
-        eprintln!("propagation, 2,500 keys");
-        rows.push(propagation(&cluster, dir.path(), 2500, writes).await);
-        eprintln!("fan-out, {fleet} agents");
-        rows.push(fan_out(&cluster, dir.path(), fleet, fleet_writes).await);
+        if !only_memory {
+            eprintln!("propagation, 20 keys");
+            rows.push(propagation(&cluster, dir.path(), 20, writes).await);
+            eprintln!("propagation, 2,500 keys");
+            rows.push(propagation(&cluster, dir.path(), 2500, writes).await);
+            eprintln!("fan-out, {fleet} agents");
+            rows.push(fan_out(&cluster, dir.path(), fleet, fleet_writes).await);
+        }
         eprintln!("memory");
-        rows.extend(memory(&cluster, dir.path()).await);
+        rows.extend(memory(&mut cluster, dir.path(), &memory_sizes).await);
         rows
     });
 
@@ -351,8 +453,8 @@ fn main() {
          above; the put's own round trip is shown for scale). Writes are sequential, each a \
          new value for one region key. Fan-out runs {fleet} full agents, each with its own \
          connection, watch stream and snapshot file, and takes the last agent's rename. \
-         Memory is the `dw-agent` binary's VmRSS after mirroring 2,500 region keys and 200 \
-         further updates. {cores} cores shared by etcd, the agents and the writer{}.\n",
+         Memory is the `dw-agent` binary's VmRSS (and peak VmHWM) after mirroring 2,500, \
+         50,000 and 200,000 region keys and 200 further updates. {cores} cores shared by etcd, the agents and the writer{}.\n",
         if quick {
             "; **quick run, numbers not to quote**"
         } else {

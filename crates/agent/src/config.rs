@@ -14,6 +14,9 @@ use crate::Error;
 /// on tmpfs (systemd's `RuntimeDirectory=dw-router`), read by every PHP worker.
 pub const DEFAULT_SNAPSHOT_PATH: &str = "/run/dw-router/routing.json";
 
+/// Connections the metrics port holds at once when `--metrics-max-connections` is not given.
+pub const DEFAULT_METRICS_MAX_CONNECTIONS: usize = 64;
+
 /// Where `/metrics` and `/healthz` listen when `--metrics-addr` is not given.
 pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9731";
 
@@ -28,6 +31,8 @@ pub struct Config {
     pub snapshot: PathBuf,
     /// Where `/metrics` and `/healthz` listen; `None` serves neither.
     pub metrics_addr: Option<SocketAddr>,
+    /// Connections the metrics port holds at once (each costs a descriptor).
+    pub metrics_max_connections: usize,
     /// etcd user name and password.
     pub credentials: Option<Credentials>,
     /// TLS material; when present, endpoints without a scheme use https.
@@ -114,6 +119,7 @@ impl Config {
             prefix: DEFAULT_PREFIX.to_owned(),
             snapshot: snapshot.into(),
             metrics_addr: None,
+            metrics_max_connections: DEFAULT_METRICS_MAX_CONNECTIONS,
             credentials: None,
             tls: None,
             allow_empty: false,
@@ -290,6 +296,12 @@ pub struct Cli {
     /// Keys per page when listing the prefix
     #[arg(long, env = "DW_AGENT_PAGE_SIZE", default_value_t = 1000)]
     pub page_size: i64,
+
+    /// Connections the metrics port holds at once; beyond it the oldest one still
+    /// waiting for its request is closed
+    #[arg(long, env = "DW_AGENT_METRICS_MAX_CONNECTIONS", default_value_t = DEFAULT_METRICS_MAX_CONNECTIONS,
+          value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=4096), usize::from))]
+    pub metrics_max_connections: usize,
 }
 
 impl Cli {
@@ -344,6 +356,7 @@ impl Cli {
             prefix: self.prefix,
             snapshot: self.snapshot,
             metrics_addr,
+            metrics_max_connections: self.metrics_max_connections,
             credentials,
             tls,
             allow_empty: self.allow_empty,

@@ -40,14 +40,23 @@ fn serve(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// Completes on SIGTERM or SIGINT. Installed before the agent starts, so an early signal
-/// is not lost.
+/// is not lost. SIGHUP (a closed terminal, or a reflexive `kill -HUP`) would otherwise kill
+/// the agent silently: it is logged and ignored, since the agent has no configuration file
+/// to re-read and logs to stderr, with nothing to reopen.
 fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut hangup = signal(SignalKind::hangup())?;
     Ok(async move {
-        tokio::select! {
-            _ = terminate.recv() => tracing::info!("SIGTERM received"),
-            _ = interrupt.recv() => tracing::info!("SIGINT received"),
+        loop {
+            tokio::select! {
+                _ = terminate.recv() => return tracing::info!("SIGTERM received"),
+                _ = interrupt.recv() => return tracing::info!("SIGINT received"),
+                _ = hangup.recv() => tracing::info!(
+                    "SIGHUP received and ignored: there is no configuration to reload and \
+                     no log file to reopen (logs go to stderr); restart to change flags"
+                ),
+            }
         }
     })
 }

@@ -102,6 +102,8 @@ pub(crate) struct Metrics {
     reconnects: AtomicU64,
     stale_events: AtomicU64,
     untrusted_replaced: AtomicU64,
+    metrics_evicted: AtomicU64,
+    metrics_refused: AtomicU64,
     /// Milliseconds since `started` plus one; zero for never.
     last_event: AtomicU64,
     last_response: AtomicU64,
@@ -141,6 +143,8 @@ impl Metrics {
             reconnects: AtomicU64::new(0),
             stale_events: AtomicU64::new(0),
             untrusted_replaced: AtomicU64::new(0),
+            metrics_evicted: AtomicU64::new(0),
+            metrics_refused: AtomicU64::new(0),
             last_event: AtomicU64::new(0),
             last_response: AtomicU64::new(0),
             restarts: Mutex::new(CAUSES.iter().map(|c| (*c, 0)).collect()),
@@ -208,6 +212,16 @@ impl Metrics {
 
     pub(crate) fn untrusted_snapshot_replaced(&self) {
         self.untrusted_replaced.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An idle metrics connection closed to make room for a new one.
+    pub(crate) fn metrics_connection_evicted(&self) {
+        self.metrics_evicted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A metrics connection closed at once: every slot was busy answering.
+    pub(crate) fn metrics_connection_refused(&self) {
+        self.metrics_refused.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn stale_events(&self, count: usize) {
@@ -340,6 +354,18 @@ impl Metrics {
             "Files at the snapshot path the agent did not trust (not its own, a symlink or FIFO, another etcd cluster's, a revision beyond etcd's), replaced.",
             "counter",
             self.untrusted_replaced.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            "dw_agent_metrics_connections_evicted_total",
+            "Idle connections to the metrics port closed to make room (--metrics-max-connections reached).",
+            "counter",
+            self.metrics_evicted.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            "dw_agent_metrics_connections_refused_total",
+            "Connections to the metrics port closed at once: every slot was answering.",
+            "counter",
+            self.metrics_refused.load(Ordering::Relaxed).to_string(),
         );
         let seconds = |mark: &AtomicU64| {
             self.since(mark)

@@ -119,6 +119,15 @@ impl Publisher {
                 ))
             })?
             .to_owned();
+        // A directory at the path can never be replaced by a file (rename fails with
+        // EISDIR): retrying would never succeed, so this is a configuration error.
+        if fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir()) {
+            return Err(Error::Config(format!(
+                "--snapshot {} is a directory; give the path of the snapshot file, e.g. {}",
+                path.display(),
+                path.join("routing.json").display()
+            )));
+        }
         let dir = match path.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
@@ -215,8 +224,7 @@ impl Publisher {
                 revision: snapshot.revision,
             });
         }
-        let bytes = self.writer.to_json(snapshot);
-        match self.write(&bytes) {
+        match self.write(snapshot) {
             Ok(renamed_at) => {
                 self.published_revision = Some(snapshot.revision);
                 self.published_has_regions = has_regions;
@@ -232,9 +240,10 @@ impl Publisher {
     }
 
     /// Writes a new file and renames it over the published one.
-    fn write(&mut self, bytes: &[u8]) -> io::Result<Instant> {
+    fn write(&mut self, snapshot: &Snapshot) -> io::Result<Instant> {
         let (temp, file) = create_temp(&self.dir, &self.file_name)?;
-        let written = write_synced(file, bytes).and_then(|()| fs::rename(&temp, &self.path));
+        let written = write_synced(file, &mut self.writer, snapshot)
+            .and_then(|()| fs::rename(&temp, &self.path));
         if let Err(e) = written {
             // Best effort: the temp file is garbage now, and the published file is untouched.
             let _ = fs::remove_file(&temp);
@@ -465,10 +474,15 @@ fn getrandom(buffer: &mut [u8]) -> io::Result<()> {
 }
 
 /// Sets a freshly created temp file to mode 0644, writes `bytes` and fsyncs it.
-fn write_synced(mut file: File, bytes: &[u8]) -> io::Result<()> {
+/// Streams the snapshot into the file (no copy of the whole file in memory), then syncs.
+fn write_synced(file: File, writer: &mut SnapshotWriter, snapshot: &Snapshot) -> io::Result<()> {
     // The umask may have narrowed the mode; readers run as another user.
     file.set_permissions(Permissions::from_mode(0o644))?;
-    file.write_all(bytes)?;
+    let mut buffered = io::BufWriter::with_capacity(256 * 1024, file);
+    writer.write_json(snapshot, &mut buffered)?;
+    let file = buffered
+        .into_inner()
+        .map_err(io::IntoInnerError::into_error)?;
     file.sync_all()
 }
 

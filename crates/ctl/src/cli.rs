@@ -22,6 +22,7 @@ Exit codes:
   2  usage (bad flags or arguments)
   3  conflict: every retry lost to a concurrent writer, nothing written; re-run
   4  validation failed: the message names the field, nothing written
+  130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
 
 Examples:
   dwctl region list
@@ -269,6 +270,19 @@ pub struct RestoreArgs {
     /// Show what would change, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+impl Command {
+    /// Long-running commands stop cleanly on SIGTERM/SIGINT (exit 0); the others die on
+    /// them (exit 130/143).
+    pub fn is_daemon(&self) -> bool {
+        matches!(
+            self,
+            Command::Origin(OriginCommand::Register { .. })
+                | Command::Rebalance
+                | Command::Health(_)
+        )
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,7 +12,7 @@ use crate::cli::{
 };
 use crate::clock::{now_rfc3339, operator};
 use crate::drain::{DrainRequest, plan_drain, plan_restore};
-use crate::error::{Error, FieldError};
+use crate::error::Error;
 use crate::etcd::{EtcdConfig, Layout};
 use crate::output::{Outcome, Reporter, render_changes};
 use crate::record::SOURCE_CLI;
@@ -82,6 +82,15 @@ pub async fn run_command(cli: Cli, shutdown: Shutdown) -> Result<Outcome, Error>
 }
 
 async fn region(context: &Context, command: RegionCommand) -> Result<Outcome, Error> {
+    // Arguments are checked before etcd is contacted: a usage error is exit 2 whether or
+    // not etcd is reachable.
+    let set_value = match &command {
+        RegionCommand::Set(args) => {
+            check_geo(&args.geo)?;
+            Some(region_input(args)?)
+        }
+        _ => None,
+    };
     let mut client = context.etcd.connect().await?;
     match command {
         RegionCommand::Get { geo } => {
@@ -150,8 +159,9 @@ async fn region(context: &Context, command: RegionCommand) -> Result<Outcome, Er
         }
         RegionCommand::Set(args) => {
             let geo = args.geo.clone();
-            check_geo(&geo)?;
-            let value = region_input(&args)?;
+            let Some(value) = set_value else {
+                return Err(Error::Failed("region set: no value was prepared".into()));
+            };
             let updated = now_rfc3339();
             let committed = transact(
                 &mut client,
@@ -236,10 +246,9 @@ fn region_input(args: &RegionSetArgs) -> Result<RegionValue, Error> {
                 )));
             };
             let parsed = serde_json::from_str::<Value>(text.trim()).map_err(|_| {
-                Error::invalid(
-                    format!("weight.{name}"),
-                    format!("`{text}` is not a number"),
-                )
+                Error::Usage(format!(
+                    "--origin {entry}: the weight `{text}` is not a number"
+                ))
             })?;
             origins.push(Value::from(name));
             weight.insert(name.to_string(), parsed);
@@ -264,21 +273,101 @@ fn read_input(inline: Option<&str>, file: Option<&str>, what: &str) -> Result<Ve
     }
 }
 
-fn read_file(path: &str) -> Result<Vec<u8>, Error> {
+/// The largest file (or stdin) `apply`, `region set --file` and `policy set --file` read:
+/// 1 MiB, well under etcd's default request limit of 1.5 MiB, so that a file that is read
+/// can also be written in one transaction.
+pub const MAX_INPUT_BYTES: u64 = 1024 * 1024;
+
+/// Reads a regular file, or stdin for `-`, up to [`MAX_INPUT_BYTES`]. Anything else (a
+/// FIFO, a device such as `/dev/zero`, a directory) is refused without being opened, so
+/// that nothing can block the command or grow it without bound.
+pub fn read_file(path: &str) -> Result<Vec<u8>, Error> {
     let io_error = |source| Error::Io {
         path: path.to_string(),
         source,
     };
+    let too_large = || Error::Io {
+        path: path.to_string(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than the input limit of {MAX_INPUT_BYTES} bytes (1 MiB); \
+                 split the change into several files"
+            ),
+        ),
+    };
+    let not_regular = |kind: &str| Error::Io {
+        path: path.to_string(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("is {kind}, not a regular file (use `-` to read stdin)"),
+        ),
+    };
+    let mut bytes = Vec::new();
     if path == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).map_err(io_error)?;
-        Ok(bytes)
+        std::io::stdin()
+            .lock()
+            .take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io_error)?;
     } else {
-        std::fs::read(path).map_err(io_error)
+        check_regular(std::fs::metadata(path).map_err(io_error)?.file_type())
+            .map_err(not_regular)?;
+        // Opened without blocking (a FIFO swapped in after the check must not hang us),
+        // and checked again on the descriptor itself.
+        use std::os::unix::fs::OpenOptionsExt as _;
+        const O_NONBLOCK: i32 = 0o4000;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(O_NONBLOCK)
+            .open(path)
+            .map_err(io_error)?;
+        check_regular(file.metadata().map_err(io_error)?.file_type()).map_err(not_regular)?;
+        file.take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io_error)?;
+    }
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+fn check_regular(kind: std::fs::FileType) -> Result<(), &'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_file() {
+        Ok(())
+    } else if kind.is_dir() {
+        Err("a directory")
+    } else if kind.is_fifo() {
+        Err("a FIFO")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Err("a device")
+    } else if kind.is_socket() {
+        Err("a socket")
+    } else {
+        Err("a special file")
     }
 }
 
+/// [`read_file`] on a blocking thread, so that a signal can stop the command while it
+/// waits for stdin.
+async fn read_file_async(path: &str) -> Result<Vec<u8>, Error> {
+    let owned = path.to_string();
+    tokio::task::spawn_blocking(move || read_file(&owned))
+        .await
+        .map_err(|error| Error::Failed(format!("reading {path}: {error}")))?
+}
+
 async fn policy(context: &Context, command: PolicyCommand) -> Result<Outcome, Error> {
+    let set_raw = match &command {
+        PolicyCommand::Set { value, file } => Some(read_input(
+            value.as_deref(),
+            file.as_deref(),
+            "policy value",
+        )?),
+        PolicyCommand::Get => None,
+    };
     let mut client = context.etcd.connect().await?;
     match command {
         PolicyCommand::Get => {
@@ -312,8 +401,8 @@ async fn policy(context: &Context, command: PolicyCommand) -> Result<Outcome, Er
                 }
             })
         }
-        PolicyCommand::Set { value, file } => {
-            let raw = read_input(value.as_deref(), file.as_deref(), "policy value")?;
+        PolicyCommand::Set { .. } => {
+            let raw = set_raw.unwrap_or_default();
             let policy = PolicyValue::for_write(&raw).map_err(Error::Invalid)?;
             let updated = now_rfc3339();
             let committed = transact(
@@ -335,7 +424,7 @@ async fn policy(context: &Context, command: PolicyCommand) -> Result<Outcome, Er
 }
 
 async fn apply(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
-    let bytes = read_file(&args.file)?;
+    let bytes = read_file_async(&args.file).await?;
     let text = String::from_utf8(bytes).map_err(|_| Error::invalid("file", "is not UTF-8"))?;
     let desired = parse_desired(&text, FileFormat::from_path(&args.file))?;
     let mut client = context.etcd.connect().await?;
@@ -484,17 +573,14 @@ pub fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> O
     }
 }
 
-/// A JSON object given on the command line (`--meta`); exit 4 naming `field` otherwise.
+/// A JSON object given on the command line (`--meta`); a usage error (exit 2) naming the
+/// flag otherwise.
 pub fn json_object_arg(field: &str, text: &str) -> Result<serde_json::Map<String, Value>, Error> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(object)) => Ok(object),
-        Ok(_) => Err(Error::Invalid(vec![FieldError::new(
-            field,
-            "must be a JSON object",
-        )])),
-        Err(error) => Err(Error::Invalid(vec![FieldError::new(
-            field,
-            format!("not valid JSON: {error}"),
-        )])),
+        Ok(_) => Err(Error::Usage(format!("--{field} must be a JSON object"))),
+        Err(error) => Err(Error::Usage(format!(
+            "--{field} is not valid JSON: {error}"
+        ))),
     }
 }

@@ -57,6 +57,9 @@ pub enum Error {
     /// Anything else that stops the command (a malformed drain record, a compacted
     /// revision, ...). Exit code 1.
     Failed(String),
+    /// A one-shot command was stopped by a signal. Exit code 128 + the signal's number
+    /// (130 for SIGINT, 143 for SIGTERM).
+    Interrupted { signal: &'static str, code: u8 },
 }
 
 impl Error {
@@ -72,6 +75,7 @@ impl Error {
             Error::Usage(_) => 2,
             Error::Conflict { .. } => 3,
             Error::NotFound(_) | Error::Etcd(_) | Error::Io { .. } | Error::Failed(_) => 1,
+            Error::Interrupted { code, .. } => *code,
         }
     }
 
@@ -85,6 +89,7 @@ impl Error {
             Error::Etcd(_) => "etcd",
             Error::Io { .. } => "io",
             Error::Failed(_) => "failed",
+            Error::Interrupted { .. } => "interrupted",
         }
     }
 
@@ -113,6 +118,10 @@ impl fmt::Display for Error {
             Error::Etcd(source) => write!(f, "etcd: {source}"),
             Error::Io { path, source } => write!(f, "{path}: {source}"),
             Error::Failed(message) => f.write_str(message),
+            Error::Interrupted { signal, .. } => write!(
+                f,
+                "stopped by {signal}; no transaction was sent unless one was already in flight"
+            ),
         }
     }
 }

@@ -103,7 +103,12 @@ pub async fn command(
         ));
     }
     let (Some(interval), Some(timeout), true) = (interval, timeout, errors.is_empty()) else {
-        return Err(Error::Invalid(errors));
+        // Every one of these is a malformed flag: a usage error (exit 2), all named at once.
+        let flags: Vec<String> = errors
+            .iter()
+            .map(|error| format!("--{}: {}", error.field, error.reason))
+            .collect();
+        return Err(Error::Usage(flags.join("; ")));
     };
     let config = HealthConfig {
         etcd: context.etcd.clone(),

@@ -125,7 +125,9 @@ pub async fn rollback(
     dry_run: bool,
 ) -> Result<Outcome, Error> {
     if revision <= 0 {
-        return Err(Error::invalid("to-revision", "must be a positive revision"));
+        return Err(Error::Usage(
+            "--to-revision must be a positive revision".into(),
+        ));
     }
     let key = context.layout.resolve(key);
     let mut client = context.etcd.connect().await?;

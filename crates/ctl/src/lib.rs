@@ -66,6 +66,8 @@ pub use crate::{
 
 use std::process::ExitCode;
 
+use tokio::signal::unix as signal;
+
 /// The whole program behind `main`: runs the parsed command line, prints its outcome or
 /// its error, and returns the documented exit code.
 pub fn main_with(cli: Cli) -> ExitCode {
@@ -81,10 +83,29 @@ pub fn main_with(cli: Cli) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let daemon = cli.command.is_daemon();
     let result = runtime.block_on(async {
         let shutdown = Shutdown::on_signals()
             .map_err(|error| Error::Failed(format!("cannot install signal handlers: {error}")))?;
-        run_command(cli, shutdown).await
+        if daemon {
+            // Long-running commands stop cleanly on the signal themselves (exit 0).
+            return run_command(cli, shutdown).await;
+        }
+        // A one-shot command dies on SIGINT/SIGTERM with 128 + the signal's number, the
+        // shell's convention. Run on a worker so that even a command blocked reading
+        // stdin is abandoned; before the transaction is sent nothing is written.
+        let mut interrupt = signal::signal(signal::SignalKind::interrupt())
+            .map_err(|error| Error::Failed(format!("cannot install signal handlers: {error}")))?;
+        let mut terminate = signal::signal(signal::SignalKind::terminate())
+            .map_err(|error| Error::Failed(format!("cannot install signal handlers: {error}")))?;
+        let command = tokio::spawn(run_command(cli, shutdown));
+        tokio::select! {
+            joined = command => joined.unwrap_or_else(|error| {
+                Err(Error::Failed(format!("the command failed: {error}")))
+            }),
+            _ = interrupt.recv() => Err(Error::Interrupted { signal: "SIGINT", code: 130 }),
+            _ = terminate.recv() => Err(Error::Interrupted { signal: "SIGTERM", code: 143 }),
+        }
     });
     // Do not wait for lingering background tasks (a watch stream, a signal listener).
     runtime.shutdown_background();

@@ -30,3 +30,39 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The most bytes of input an error message quotes: a hostile file (a revision of 100,000
+/// digits, an origin name of a megabyte) must not be echoed whole into `last_error`, logs
+/// and `stats()`.
+pub const MAX_QUOTED_BYTES: usize = 64;
+
+/// `text` as an error message quotes it: at most [`MAX_QUOTED_BYTES`] bytes (cut at a
+/// character boundary), followed by `…` when cut.
+pub fn quoted(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_QUOTED_BYTES {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = MAX_QUOTED_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}…", &text[..end]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_input_is_cut_at_64_bytes() {
+        assert_eq!(quoted("12345"), "12345");
+        let exact = "9".repeat(MAX_QUOTED_BYTES);
+        assert_eq!(quoted(&exact), exact);
+        let long = "9".repeat(100_000);
+        assert_eq!(quoted(&long), format!("{}…", &long[..64]));
+        // Never in the middle of a character.
+        let wide = "é".repeat(40);
+        let cut = quoted(&wide);
+        assert!(cut.ends_with('…') && cut.len() <= MAX_QUOTED_BYTES + '…'.len_utf8());
+    }
+}

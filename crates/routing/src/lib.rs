@@ -29,7 +29,7 @@ mod snapshot;
 mod table;
 
 pub use crate::{
-    error::Error,
+    error::{Error, MAX_QUOTED_BYTES, quoted},
     pick::{legacy_pick, rendezvous_pick},
     policy::{PickMode, Policy},
     region::{MAX_WEIGHT, Region},

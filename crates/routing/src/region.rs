@@ -6,6 +6,7 @@ use serde_json::value::RawValue;
 
 use crate::Error;
 use crate::json::{self, Kind};
+use crate::quoted;
 
 /// The largest weight a region may give an origin.
 pub const MAX_WEIGHT: u32 = 1_000_000;
@@ -206,7 +207,7 @@ fn parse_origins(origins: Option<&RawValue>) -> Result<Vec<String>, Error> {
         if !seen.insert(origin.clone()) {
             return Err(invalid(
                 "origins",
-                format!("origin {origin:?} is listed twice"),
+                format!("origin {:?} is listed twice", quoted(&origin)),
             ));
         }
         listed.push(origin);
@@ -233,8 +234,9 @@ fn parse_weights(weight: Option<&RawValue>) -> Result<Vec<(String, u32)>, Error>
                     invalid(
                         "weight",
                         format!(
-                            "weight of {name:?} is {}, not an integer from 0 to {MAX_WEIGHT}",
-                            entry.get()
+                            "weight of {:?} is {}, not an integer from 0 to {MAX_WEIGHT}",
+                            quoted(&name),
+                            quoted(entry.get())
                         ),
                     )
                 })
