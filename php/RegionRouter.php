@@ -53,6 +53,9 @@ final class RegionRouter
     /** @var array{revision: int, prefix: string, kvs: array<array-key, string>}|null */
     private ?array $table;
 
+    /** The revision of the table the last resolve() answered from; null before any. */
+    private ?int $answeredRevision = null;
+
     /** @var array<array-key, array{shard: string, origins: list<string>, weights: array<array-key, int>}|null> */
     private array $regions = [];
 
@@ -85,6 +88,7 @@ final class RegionRouter
      */
     public function resolve(string $country, ?string $stickyKey = null): array
     {
+        $this->answeredRevision = $this->table['revision'] ?? 0;
         if ($this->table !== null) {
             $hashKey = $stickyKey ?? $country;
             $policy = $this->compiledPolicy();
@@ -107,6 +111,15 @@ final class RegionRouter
     public function revision(): int
     {
         return $this->table['revision'] ?? 0;
+    }
+
+    /**
+     * The revision of the table the last resolve() answered from (revision() before any):
+     * what to report beside a route, since a reload may land between the two calls.
+     */
+    public function answeredRevision(): int
+    {
+        return $this->answeredRevision ?? $this->revision();
     }
 
     /**

@@ -61,6 +61,8 @@ pub struct RegionRouter {
     /// The reader of an explicit path; None for the default path (ini
     /// `dw_router.snapshot_path`), whose routers all share `DEFAULT_READER`.
     reader: Option<Reader>,
+    /// The revision of the table this object's last `resolve()` answered from.
+    answered: Option<u64>,
 }
 
 /// A source and the table last taken from it.
@@ -93,6 +95,17 @@ impl RegionRouter {
     pub fn revision(&self) -> i64 {
         let source = self.fresh_source();
         i64::try_from(source.table().revision()).unwrap_or(i64::MAX)
+    }
+
+    /// The etcd revision of the table this object's last `resolve()` answered from (the
+    /// current one before any): what to report beside a route, since a reload may land
+    /// between a `resolve()` and a `revision()`.
+    #[php(name = "answeredRevision")]
+    pub fn answered_revision(&self) -> i64 {
+        match self.answered {
+            Some(revision) => i64::try_from(revision).unwrap_or(i64::MAX),
+            None => self.revision(),
+        }
     }
 
     /// The parsed `policy/global` object, unknown fields included; [] when absent.
@@ -371,11 +384,15 @@ impl RegionRouter {
     fn open(path: Option<&[u8]>) -> RegionRouter {
         match path {
             Some(path) => RegionRouter {
+                answered: None,
                 reader: Some(Reader::open(registry::source_for(path))),
             },
             // Nothing to open: the shared reader serves it, and the first method called
             // makes the source fresh, as for every router.
-            None => RegionRouter { reader: None },
+            None => RegionRouter {
+                reader: None,
+                answered: None,
+            },
         }
     }
 
@@ -401,12 +418,14 @@ impl RegionRouter {
                     Some(reader) => reader,
                     None => {
                         drop(shared);
-                        return resolve_with_default_reader(retval, country, sticky_key);
+                        self.answered =
+                            Some(resolve_with_default_reader(retval, country, sticky_key));
+                        return;
                     }
                 }
             }
         };
-        reader.resolve_into(retval, country, sticky_key);
+        self.answered = Some(reader.resolve_into(retval, country, sticky_key));
     }
 }
 
@@ -429,7 +448,11 @@ pub(crate) fn refresh_default_reader() {
 /// call in a process) or another thread holds it.
 #[cold]
 #[inline(never)]
-fn resolve_with_default_reader(retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
+fn resolve_with_default_reader(
+    retval: &mut Zval,
+    country: &[u8],
+    sticky_key: Option<&[u8]>,
+) -> u64 {
     let open = || Reader::open(registry::default_source().clone());
     match DEFAULT_READER.try_lock() {
         Some(mut shared) => shared
@@ -451,13 +474,20 @@ impl Reader {
         }
     }
 
+    /// Routes `country` into `retval`; returns the revision of the table it answered from.
     #[inline(always)]
-    fn resolve_into(&mut self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
+    fn resolve_into(
+        &mut self,
+        retval: &mut Zval,
+        country: &[u8],
+        sticky_key: Option<&[u8]>,
+    ) -> u64 {
         watch::ensure_fresh(&self.source);
         if self.source.version() != self.version {
             (self.version, self.loaded) = self.source.current();
         }
         let loaded = &self.loaded;
+        let revision = loaded.table.revision();
         let memo = match sticky_key {
             None => loaded.routes.memo(&loaded.table, country),
             Some(_) => None,
@@ -466,7 +496,7 @@ impl Reader {
             let array = memo.load(Ordering::Acquire);
             if !array.is_null() {
                 route_array::set_memoized_route(retval, array);
-                return;
+                return revision;
             }
         }
         let array = match loaded.resolve(country, sticky_key) {
@@ -478,6 +508,7 @@ impl Reader {
         if let (Some(memo), Some(array)) = (memo, array) {
             memo.store(array, Ordering::Release);
         }
+        revision
     }
 }
 

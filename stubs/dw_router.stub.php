@@ -56,6 +56,13 @@ final class RegionRouter
     public function revision(): int {}
 
     /**
+     * The etcd revision of the table this object's last resolve() answered from;
+     * revision() before any resolve(). Report this beside a route (X-DW-Revision): a
+     * reload may land between a resolve() and a revision() call.
+     */
+    public function answeredRevision(): int {}
+
+    /**
      * The policy/global object, as json_decode($value, true) gives it, unknown fields
      * included; [] when the snapshot has no (valid) policy.
      *
