@@ -20,7 +20,8 @@ declare(strict_types=1);
 
 require __DIR__ . '/../../../php/RegionRouter.php';
 
-$opts = getopt('', ['log:', 'nodes:', 'final-rev:', 'final-ns:', 'seed:', 'duration:', 'markdown:', 'tmp:', 'servers:']);
+$opts = getopt('', ['log:', 'nodes:', 'final-rev:', 'final-ns:', 'seed:', 'duration:', 'markdown:', 'tmp:', 'servers:',
+    'socket-errors:', 'partition:']);
 $log = (string) ($opts['log'] ?? '.');
 $nodes = (int) ($opts['nodes'] ?? 3);
 $finalRev = (int) ($opts['final-rev'] ?? 0);
@@ -94,6 +95,19 @@ $inFault = function (int $t, ?string $kind = null, ?string $node = null, int $gr
         }
     }
     return false;
+};
+
+// The fault a moment belongs to: the latest one started by then whose window (until 1 s
+// after it healed) covers it.
+$faultAt = function (int $t, int $grace = 1_000_000_000) use ($faults): ?string {
+    $found = null;
+    $latest = -1;
+    foreach ($faults as [$k, $n, $s, $e]) {
+        if ($t >= $s && $t <= $e + $grace && $s > $latest) {
+            [$found, $latest] = [$k, $s];
+        }
+    }
+    return $found;
 };
 
 // ---- the writes ----------------------------------------------------------------------------
@@ -256,6 +270,7 @@ foreach ($files as [$n, $file]) {
 // Staleness: for each revision the writer saw committed (at ack ns) and each node, how long
 // after the ack the node still answered from an older revision (0 when it never did).
 $stale = ['fault' => [], 'calm' => []];
+$staleByKind = [];
 for ($n = 1; $n <= $nodes; $n++) {
     $byRev = $maxClockByRev[$n] ?? [];
     ksort($byRev);
@@ -278,7 +293,11 @@ for ($n = 1; $n <= $nodes; $n++) {
         }
         $older = $k >= 0 ? $prefixMax[$k] : 0;
         $s = max(0, $older - $ack) / 1e6;
-        $stale[$inFault($ack) ? 'fault' : 'calm'][] = $s;
+        $kind = $faultAt($ack);
+        $stale[$kind !== null ? 'fault' : 'calm'][] = $s;
+        if ($kind !== null) {
+            $staleByKind[$kind][] = $s;
+        }
     }
 }
 $pct = function (array $v, float $p): string {
@@ -322,7 +341,8 @@ $seconds = max(1, ($lastNs - $firstNs) / 1e9);
 $md = [];
 $md[] = sprintf('### Chaos run: %s, seed %s', $opts['duration'] ?? '?', $opts['seed'] ?? '?');
 $md[] = '';
-$md[] = sprintf('3-member etcd on loopback, %d nodes (%s), each with its own dw-agent (all three endpoints) and snapshot on a small tmpfs; wrk with random CF-IPCountry and X-DW-Sticky to every node; dwctl writer; nemesis as below.',
+$md[] = sprintf('3-member etcd (%s), %d nodes (%s), each with its own dw-agent (all three endpoints) and its snapshot on a 512 KiB tmpfs; wrk, 2 connections per node, random CF-IPCountry and X-DW-Sticky; a dwctl writer (drain, restore, region set/delete, policy set) every 250 ms; one fault at a time on a seeded schedule. Machine: 2 shared cores, everything on it.',
+    ($opts['partition'] ?? '0') === '1' ? 'loopback; member 3 in its own network namespace behind a veth pair' : 'loopback',
     $nodes, implode(', ', array_filter($servers)) ?: 'nginx + php-fpm');
 $md[] = '';
 $md[] = '| figure | value |';
@@ -332,6 +352,7 @@ $md[] = sprintf('| answers checked against the twin | %d (%d distinct revisions)
 $md[] = sprintf('| wrong answers | %d |', $wrong);
 $md[] = sprintf('| failed requests | %d |', $failed);
 $md[] = sprintf('| non-200 during the node\'s own pool restart (counted apart) | %d |', $unavailable);
+$md[] = sprintf('| wrk socket errors (connect, read, write, timeout) | %s |', $opts['socket-errors'] ?? '-');
 $md[] = sprintf('| worker revisions going backwards | %d |', $backwards);
 $md[] = sprintf('| dwctl writes (committed with revision) | %d (%d) |', $writeCount, count($writes) - ($finalRev > 0 ? 1 : 0));
 $md[] = sprintf('| faults injected | %d: %s |', count($faults),
@@ -341,6 +362,15 @@ $md[] = sprintf('| staleness during faults, ms (p50 / p99 / max, n) | %s / %s / 
 $md[] = sprintf('| staleness outside faults, ms (p50 / p99 / max, n) | %s / %s / %s (%d) |',
     $pct($stale['calm'], 0.5), $pct($stale['calm'], 0.99), $pct($stale['calm'], 1.0), count($stale['calm']));
 $md[] = '';
+if ($staleByKind !== []) {
+    ksort($staleByKind);
+    $md[] = '| commits during | revision x node pairs | staleness p50 / p99 / max, ms |';
+    $md[] = '|---|---|---|';
+    foreach ($staleByKind as $kind => $v) {
+        $md[] = sprintf('| %s | %d | %s / %s / %s |', $kind, count($v), $pct($v, 0.5), $pct($v, 0.99), $pct($v, 1.0));
+    }
+    $md[] = '';
+}
 $md[] = 'Staleness: for each revision dwctl reported committed and each node, the time from dwctl returning to that node\'s last answer from an older revision (0 if none); "during faults" when the commit fell inside a fault or the second after it heals. A failed request is any non-200 answer, or one missing a worker, clock or revision, except a node\'s answers while the nemesis restarts that node\'s PHP pool (until 0.5 s after it is back), reported apart; wrk socket errors are reported by the run script.';
 $text = implode("\n", $md) . "\n";
 echo "\n", $text;
