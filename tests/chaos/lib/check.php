@@ -114,6 +114,7 @@ $faultAt = function (int $t, int $grace = 1_000_000_000) use ($faults): ?string 
 $writes = []; // revision => ack ns
 $writeCount = 0;
 $writeRc = [];
+$writeWhere = [];
 foreach (@file("$log/writes.log", FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) ?: [] as $line) {
     $f = explode(' ', $line, 5);
     if (count($f) < 5) {
@@ -121,6 +122,10 @@ foreach (@file("$log/writes.log", FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES)
     }
     $writeCount++;
     $writeRc[$f[2]] = ($writeRc[$f[2]] ?? 0) + 1;
+    // exit 1 (etcd unavailable, outcome unknown) during a fault of a member or outside any
+    $where = in_array($faultAt((int) $f[0], 0), ['kill-leader', 'kill-follower', 'partition'], true) ? 'down' : ($faultAt((int) $f[0], 0) === null ? 'calm' : 'other');
+    $writeWhere[$where][0] = ($writeWhere[$where][0] ?? 0) + 1;
+    $f[2] === '1' && $writeWhere[$where][1] = ($writeWhere[$where][1] ?? 0) + 1;
     if ($f[3] !== '-') {
         $writes[(int) $f[3]] = (int) $f[1];
     }
@@ -355,6 +360,9 @@ $md[] = sprintf('| non-200 during the node\'s own pool restart (counted apart) |
 $md[] = sprintf('| wrk socket errors (connect, read, write, timeout) | %s |', $opts['socket-errors'] ?? '-');
 $md[] = sprintf('| worker revisions going backwards | %d |', $backwards);
 $md[] = sprintf('| dwctl writes (committed with revision) | %d (%d) |', $writeCount, count($writes) - ($finalRev > 0 ? 1 : 0));
+$md[] = sprintf('| dwctl writes failing with exit 1 (etcd unavailable): while a member was killed or cut off / other faults / no fault | %d of %d / %d of %d / %d of %d |',
+    $writeWhere['down'][1] ?? 0, $writeWhere['down'][0] ?? 0, $writeWhere['other'][1] ?? 0, $writeWhere['other'][0] ?? 0,
+    $writeWhere['calm'][1] ?? 0, $writeWhere['calm'][0] ?? 0);
 $md[] = sprintf('| faults injected | %d: %s |', count($faults),
     implode(', ', array_map(fn ($k, $v) => "$k $v", array_keys($faultKinds), $faultKinds)) ?: 'none');
 $md[] = sprintf('| staleness during faults, ms (p50 / p99 / max, n) | %s / %s / %s (%d) |',
