@@ -21,7 +21,8 @@ declare(strict_types=1);
 require __DIR__ . '/../../../php/RegionRouter.php';
 
 $opts = getopt('', ['log:', 'nodes:', 'final-rev:', 'final-ns:', 'seed:', 'duration:', 'markdown:', 'tmp:', 'servers:',
-    'socket-errors:', 'partition:']);
+    'socket-errors:', 'partition:', 'load-end-ns:']);
+$loadEnd = (int) ($opts['load-end-ns'] ?? 0);
 $log = (string) ($opts['log'] ?? '.');
 $nodes = (int) ($opts['nodes'] ?? 3);
 $finalRev = (int) ($opts['final-rev'] ?? 0);
@@ -208,13 +209,20 @@ $maxClockByRev = []; // node => rev => max clock
 $workersSeen = [];
 $firstNs = PHP_INT_MAX;
 $lastNs = 0;
+$lastOfFile = [];
+$stalls = []; // [node, from ns, ms]: a connection with no answer for more than 2 s
 foreach ($files as [$n, $file]) {
     $byWorker = [];
     $fh = fopen($file, 'r');
+    $prev = 0;
     while (($line = fgets($fh)) !== false) {
         $line = rtrim($line, "\n");
         $f = explode(' ', $line);
         $records++;
+        if ($prev > 0 && (int) $f[0] - $prev > 2_000_000_000) {
+            $stalls[] = [$n, $prev, ((int) $f[0] - $prev) / 1e6];
+        }
+        $prev = (int) $f[0];
         $perNode[$n] = ($perNode[$n] ?? 0) + 1;
         $at = (int) $f[0];
         $firstNs = min($firstNs, $at);
@@ -257,6 +265,7 @@ foreach ($files as [$n, $file]) {
         }
     }
     fclose($fh);
+    $lastOfFile[] = [$n, $prev];
     foreach ($byWorker as $worker => $answers) {
         usort($answers, fn (array $a, array $b): int => $a[0] <=> $b[0]);
         $last = 0;
@@ -269,6 +278,15 @@ foreach ($files as [$n, $file]) {
             }
             $last = max($last, $rev);
         }
+    }
+}
+
+// One connection per file: its last answer must come shortly before the load ended (the
+// latest answer of all, when the run did not say when it stopped the load).
+foreach ($lastOfFile as [$n, $prev]) {
+    $end = $loadEnd > 0 ? $loadEnd : $lastNs;
+    if ($prev > 0 && $end - $prev > 2_000_000_000) {
+        $stalls[] = [$n, $prev, ($end - $prev) / 1e6];
     }
 }
 
@@ -323,6 +341,10 @@ $check($failed === 0, "failed requests: $failed (not counted: $unavailable non-2
 foreach ($failedShown as $w) {
     echo "    $w\n";
 }
+$stallText = implode('; ', array_map(fn ($x) => sprintf('node %d for %.0f ms%s', $x[0], $x[2],
+    $inFault($x[1], 'restart-pool', (string) $x[0], 0) ? ' from its pool restart' : ''), array_slice($stalls, 0, 6)));
+$check($stalls === [], sprintf('no connection waited more than 2 s for an answer (%d did%s)', count($stalls),
+    $stalls === [] ? '' : ": $stallText"));
 $check($backwards === 0, sprintf('no worker\'s revision went backwards (%d workers)', array_sum(array_map('count', $workersSeen))));
 foreach ($backShown as $w) {
     echo "    $w\n";
@@ -359,6 +381,7 @@ $md[] = sprintf('| failed requests | %d |', $failed);
 $md[] = sprintf('| non-200 during the node\'s own pool restart (counted apart) | %d |', $unavailable);
 $md[] = sprintf('| wrk socket errors (connect, read, write, timeout) | %s |', $opts['socket-errors'] ?? '-');
 $md[] = sprintf('| worker revisions going backwards | %d |', $backwards);
+$md[] = sprintf('| connections stalled > 2 s | %d%s |', count($stalls), $stalls === [] ? '' : " ($stallText)");
 $md[] = sprintf('| dwctl writes (committed with revision) | %d (%d) |', $writeCount, count($writes) - ($finalRev > 0 ? 1 : 0));
 $md[] = sprintf('| dwctl writes failing with exit 1 (etcd unavailable): while a member was killed or cut off / other faults / no fault | %d of %d / %d of %d / %d of %d |',
     $writeWhere['down'][1] ?? 0, $writeWhere['down'][0] ?? 0, $writeWhere['other'][1] ?? 0, $writeWhere['other'][0] ?? 0,
