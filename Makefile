@@ -33,7 +33,7 @@ up: build
 down:
 	@scripts/stack down
 
-.PHONY: all demo up down build devenv fetch test test-rust test-php bench install stubs check-zts fmt lint clean help
+.PHONY: all demo up down chaos build devenv fetch test test-rust test-php bench install stubs check-zts fmt lint clean help
 
 all: build
 
@@ -44,6 +44,7 @@ help:
 	@echo "make test       every test suite, and the phpt suite on PHP 8.5; ends with 'N passed, N failed'"
 	@echo "PHP=8.5 make build test   the extension against PHP 8.5 (target/php8.5), its phpt, twin and differential tests"
 	@echo "make bench      benchmarks, written to BENCHMARKS.md"
+	@echo "make chaos DURATION=10m [SEED=N]   3-member etcd, 3 nodes, load, writer, nemesis; figures in target/test-logs/chaos/chaos.md"
 	@echo "make install    copy dw_router.so into php-config --extension-dir, write a conf.d ini"
 	@echo "make stubs      print the API as Reflection sees it and check stubs/dw_router.stub.php against it"
 	@echo "make lint       cargo fmt --check and clippy -D warnings"
@@ -77,6 +78,13 @@ endif
 
 bench: build
 	@$(IN_ENV) scripts/run-bench
+
+# The chaos test (tests/chaos/run): a 3-member etcd, three nodes, load, a dwctl writer and
+# a nemesis on a seeded schedule; every answer checked against the userland twin. Its
+# figures, as Markdown, end the output and are kept in target/test-logs/chaos/chaos.md.
+DURATION ?= 10m
+chaos: build
+	@$(IN_ENV) tests/chaos/run --duration $(DURATION) $(if $(SEED),--seed $(SEED))
 
 install: build
 	$(IN_ENV) scripts/install-extension $(SO)
