@@ -10,7 +10,10 @@ declare(strict_types=1);
  * headers and a one-line body:
  *
  *   X-DW-Shard, X-DW-Origin   the route
- *   X-DW-Revision             etcd revision of the routing table this worker used
+ *   X-DW-Revision             etcd revision of the routing table this answer came from
+ *                             (answeredRevision(): a reload between resolve() and
+ *                             revision() would pair one table's route with the next one's
+ *                             revision)
  *   X-DW-Worker               the PHP worker's pid (php-fpm worker or lsphp child; each has
  *                             its own watcher)
  *   X-DW-Clock                (DW_TEST_HOOKS only) hrtime() when the route was read: orders
@@ -56,7 +59,7 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     $path = $server['DW_SNAPSHOT_PATH'] ?? '';
     $router = is_string($path) && $path !== '' ? new RegionRouter($path) : new RegionRouter();
     $route = $router->resolve($country, $sticky);
-    $revision = $router->revision();
+    $revision = $router->answeredRevision();
 }
 $clock = hrtime(true);
 
