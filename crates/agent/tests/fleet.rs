@@ -303,3 +303,105 @@ async fn a_report_refused_by_rbac_does_not_stop_publication() {
     assert!(log.contains("routing is unaffected"), "{log}");
     assert!(agent.terminate().success(), "{log}");
 }
+
+/// `etcd grpc-proxy start` in front of the cluster, restartable on the same port.
+struct GrpcProxy {
+    child: std::process::Child,
+    listen: String,
+    upstream: String,
+    log: std::path::PathBuf,
+}
+
+impl GrpcProxy {
+    fn start(upstream: &str, log: &Path) -> GrpcProxy {
+        let listen = format!("127.0.0.1:{}", free_port());
+        let child = GrpcProxy::spawn(upstream, &listen, log);
+        GrpcProxy {
+            child,
+            listen,
+            upstream: upstream.to_owned(),
+            log: log.to_path_buf(),
+        }
+    }
+
+    fn spawn(upstream: &str, listen: &str, log: &Path) -> std::process::Child {
+        let upstream = upstream.trim_start_matches("http://");
+        std::process::Command::new("etcd")
+            .args([
+                "grpc-proxy",
+                "start",
+                &format!("--endpoints={upstream}"),
+                &format!("--listen-addr={listen}"),
+                &format!("--metrics-addr=http://127.0.0.1:{}", free_port()),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap()
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.listen)
+    }
+
+    fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = GrpcProxy::spawn(&self.upstream, &self.listen, &self.log);
+    }
+}
+
+impl Drop for GrpcProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_work_through_etcd_grpc_proxy_and_its_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path(), 1).await;
+    let mut client = cluster.client().await;
+    put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
+    let mut proxy = GrpcProxy::start(&cluster.endpoints()[0], &dir.path().join("proxy.log"));
+    let proxied = vec![proxy.url()];
+
+    let snapshots: Vec<_> = (0..2)
+        .map(|i| dir.path().join(format!("routing-{i}.json")))
+        .collect();
+    let mut agents: Vec<AgentProcess> = snapshots
+        .iter()
+        .enumerate()
+        .map(|(i, snapshot)| {
+            AgentProcess::spawn(
+                &agent_args(&proxied, snapshot, &format!("proxied-{i}"), &[]),
+                &dir.path().join(format!("agent-{i}.log")),
+            )
+        })
+        .collect();
+    // List and watch through the proxy; the reports (leases, txn) go through it too.
+    for snapshot in &snapshots {
+        converged(&mut client, snapshot).await;
+    }
+    let status = status_until(&proxied, "both proxied agents report", |code, s| {
+        code == 0 && s["live"] == 2
+    })
+    .await;
+    assert_eq!(status["current"], 2, "{status}");
+    let (code, set) = dwctl(&proxied, &["region", "set", "FR", REGION, "--wait=10s"]).await;
+    assert_eq!(code, 0, "{set}");
+
+    // The proxy restarts: the agents re-list and follow changes made meanwhile.
+    proxy.restart();
+    put(&mut client, &format!("{PREFIX}region/GB"), REGION).await;
+    for snapshot in &snapshots {
+        let published = converged(&mut client, snapshot).await;
+        assert!(published.kvs.contains_key(&format!("{PREFIX}region/GB")));
+    }
+    let (code, set) = dwctl(&proxied, &["region", "set", "IT", REGION, "--wait=20s"]).await;
+    assert_eq!(code, 0, "{set}");
+    for agent in &mut agents {
+        assert!(agent.terminate().success(), "{}", agent.log());
+    }
+}
