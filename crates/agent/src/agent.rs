@@ -47,6 +47,8 @@ pub struct Agent {
     /// Keys of the published state left out of routing, once known.
     rejected: Option<Vec<(String, String)>>,
     published_at_ms: Option<u64>,
+    /// The live report's lease, revoked on a clean stop.
+    report_lease: Option<crate::report::LeaseHandle>,
 }
 
 /// How a session ended.
@@ -79,6 +81,10 @@ impl Agent {
                 })?),
                 None => None,
             };
+        let report_lease = config
+            .report
+            .as_ref()
+            .map(|_| crate::report::LeaseHandle::default());
         let (reports, reporter) = match &config.report {
             Some(report) => {
                 let (sender, receiver) = watch::channel(None);
@@ -90,6 +96,7 @@ impl Agent {
                     request_timeout: config.timing.request_timeout,
                     reports: receiver,
                     metrics: metrics.clone(),
+                    lease: report_lease.clone().unwrap_or_default(),
                 };
                 (Some(sender), Some(reporter))
             }
@@ -108,6 +115,7 @@ impl Agent {
             reporter,
             rejected: None,
             published_at_ms: None,
+            report_lease,
         })
     }
 
@@ -157,18 +165,26 @@ impl Agent {
             }
             std::future::pending::<()>().await
         };
+        let lease = self.report_lease.clone();
         tokio::select! {
             () = shutdown => {
                 info!(
                     revision = ?self.publisher.published_revision(),
                     "shutting down; the published snapshot stays in place"
                 );
-                Ok(())
             }
             never = self.supervise() => match never {},
-            () = serving => Ok(()),
-            () = reporting => Ok(()),
+            () = serving => {}
+            () = reporting => {}
         }
+        // A clean stop takes the node out of the live set at once (its last-seen record
+        // stays): `dwctl --wait` stops waiting for it without waiting out the lease.
+        if let Some(lease) = lease {
+            // Bounded: with etcd away, stopping must not hang on it.
+            let deadline = self.config.timing.dial_timeout.min(Duration::from_secs(1));
+            crate::report::revoke(&lease, deadline).await;
+        }
+        Ok(())
     }
 
     /// Runs sessions forever, backing off between them and moving through the endpoints.

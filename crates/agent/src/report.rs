@@ -15,7 +15,7 @@
 //! write (permissions, quota, etcd away) is logged and counted, then retried with backoff;
 //! publication never depends on it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp};
@@ -120,6 +120,34 @@ pub(crate) struct Reporter {
     pub(crate) request_timeout: Duration,
     pub(crate) reports: watch::Receiver<Option<Report>>,
     pub(crate) metrics: Arc<Metrics>,
+    pub(crate) lease: LeaseHandle,
+}
+
+/// The live report's lease and a client to revoke it with, shared with the agent.
+#[derive(Clone, Default)]
+pub(crate) struct LeaseHandle(Arc<Mutex<Option<(Client, i64)>>>);
+
+impl LeaseHandle {
+    fn set(&self, client: &Client, lease: i64) {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = Some((client.clone(), lease));
+    }
+
+    fn take(&self) -> Option<(Client, i64)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Revokes the live report's lease (best effort, bounded): the node leaves the live set.
+pub(crate) async fn revoke(lease: &LeaseHandle, deadline: Duration) {
+    if let Some((mut client, id)) = lease.take() {
+        match crate::etcd::within(deadline, client.lease_revoke(id)).await {
+            Ok(_) => info!("node report: lease revoked, the node is listed as gone"),
+            Err(message) => {
+                warn!(error = %message, "node report: cannot revoke the lease; it expires by itself")
+            }
+        }
+    }
 }
 
 /// One connection's leases.
@@ -258,6 +286,7 @@ impl Reporter {
             crate::etcd::within(timeout, client.lease_keep_alive(seen))
                 .await
                 .map_err(|m| format!("lease keep-alive: {m}"))?;
+        self.lease.set(&client, live);
         Ok(Leases {
             client,
             live,

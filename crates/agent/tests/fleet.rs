@@ -176,6 +176,13 @@ async fn five_agents_report_and_wait_follows_the_live_ones() {
         "{status}"
     );
 
+    // A clean stop (SIGTERM) revokes the lease: gone at once, not after 10 s.
+    assert!(agents[0].terminate().success(), "{}", agents[0].log());
+    let stopped_at = Instant::now();
+    let status = status_until(&endpoints, "node-0 is gone", |_, s| s["live"] == 3).await;
+    assert!(stopped_at.elapsed() < Duration::from_secs(5));
+    assert_eq!(node(&status, "node-0")["state"], "gone");
+
     for agent in &mut agents {
         if agent.child.try_wait().unwrap().is_none() {
             assert!(agent.terminate().success(), "{}", agent.log());
