@@ -160,6 +160,13 @@ async fn five_agents_report_and_wait_follows_the_live_ones() {
     assert_eq!(code, 0, "{set}");
     assert_eq!(set["fleet"]["live"], 4, "{set}");
 
+    // A delete is a change too: status's revision is the delete's, and the nodes have it.
+    let (code, deleted) = dwctl(&endpoints, &["region", "delete", "FR", "--wait=5s"]).await;
+    assert_eq!(code, 0, "{deleted}");
+    let (code, status) = dwctl(&endpoints, &["status"]).await;
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(status["revision"], deleted["revision"], "{status}");
+
     // A key no node can use: every live node reports it as rejected.
     let bad = format!("{PREFIX}region/XX");
     put(&mut client, &bad, "{not json").await;

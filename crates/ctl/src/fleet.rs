@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
+use etcd_client::{Client, GetOptions, SortOrder, SortTarget, WatchOptions};
 use serde_json::{Value, json};
 
 use crate::cli::OutputFormat;
@@ -133,9 +133,11 @@ pub async fn read_nodes(client: &mut Client, nodes_prefix: &str) -> Result<Vec<N
     Ok(nodes.into_values().collect())
 }
 
-/// The revision of the routing prefix: the newest `mod_revision` under it. (A delete leaves
-/// no key behind; when the newest change was a delete this is the change before it, while
-/// `--wait` always uses the exact revision its own transaction committed at.)
+/// The revision of the routing prefix: its last change. The newest `mod_revision` under it
+/// is that change unless a delete came later (a delete leaves no key); deletes after it are
+/// found by replaying the prefix's history from there to the current revision (a watch,
+/// until a progress notification says it caught up). If that history is compacted or the
+/// replay takes more than 2 s, the newest `mod_revision` is used.
 pub async fn routing_revision(client: &mut Client, prefix: &str) -> Result<i64, Error> {
     let newest = client
         .get(
@@ -149,7 +151,54 @@ pub async fn routing_revision(client: &mut Client, prefix: &str) -> Result<i64, 
             ),
         )
         .await?;
-    Ok(newest.kvs().first().map_or(0, |kv| kv.mod_revision()))
+    let head = newest.header().map_or(0, |h| h.revision());
+    let newest_put = newest.kvs().first().map_or(0, |kv| kv.mod_revision());
+    if newest_put >= head {
+        return Ok(newest_put);
+    }
+    let replay = last_delete(client, prefix, newest_put + 1, head);
+    match tokio::time::timeout(Duration::from_secs(2), replay).await {
+        Ok(Ok(Some(deleted))) => Ok(deleted.max(newest_put)),
+        _ => Ok(newest_put),
+    }
+}
+
+/// The revision of the last event under `prefix` in `from..=head`, if any.
+async fn last_delete(
+    client: &mut Client,
+    prefix: &str,
+    from: i64,
+    head: i64,
+) -> Result<Option<i64>, Error> {
+    let options = WatchOptions::new()
+        .with_range(range_end(prefix))
+        .with_start_revision(from)
+        .with_progress_notify();
+    let mut stream = client.watch(prefix, Some(options)).await?;
+    let mut last = None;
+    let mut ticker = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        tokio::select! {
+            message = stream.message() => {
+                let Some(response) = message? else { return Ok(last) };
+                if response.canceled() {
+                    return Err(Error::Failed("the prefix's history is compacted".into()));
+                }
+                for event in response.events() {
+                    if let Some(kv) = event.kv()
+                        && kv.mod_revision() <= head
+                    {
+                        last = Some(kv.mod_revision());
+                    }
+                }
+                let progress = response.events().is_empty() && !response.created();
+                if progress && response.header().is_some_and(|h| h.revision() >= head) {
+                    return Ok(last);
+                }
+            }
+            _ = ticker.tick() => stream.request_progress().await?,
+        }
+    }
 }
 
 fn now_ms() -> u64 {
