@@ -13,11 +13,12 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use etcd_client::WatchStream;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 use tracing::{error, info, warn};
 
@@ -27,6 +28,7 @@ use crate::etcd::{Connector, classify, within};
 use crate::metrics::{Metrics, State, StatusHandle};
 use crate::mirror::Mirror;
 use crate::publish::{Hold, Outcome, Publication, Publisher};
+use crate::report::{Condition, Report, Reporter, rejected_keys, unix_ms};
 use crate::{Error, http};
 
 /// A started agent: configuration checked, snapshot directory usable, metrics bound.
@@ -39,6 +41,14 @@ pub struct Agent {
     listener: Option<TcpListener>,
     last_hold: Option<Hold>,
     observer: Option<UnboundedSender<Publication>>,
+    /// The latest node report, for the reporter task (`None` when reports are off).
+    reports: Option<watch::Sender<Option<Report>>>,
+    reporter: Option<Reporter>,
+    /// Keys of the published state left out of routing, once known.
+    rejected: Option<Vec<(String, String)>>,
+    published_at_ms: Option<u64>,
+    /// The live report's lease, revoked on a clean stop.
+    report_lease: Option<crate::report::LeaseHandle>,
 }
 
 /// How a session ended.
@@ -71,6 +81,27 @@ impl Agent {
                 })?),
                 None => None,
             };
+        let report_lease = config
+            .report
+            .as_ref()
+            .map(|_| crate::report::LeaseHandle::default());
+        let (reports, reporter) = match &config.report {
+            Some(report) => {
+                let (sender, receiver) = watch::channel(None);
+                let reporter = Reporter {
+                    connector: connector.clone(),
+                    endpoints: config.endpoints.clone(),
+                    config: report.clone(),
+                    snapshot: config.snapshot.display().to_string(),
+                    request_timeout: config.timing.request_timeout,
+                    reports: receiver,
+                    metrics: metrics.clone(),
+                    lease: report_lease.clone().unwrap_or_default(),
+                };
+                (Some(sender), Some(reporter))
+            }
+            None => (None, None),
+        };
         Ok(Agent {
             config,
             connector,
@@ -80,6 +111,11 @@ impl Agent {
             listener,
             last_hold: None,
             observer: None,
+            reports,
+            reporter,
+            rejected: None,
+            published_at_ms: None,
+            report_lease,
         })
     }
 
@@ -125,17 +161,34 @@ impl Agent {
                 None => std::future::pending().await,
             }
         };
+        // Reports go beside the watch loop, never in its way.
+        let reporter = self.reporter.take();
+        let reporting = async move {
+            if let Some(reporter) = reporter {
+                reporter.run().await;
+            }
+            std::future::pending::<()>().await
+        };
+        let lease = self.report_lease.clone();
         tokio::select! {
             () = shutdown => {
                 info!(
                     revision = ?self.publisher.published_revision(),
                     "shutting down; the published snapshot stays in place"
                 );
-                Ok(())
             }
             never = self.supervise() => match never {},
-            () = serving => Ok(()),
+            () = serving => {}
+            () = reporting => {}
         }
+        // A clean stop takes the node out of the live set at once (its last-seen record
+        // stays): `dwctl --wait` stops waiting for it without waiting out the lease.
+        if let Some(lease) = lease {
+            // Bounded: with etcd away, stopping must not hang on it.
+            let deadline = self.config.timing.dial_timeout.min(Duration::from_secs(1));
+            crate::report::revoke(&lease, deadline).await;
+        }
+        Ok(())
     }
 
     /// Runs sessions forever, backing off between them and moving through the endpoints.
@@ -158,6 +211,7 @@ impl Agent {
             self.metrics
                 .session_ended(ended.error.cause(), ended.error.to_string());
             self.metrics.set_state(State::BackingOff);
+            self.report(Some(format!("etcd session ended: {}", ended.error)));
             warn!(
                 cause = ended.error.cause(),
                 error = %ended.error,
@@ -221,7 +275,7 @@ impl Agent {
             pages,
             "listed the prefix"
         );
-        self.publish_if_changed();
+        self.publish_if_changed(None);
 
         let mut stream = match self.connector.watch(&client, endpoint, revision + 1).await {
             Ok(stream) => stream,
@@ -259,6 +313,7 @@ impl Agent {
                         Err(e) => return classify(endpoint, crate::etcd::describe(&e)),
                     };
                     last_response = Instant::now();
+                    let received = last_response;
                     if response.canceled() {
                         if response.compact_revision() > 0 {
                             return Error::Compacted {
@@ -283,7 +338,7 @@ impl Agent {
                     self.metrics.event_received();
                     // All events of one response make one write: a transaction's keys
                     // arrive together, so they are published together.
-                    self.publish_if_changed();
+                    self.publish_if_changed(Some(received));
                 }
                 _ = ticker.tick() => {
                     let silent_for = last_response.elapsed();
@@ -300,15 +355,62 @@ impl Agent {
                     }
                     // Retry a publication that failed or was held.
                     if self.mirror.is_dirty() {
-                        self.publish_if_changed();
+                        self.publish_if_changed(None);
                     }
                 }
             }
         }
     }
 
-    /// Publishes the mirror if its keys differ from the published file and the rules allow.
-    fn publish_if_changed(&mut self) {
+    /// Publishes the mirror if its keys differ from the published file and the rules allow,
+    /// then updates the node report. `received`: when the watch response arrived.
+    fn publish_if_changed(&mut self, received: Option<Instant>) {
+        self.publish(received);
+        self.report(None);
+    }
+
+    /// Replaces the node report the reporter task writes (it never waits for the write).
+    fn report(&mut self, session_error: Option<String>) {
+        let Some(reports) = &self.reports else {
+            return;
+        };
+        if !self.mirror.is_dirty() && self.rejected.is_none() {
+            // The published file holds the mirror's keys: check them as routers will.
+            let table = dw_routing::Table::from_snapshot(self.mirror.snapshot());
+            self.rejected = Some(rejected_keys(
+                table.invalid_keys(),
+                self.mirror.unrepresentable_keys(),
+            ));
+        }
+        let published_revision = self.publisher.published_revision();
+        let revision = if self.mirror.is_dirty() {
+            published_revision.unwrap_or(0)
+        } else {
+            self.mirror.revision()
+        };
+        let stale = session_error.or_else(|| self.metrics.stale_reason());
+        let condition = match (stale, &self.rejected) {
+            (Some(why), _) => Condition::Stale(why),
+            (None, Some(rejected)) if !rejected.is_empty() => Condition::Rejected(rejected.clone()),
+            (None, _) => Condition::Ok,
+        };
+        let report = Report {
+            revision,
+            published_revision,
+            published_at_ms: self.published_at_ms,
+            condition,
+        };
+        reports.send_if_modified(|current| {
+            if current.as_ref() == Some(&report) {
+                false
+            } else {
+                *current = Some(report);
+                true
+            }
+        });
+    }
+
+    fn publish(&mut self, received: Option<Instant>) {
         let snapshot = self.mirror.snapshot();
         self.metrics.mirrored(
             snapshot.revision,
@@ -323,6 +425,13 @@ impl Agent {
             Outcome::Written(publication) => {
                 self.mirror.mark_published();
                 self.metrics.published(publication.revision);
+                self.rejected = None;
+                self.published_at_ms = Some(unix_ms(SystemTime::now()));
+                if let Some(received) = received {
+                    self.metrics.event_to_rename(
+                        publication.renamed_at.saturating_duration_since(received),
+                    );
+                }
                 if let Some(reason) = self.publisher.take_replaced_untrusted() {
                     self.metrics.untrusted_snapshot_replaced();
                     warn!(

@@ -1,6 +1,7 @@
 //! What the agent is told: the command line (with `DW_AGENT_*` fallbacks) and the
 //! validated [`Config`] that `run` takes.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,6 +20,9 @@ pub const DEFAULT_METRICS_MAX_CONNECTIONS: usize = 64;
 
 /// Where `/metrics` and `/healthz` listen when `--metrics-addr` is not given.
 pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9731";
+
+/// Where node reports go when `--nodes-prefix` is not given (outside the routing prefix).
+pub const DEFAULT_NODES_PREFIX: &str = "/dw/nodes/";
 
 /// Everything `run` needs. Build it with [`Cli::into_config`] or by hand (tests do).
 #[derive(Debug, Clone)]
@@ -43,6 +47,156 @@ pub struct Config {
     pub timing: Timing,
     /// Keys per page when listing the prefix.
     pub page_size: i64,
+    /// Node reports (`<nodes prefix><node id>`); `None` writes none.
+    pub report: Option<ReportConfig>,
+}
+
+/// The node report: who this node is and where and how often it says what it published.
+#[derive(Debug, Clone)]
+pub struct ReportConfig {
+    /// The node's id (default: the host name).
+    pub node_id: String,
+    /// Free-form `key=value` labels, shown and filtered on by `dwctl status`.
+    pub labels: BTreeMap<String, String>,
+    /// Where live reports go: `<prefix><node id>`, on a lease of `ttl`. The last report is
+    /// also kept at `<prefix without its trailing slash>-seen/<node id>` on a lease of
+    /// `seen_ttl`, so that a node whose lease expired is shown as gone for that long.
+    pub prefix: String,
+    /// Lease of the live report: the node counts as gone this long after it stops.
+    pub ttl: Duration,
+    /// Lease of the `-seen/` record.
+    pub seen_ttl: Duration,
+    /// At most one report write per this interval (plus one when a burst ends).
+    pub min_interval: Duration,
+}
+
+impl ReportConfig {
+    /// Reports for `node_id` with every default.
+    pub fn new(node_id: impl Into<String>) -> ReportConfig {
+        ReportConfig {
+            node_id: node_id.into(),
+            labels: BTreeMap::new(),
+            prefix: DEFAULT_NODES_PREFIX.to_owned(),
+            ttl: Duration::from_secs(10),
+            seen_ttl: Duration::from_secs(600),
+            min_interval: Duration::from_secs(1),
+        }
+    }
+
+    /// The live report's key.
+    pub fn key(&self) -> String {
+        format!("{}{}", self.prefix, self.node_id)
+    }
+
+    /// The last-seen record's key.
+    pub fn seen_key(&self) -> String {
+        format!("{}{}", seen_prefix(&self.prefix), self.node_id)
+    }
+
+    fn validate(&self, routing_prefix: &str) -> Result<(), Error> {
+        check_node_id(&self.node_id).map_err(Error::Config)?;
+        for (key, value) in &self.labels {
+            check_label(key, value).map_err(Error::Config)?;
+        }
+        if !self.prefix.starts_with('/') || !self.prefix.ends_with('/') {
+            return Err(Error::Config(format!(
+                "--nodes-prefix {:?} must start and end with /",
+                self.prefix
+            )));
+        }
+        for key in [self.key(), self.seen_key()] {
+            if key.starts_with(routing_prefix) || routing_prefix.starts_with(&key) {
+                return Err(Error::Config(format!(
+                    "node report key {key} lies inside the routing prefix {routing_prefix}: \
+                     every agent would be woken by every report"
+                )));
+            }
+        }
+        if self.ttl < Duration::from_secs(2) || self.seen_ttl < self.ttl {
+            return Err(Error::Config(
+                "the report lease must be at least 2s, and the seen record's no shorter".into(),
+            ));
+        }
+        if self.min_interval.is_zero() {
+            return Err(Error::Config(
+                "the report interval must be greater than zero".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `/dw/nodes/` → `/dw/nodes-seen/`: the home of last-seen records, next to (not inside)
+/// the live reports, so that listing live reports does not list them.
+pub fn seen_prefix(nodes_prefix: &str) -> String {
+    format!("{}-seen/", nodes_prefix.trim_end_matches('/'))
+}
+
+/// A node id: 1 to 128 characters of letters, digits, `.`, `_`, `-` (host names fit).
+pub fn check_node_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.len() > 128 {
+        return Err(format!("--node-id {id:?} must be 1 to 128 characters long"));
+    }
+    if let Some(bad) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "--node-id {id:?} contains {bad:?}: use letters, digits, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+fn check_label(key: &str, value: &str) -> Result<(), String> {
+    let key_ok = !key.is_empty()
+        && key.len() <= 63
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'));
+    if !key_ok {
+        return Err(format!(
+            "--labels: label name {key:?} must be 1 to 63 letters, digits, '.', '_', '-' or '/'"
+        ));
+    }
+    let value_ok = value.len() <= 128
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '/'));
+    if !value_ok {
+        return Err(format!(
+            "--labels: the value of {key} ({value:?}) must be at most 128 letters, digits, \
+             '.', '_', '-', ':' or '/'"
+        ));
+    }
+    Ok(())
+}
+
+/// Parses `k=v,k2=v2` (empty text: no labels). Names must be unique.
+pub fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut labels = BTreeMap::new();
+    for item in text
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+    {
+        let Some((key, value)) = item.split_once('=') else {
+            return Err(format!("--labels: {item:?} is not key=value"));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        check_label(key, value)?;
+        if labels.insert(key.to_owned(), value.to_owned()).is_some() {
+            return Err(format!("--labels: {key} is given twice"));
+        }
+    }
+    Ok(labels)
+}
+
+/// The host name (`/proc/sys/kernel/hostname`), the default node id.
+pub fn host_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// An etcd user and password. `Debug` does not show the password.
@@ -125,6 +279,7 @@ impl Config {
             allow_empty: false,
             timing: Timing::default(),
             page_size: 1000,
+            report: None,
         }
     }
 
@@ -168,6 +323,9 @@ impl Config {
             return Err(Error::Config(
                 "--stall-timeout must be longer than --progress-interval".into(),
             ));
+        }
+        if let Some(report) = &self.report {
+            report.validate(&self.prefix)?;
         }
         if let Some(tls) = &self.tls
             && tls.cert.is_some() != tls.key.is_some()
@@ -302,6 +460,22 @@ pub struct Cli {
     #[arg(long, env = "DW_AGENT_METRICS_MAX_CONNECTIONS", default_value_t = DEFAULT_METRICS_MAX_CONNECTIONS,
           value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=4096), usize::from))]
     pub metrics_max_connections: usize,
+
+    /// This node's id in its report (default: the host name)
+    #[arg(long, env = "DW_AGENT_NODE_ID")]
+    pub node_id: Option<String>,
+
+    /// Labels for the node report, k=v,k2=v2 (dwctl status --labels filters on them)
+    #[arg(long, env = "DW_AGENT_LABELS", default_value = "")]
+    pub labels: String,
+
+    /// Where node reports go, outside --prefix; "off" writes none
+    #[arg(long, env = "DW_AGENT_NODES_PREFIX", default_value = DEFAULT_NODES_PREFIX)]
+    pub nodes_prefix: String,
+
+    /// Lease of the node report: the node counts as gone this long after it stops
+    #[arg(long, env = "DW_AGENT_REPORT_TTL", default_value = "10s", value_parser = parse_duration)]
+    pub report_ttl: Duration,
 }
 
 impl Cli {
@@ -347,6 +521,21 @@ impl Cli {
         } else {
             None
         };
+        let report = if self.nodes_prefix.trim() == "off" {
+            None
+        } else {
+            let node_id = match self.node_id {
+                Some(id) => id.trim().to_owned(),
+                None => host_name().ok_or_else(|| {
+                    Error::Config("cannot read the host name: give --node-id".into())
+                })?,
+            };
+            let mut report = ReportConfig::new(node_id);
+            report.labels = parse_labels(&self.labels).map_err(Error::Config)?;
+            report.prefix = self.nodes_prefix.trim().to_owned();
+            report.ttl = self.report_ttl;
+            Some(report)
+        };
         let config = Config {
             endpoints: self
                 .endpoints
@@ -372,6 +561,7 @@ impl Cli {
                 healthy_after: self.healthy_after,
             },
             page_size: self.page_size,
+            report,
         };
         config.validate()?;
         Ok(config)
@@ -431,6 +621,53 @@ mod tests {
         assert!(config.allow_empty);
         assert!(config.credentials.is_none());
         assert_eq!(config.timing.stall_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn node_ids_and_labels_are_checked() {
+        let parse = |args: &[&str]| {
+            let mut argv = vec!["dw-agent", "--endpoints", "127.0.0.1:2379"];
+            argv.extend_from_slice(args);
+            Cli::try_parse_from(argv)
+                .map_err(|e| e.to_string())
+                .and_then(|cli| cli.into_config().map_err(|e| e.to_string()))
+        };
+        let config = parse(&["--node-id", "edge-1", "--labels", "dc=fra, tier=edge"]).unwrap();
+        let report = config.report.unwrap();
+        assert_eq!(report.key(), "/dw/nodes/edge-1");
+        assert_eq!(report.seen_key(), "/dw/nodes-seen/edge-1");
+        assert_eq!(report.labels["dc"], "fra");
+        assert_eq!(report.labels["tier"], "edge");
+        assert!(parse(&["--node-id", "a/b"]).unwrap_err().contains("'/'"));
+        assert!(parse(&["--node-id", ""]).unwrap_err().contains("--node-id"));
+        assert!(
+            parse(&["--labels", "dc"])
+                .unwrap_err()
+                .contains("key=value")
+        );
+        assert!(
+            parse(&["--labels", "=x"])
+                .unwrap_err()
+                .contains("label name")
+        );
+        assert!(
+            parse(&["--labels", "a=1,a=2"])
+                .unwrap_err()
+                .contains("twice")
+        );
+        assert!(
+            parse(&["--labels", "a=x y"])
+                .unwrap_err()
+                .contains("value of a")
+        );
+        assert!(
+            parse(&["--node-id", "n", "--nodes-prefix", "/dw/routing/nodes/"])
+                .unwrap_err()
+                .contains("inside the routing prefix")
+        );
+        assert!(parse(&["--nodes-prefix", "off"]).unwrap().report.is_none());
+        // The default id is the host name.
+        assert_eq!(parse(&[]).unwrap().report.map(|r| r.node_id), host_name());
     }
 
     #[test]

@@ -30,13 +30,15 @@ mod http;
 mod metrics;
 mod mirror;
 mod publish;
+mod report;
 
 use std::future::Future;
 
 pub use crate::agent::Agent;
 pub use crate::config::{
-    Cli, Config, Credentials, DEFAULT_METRICS_ADDR, DEFAULT_SNAPSHOT_PATH, LogFormat, Timing,
-    TlsFiles, parse_duration,
+    Cli, Config, Credentials, DEFAULT_METRICS_ADDR, DEFAULT_NODES_PREFIX, DEFAULT_SNAPSHOT_PATH,
+    LogFormat, ReportConfig, Timing, TlsFiles, check_node_id, host_name, parse_duration,
+    parse_labels, seen_prefix,
 };
 pub use crate::error::Error;
 pub use crate::metrics::{State, Status, StatusHandle};

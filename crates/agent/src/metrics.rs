@@ -107,6 +107,12 @@ pub(crate) struct Metrics {
     /// Milliseconds since `started` plus one; zero for never.
     last_event: AtomicU64,
     last_response: AtomicU64,
+    report_writes: AtomicU64,
+    report_failures: AtomicU64,
+    /// Watch event received → snapshot renamed: microseconds, total and last.
+    event_to_rename_micros_sum: AtomicU64,
+    event_to_rename_count: AtomicU64,
+    event_to_rename_last_micros: AtomicU64,
     restarts: Mutex<BTreeMap<&'static str, u64>>,
     condition: Mutex<Condition>,
 }
@@ -147,6 +153,11 @@ impl Metrics {
             metrics_refused: AtomicU64::new(0),
             last_event: AtomicU64::new(0),
             last_response: AtomicU64::new(0),
+            report_writes: AtomicU64::new(0),
+            report_failures: AtomicU64::new(0),
+            event_to_rename_micros_sum: AtomicU64::new(0),
+            event_to_rename_count: AtomicU64::new(0),
+            event_to_rename_last_micros: AtomicU64::new(0),
             restarts: Mutex::new(CAUSES.iter().map(|c| (*c, 0)).collect()),
             condition: Mutex::new(Condition {
                 state: State::Starting,
@@ -196,6 +207,33 @@ impl Metrics {
             .store(revision + 1, Ordering::Relaxed);
         self.snapshot_writes.fetch_add(1, Ordering::Relaxed);
         lock(&self.condition).write_error = None;
+    }
+
+    pub(crate) fn report_written(&self) {
+        self.report_writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn report_failed(&self) {
+        self.report_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The time from receiving a watch response to renaming its snapshot into place.
+    pub(crate) fn event_to_rename(&self, took: Duration) {
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.event_to_rename_micros_sum
+            .fetch_add(micros, Ordering::Relaxed);
+        self.event_to_rename_count.fetch_add(1, Ordering::Relaxed);
+        self.event_to_rename_last_micros
+            .store(micros, Ordering::Relaxed);
+    }
+
+    /// The last session error and the reason the state is not published, for the report.
+    pub(crate) fn stale_reason(&self) -> Option<String> {
+        let condition = lock(&self.condition);
+        if let Some(error) = &condition.write_error {
+            return Some(format!("cannot write the snapshot: {error}"));
+        }
+        condition.hold.clone()
     }
 
     pub(crate) fn write_failed(&self, error: String) {
@@ -367,6 +405,25 @@ impl Metrics {
             "counter",
             self.metrics_refused.load(Ordering::Relaxed).to_string(),
         );
+        gauge(
+            "dw_agent_report_writes_total",
+            "Node reports written to etcd.",
+            "counter",
+            self.report_writes.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            "dw_agent_report_failures_total",
+            "Node report writes (or their leases) that etcd refused or did not answer.",
+            "counter",
+            self.report_failures.load(Ordering::Relaxed).to_string(),
+        );
+        let micros = |atomic: &AtomicU64| atomic.load(Ordering::Relaxed) as f64 / 1e6;
+        gauge(
+            "dw_agent_last_event_to_rename_seconds",
+            "Last publication: from the watch response's arrival to the rename (etcd does not record commit times).",
+            "gauge",
+            micros(&self.event_to_rename_last_micros).to_string(),
+        );
         let seconds = |mark: &AtomicU64| {
             self.since(mark)
                 .unwrap_or_else(|| self.started.elapsed())
@@ -420,6 +477,15 @@ impl Metrics {
                 state.as_str()
             );
         }
+        let _ = write!(
+            out,
+            "# HELP dw_agent_event_to_rename_seconds From a watch response's arrival to the rename of its snapshot.\n\
+             # TYPE dw_agent_event_to_rename_seconds summary\n\
+             dw_agent_event_to_rename_seconds_sum {}\n\
+             dw_agent_event_to_rename_seconds_count {}\n",
+            micros(&self.event_to_rename_micros_sum),
+            self.event_to_rename_count.load(Ordering::Relaxed)
+        );
         out
     }
 }
@@ -464,6 +530,9 @@ mod tests {
             "dw_agent_watch_restarts_total{cause=\"stalled\"} 0",
             "dw_agent_connected 0",
             "dw_agent_state{state=\"starting\"} 1",
+            "dw_agent_report_writes_total 0",
+            "dw_agent_report_failures_total 0",
+            "dw_agent_event_to_rename_seconds_count 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

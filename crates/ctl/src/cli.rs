@@ -1,10 +1,12 @@
 //! The command line: every subcommand, its flags, and help that shows how to use it.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::etcd::DEFAULT_CONTROL_PREFIX;
+use crate::etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
+use crate::fleet::{Wait, parse_wait};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -22,6 +24,8 @@ Exit codes:
   2  usage (bad flags or arguments)
   3  conflict: every retry lost to a concurrent writer, nothing written; re-run
   4  validation failed: the message names the field, nothing written
+  5  lagging: `status` found a live node behind the routing revision, or `--wait` timed
+     out before the quorum of live nodes reported the change (the write itself committed)
   130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
 
 Examples:
@@ -29,6 +33,8 @@ Examples:
   dwctl drain fra-a --reason 'INC-123: 502s from fra-a'
   dwctl restore fra-a
   dwctl apply routing.toml --dry-run
+  dwctl drain fra-a --wait=30s --quorum 95
+  dwctl status --labels dc=fra
 
 Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_USER, DWCTL_PASSWORD,\nDWCTL_CACERT, DWCTL_CERT, DWCTL_KEY. Guide: docs/dwctl.md.";
 
@@ -58,6 +64,9 @@ pub struct GlobalArgs {
     /// Where dwctl keeps drain records and registered origins (outside --prefix).
     #[arg(long, env = "DWCTL_CONTROL_PREFIX", default_value = DEFAULT_CONTROL_PREFIX, global = true)]
     pub control_prefix: String,
+    /// Where the agents report (outside --prefix).
+    #[arg(long, env = "DWCTL_NODES_PREFIX", default_value = DEFAULT_NODES_PREFIX, global = true)]
+    pub nodes_prefix: String,
     /// etcd user (with --password).
     #[arg(long, env = "DWCTL_USER", global = true)]
     pub user: Option<String>,
@@ -160,6 +169,16 @@ restored. Never more than --max-drained-fraction of the probed origins are drain
 Example:
   dwctl health --probe fra-a=http://10.1.0.1/healthz --probe fra-b=http://10.1.0.2/healthz")]
     Health(HealthArgs),
+    /// The fleet: which revision each edge node routes from.
+    #[command(after_help = "\
+One line per node that reports under --nodes-prefix: id, labels, the revision it applied, \
+its lag in revisions and seconds, the age of its last report and its state (ok, stale with \
+why, rejected with the keys it left out). Nodes whose lease expired are listed as gone for \
+10 minutes. Exit code 0 when every live node is at the routing revision, 5 otherwise.
+
+Example:
+  dwctl status --labels dc=fra --output json")]
+    Status(StatusArgs),
     /// A key's past values from etcd's history (until compaction).
     #[command(after_help = "\
 KEY is relative to --prefix (region/DE, policy/global) or absolute (/dw/control/drains/fra-a).
@@ -196,7 +215,39 @@ Give the value as JSON, as a file, or with flags:
   dwctl region set DE --shard eu-1 --origin fra-a=50 --origin fra-b=50")]
     Set(RegionSetArgs),
     /// Delete one region (guarded).
-    Delete { geo: String },
+    Delete {
+        geo: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+/// `--wait[=TIMEOUT]` and `--quorum` of every command that writes routing.
+#[derive(Debug, Clone, Args)]
+pub struct WaitArgs {
+    /// After the commit, wait until the live nodes report it (default time-out 10s); exit 5
+    /// listing the lagging nodes on time-out.
+    #[arg(long, value_name = "TIMEOUT", num_args = 0..=1, default_missing_value = "10s", value_parser = parse_wait)]
+    pub wait: Option<Duration>,
+    /// Percent of the live nodes --wait waits for.
+    #[arg(long, value_name = "PERCENT", default_value_t = 100, value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub quorum: u8,
+}
+
+impl WaitArgs {
+    pub fn get(&self) -> Option<Wait> {
+        self.wait.map(|timeout| Wait {
+            timeout,
+            quorum: self.quorum,
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Only nodes with these labels (k=v,k2=v2).
+    #[arg(long, default_value = "")]
+    pub labels: String,
 }
 
 #[derive(Debug, Args)]
@@ -208,6 +259,8 @@ pub struct RegionSetArgs {
     /// Read the value from a file (`-` for stdin).
     #[arg(long, conflicts_with = "value")]
     pub file: Option<String>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
     /// The shard (with --origin).
     #[arg(long, conflicts_with_all = ["value", "file"], requires = "origin")]
     pub shard: Option<String>,
@@ -230,6 +283,8 @@ Example:
         /// Read the value from a file (`-` for stdin).
         #[arg(long, conflicts_with = "value")]
         file: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
 }
 
@@ -243,6 +298,8 @@ pub struct ApplyArgs {
     /// Delete regions that are not in the file.
     #[arg(long)]
     pub prune: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
 }
 
 #[derive(Debug, Args)]
@@ -261,6 +318,8 @@ pub struct DrainArgs {
     /// Drain even a region's last origin (its key is deleted; restore recreates it).
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
 }
 
 #[derive(Debug, Args)]
@@ -270,6 +329,8 @@ pub struct RestoreArgs {
     /// Show what would change, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
 }
 
 impl Command {
@@ -351,6 +412,24 @@ pub struct RollbackArgs {
     /// Show what would change, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+impl Command {
+    /// The `--wait` of a command that writes routing, when given.
+    pub fn wait(&self) -> Option<Wait> {
+        match self {
+            Command::Region(RegionCommand::Set(args)) => args.wait.get(),
+            Command::Region(RegionCommand::Delete { wait, .. }) => wait.get(),
+            Command::Policy(PolicyCommand::Set { wait, .. }) => wait.get(),
+            Command::Apply(args) => args.wait.get(),
+            Command::Drain(args) => args.wait.get(),
+            Command::Restore(args) => args.wait.get(),
+            Command::Rollback(args) => args.wait.get(),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -361,5 +440,28 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn wait_takes_an_optional_timeout() {
+        use clap::Parser;
+        use std::time::Duration;
+        let wait = |args: &[&str]| {
+            let mut argv = vec!["dwctl", "drain", "fra-a"];
+            argv.extend_from_slice(args);
+            super::Cli::try_parse_from(argv).map(|cli| cli.command.wait())
+        };
+        assert_eq!(wait(&[]).unwrap(), None);
+        let default = wait(&["--wait"]).unwrap().unwrap();
+        assert_eq!(default.timeout, Duration::from_secs(10));
+        assert_eq!(default.quorum, 100);
+        let given = wait(&["--wait", "2s", "--quorum", "90"]).unwrap().unwrap();
+        assert_eq!((given.timeout, given.quorum), (Duration::from_secs(2), 90));
+        assert_eq!(
+            wait(&["--wait=500ms"]).unwrap().unwrap().timeout,
+            Duration::from_millis(500)
+        );
+        assert!(wait(&["--wait", "--quorum", "0"]).is_err());
+        assert!(wait(&["--wait=never"]).is_err());
     }
 }

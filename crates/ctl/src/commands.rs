@@ -46,7 +46,8 @@ impl Context {
                 key: global.key.clone(),
                 timeout: Duration::from_secs_f64(global.timeout),
             },
-            layout: Layout::new(&global.prefix, &global.control_prefix)?,
+            layout: Layout::new(&global.prefix, &global.control_prefix)?
+                .with_nodes(&global.nodes_prefix)?,
             retry: RetryPolicy {
                 attempts: global.retries,
                 ..RetryPolicy::default()
@@ -65,18 +66,39 @@ impl Context {
 /// Runs one parsed command line to its outcome.
 pub async fn run_command(cli: Cli, shutdown: Shutdown) -> Result<Outcome, Error> {
     let context = Context::from_args(&cli.global)?;
-    match cli.command {
-        Command::Region(command) => region(&context, command).await,
-        Command::Policy(command) => policy(&context, command).await,
-        Command::Apply(args) => apply(&context, args).await,
-        Command::Drain(args) => drain(&context, args).await,
-        Command::Restore(args) => restore(&context, args).await,
-        Command::Origin(command) => crate::origin::command(&context, command, shutdown).await,
-        Command::Rebalance => crate::rebalance::command(&context, shutdown).await,
-        Command::Health(args) => crate::health::command(&context, args, shutdown).await,
-        Command::History(args) => crate::history::history(&context, &args.etcd_key).await,
+    let wait = cli.command.wait();
+    let outcome = run_one(&context, cli.command, shutdown).await?;
+    match (wait, outcome.json["revision"].as_i64()) {
+        // Only a write that committed has something to wait for (not a dry run, not
+        // "nothing to change").
+        (Some(wait), Some(revision)) if outcome.json["dry_run"] != Value::Bool(true) => {
+            crate::fleet::wait_after(&context, outcome, revision, wait).await
+        }
+        _ => Ok(outcome),
+    }
+}
+
+async fn run_one(
+    context: &Context,
+    command: Command,
+    shutdown: Shutdown,
+) -> Result<Outcome, Error> {
+    match command {
+        Command::Status(args) => {
+            let selector = crate::fleet::parse_selector(&args.labels)?;
+            crate::fleet::status(context, &selector).await
+        }
+        Command::Region(command) => region(context, command).await,
+        Command::Policy(command) => policy(context, command).await,
+        Command::Apply(args) => apply(context, args).await,
+        Command::Drain(args) => drain(context, args).await,
+        Command::Restore(args) => restore(context, args).await,
+        Command::Origin(command) => crate::origin::command(context, command, shutdown).await,
+        Command::Rebalance => crate::rebalance::command(context, shutdown).await,
+        Command::Health(args) => crate::health::command(context, args, shutdown).await,
+        Command::History(args) => crate::history::history(context, &args.etcd_key).await,
         Command::Rollback(args) => {
-            crate::history::rollback(&context, &args.etcd_key, args.to_revision, args.dry_run).await
+            crate::history::rollback(context, &args.etcd_key, args.to_revision, args.dry_run).await
         }
     }
 }
@@ -182,7 +204,7 @@ async fn region(context: &Context, command: RegionCommand) -> Result<Outcome, Er
                 false,
             ))
         }
-        RegionCommand::Delete { geo } => {
+        RegionCommand::Delete { geo, .. } => {
             check_geo(&geo)?;
             let updated = now_rfc3339();
             let committed = transact(
@@ -361,7 +383,7 @@ async fn read_file_async(path: &str) -> Result<Vec<u8>, Error> {
 
 async fn policy(context: &Context, command: PolicyCommand) -> Result<Outcome, Error> {
     let set_raw = match &command {
-        PolicyCommand::Set { value, file } => Some(read_input(
+        PolicyCommand::Set { value, file, .. } => Some(read_input(
             value.as_deref(),
             file.as_deref(),
             "policy value",

@@ -54,6 +54,9 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
+    /// The write committed (or `status` ran), but live nodes lag behind it: the outcome
+    /// is printed as usual, then the exit code is 5.
+    Lagging(Box<crate::output::Outcome>),
     /// Anything else that stops the command (a malformed drain record, a compacted
     /// revision, ...). Exit code 1.
     Failed(String),
@@ -74,6 +77,7 @@ impl Error {
             Error::Invalid(_) => 4,
             Error::Usage(_) => 2,
             Error::Conflict { .. } => 3,
+            Error::Lagging(_) => 5,
             Error::NotFound(_) | Error::Etcd(_) | Error::Io { .. } | Error::Failed(_) => 1,
             Error::Interrupted { code, .. } => *code,
         }
@@ -85,6 +89,7 @@ impl Error {
             Error::Invalid(_) => "validation",
             Error::Usage(_) => "usage",
             Error::Conflict { .. } => "conflict",
+            Error::Lagging(_) => "lagging",
             Error::NotFound(_) => "not-found",
             Error::Etcd(_) => "etcd",
             Error::Io { .. } => "io",
@@ -116,6 +121,7 @@ impl fmt::Display for Error {
             ),
             Error::NotFound(what) => write!(f, "not found: {what}"),
             Error::Etcd(source) => write!(f, "etcd: {source}"),
+            Error::Lagging(outcome) => f.write_str(&outcome.text),
             Error::Io { path, source } => write!(f, "{path}: {source}"),
             Error::Failed(message) => f.write_str(message),
             Error::Interrupted { signal, .. } => write!(

@@ -11,6 +11,9 @@ use crate::error::Error;
 /// agents' prefix, so that no edge node mirrors them.
 pub const DEFAULT_CONTROL_PREFIX: &str = "/dw/control/";
 
+/// Where the agents report (`<nodes>/<id>`, and the last-seen records next to it).
+pub const DEFAULT_NODES_PREFIX: &str = "/dw/nodes/";
+
 /// How to reach etcd.
 #[derive(Debug, Clone)]
 pub struct EtcdConfig {
@@ -88,6 +91,8 @@ fn read(path: &PathBuf) -> Result<Vec<u8>, Error> {
 pub struct Layout {
     pub prefix: String,
     pub control: String,
+    /// Node reports (`/dw/nodes/`), outside `prefix`.
+    pub nodes: String,
 }
 
 impl Layout {
@@ -102,6 +107,7 @@ impl Layout {
         let layout = Layout {
             prefix: normalise("--prefix", prefix)?,
             control: normalise("--control-prefix", control)?,
+            nodes: DEFAULT_NODES_PREFIX.to_owned(),
         };
         if layout.prefix.starts_with(&layout.control) || layout.control.starts_with(&layout.prefix)
         {
@@ -110,6 +116,21 @@ impl Layout {
             ));
         }
         Ok(layout)
+    }
+
+    /// The same layout with node reports under `nodes`, which must lie outside the prefix.
+    pub fn with_nodes(mut self, nodes: &str) -> Result<Layout, Error> {
+        if nodes.is_empty() {
+            return Err(Error::Usage("--nodes-prefix must not be empty".into()));
+        }
+        let nodes = format!("{}/", nodes.trim_end_matches('/'));
+        if nodes.starts_with(&self.prefix) || self.prefix.starts_with(&nodes) {
+            return Err(Error::Usage(
+                "--nodes-prefix must lie outside --prefix".into(),
+            ));
+        }
+        self.nodes = nodes;
+        Ok(self)
     }
 
     pub fn regions(&self) -> String {

@@ -28,6 +28,7 @@ mod commands;
 mod drain;
 mod error;
 mod etcd;
+mod fleet;
 mod health;
 mod history;
 mod origin;
@@ -42,12 +43,13 @@ mod weights;
 
 pub use crate::{
     apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
-    cli::{Cli, Command, OutputFormat},
+    cli::{Cli, Command, OutputFormat, WaitArgs},
     clock::{now_rfc3339, operator, rfc3339_from_unix},
     commands::{Context, run_command},
     drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
     error::{Error, FieldError},
-    etcd::{DEFAULT_CONTROL_PREFIX, EtcdConfig, Layout},
+    etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, EtcdConfig, Layout},
+    fleet::{EXIT_LAGGING, NodeReport, Wait, needed, read_nodes, routing_revision},
     health::{HealthConfig, run as run_health},
     history::{HistoryEntry, read_history},
     origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
@@ -113,6 +115,12 @@ pub fn main_with(cli: Cli) -> ExitCode {
         Ok(outcome) => {
             outcome.print(output);
             ExitCode::SUCCESS
+        }
+        Err(Error::Lagging(outcome)) => {
+            // The command did its work; the fleet has not caught up (or status found a
+            // lagging node): the full report on stdout, exit 5.
+            outcome.print(output);
+            ExitCode::from(fleet::EXIT_LAGGING)
         }
         Err(error) => {
             eprintln!("dwctl: {error}");

@@ -201,7 +201,7 @@ function mode_command(string $etcd, string $url, array $command): void
             $revision = served_revision($url);
             $polls++;
             if ($revision >= $committed[0]) {
-                $visible = hrtime(true);
+                $visible ??= hrtime(true);
             }
         } else {
             usleep(200);

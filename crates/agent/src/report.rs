@@ -1,0 +1,391 @@
+//! Node reports: after each publication the agent says, in etcd, which revision this node
+//! routes from, since when, and whether it could use every key.
+//!
+//! Two keys per node, both outside the routing prefix so no agent's watch ever sees them:
+//!
+//! - `<nodes prefix><id>` (default `/dw/nodes/<id>`) on a short lease (10 s), kept alive:
+//!   the node is live while it exists;
+//! - `<nodes prefix>-seen/<id>` on a long lease (10 min), written in the same transaction:
+//!   after the live key's lease expires, `dwctl status` shows the node as gone from it
+//!   until that lease expires too. Nothing has to clean up after a dead node.
+//!
+//! Writes are coalesced: the watch loop only replaces the latest report in a `watch`
+//! channel (it never waits), and this task writes at most once per `min_interval`, always
+//! the latest, so a burst costs one write per interval plus one when it ends. A refused
+//! write (permissions, quota, etcd away) is logged and counted, then retried with backoff;
+//! publication never depends on it.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use crate::config::ReportConfig;
+use crate::etcd::{Connector, describe};
+use crate::metrics::Metrics;
+
+/// What the node reports (the write adds `reported_at_ms`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Report {
+    /// The revision of the state the node routes from: the published file is that state.
+    pub(crate) revision: u64,
+    /// The revision recorded in the published file.
+    pub(crate) published_revision: Option<u64>,
+    /// When this agent last renamed a snapshot into place (unix ms), if it did.
+    pub(crate) published_at_ms: Option<u64>,
+    pub(crate) condition: Condition,
+}
+
+/// `ok`, `stale` (the file is not etcd's state, and why) or `rejected` (published, but
+/// some keys cannot be used: they are left out of routing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Condition {
+    Ok,
+    Stale(String),
+    Rejected(Vec<(String, String)>),
+}
+
+pub(crate) fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Report {
+    pub(crate) fn to_json(&self, config: &ReportConfig, snapshot: &str, now_ms: u64) -> String {
+        let (state, reason, rejected) = match &self.condition {
+            Condition::Ok => ("ok", Value::Null, Vec::new()),
+            Condition::Stale(why) => ("stale", Value::from(why.as_str()), Vec::new()),
+            Condition::Rejected(keys) => (
+                "rejected",
+                Value::from(format!("{} key(s) left out of routing", keys.len())),
+                keys.iter()
+                    .map(|(key, error)| json!({"key": key, "error": error}))
+                    .collect(),
+            ),
+        };
+        let labels: serde_json::Map<String, Value> = config
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect();
+        json!({
+            "node": config.node_id,
+            "revision": self.revision,
+            "published_revision": self.published_revision,
+            "published_at_ms": self.published_at_ms,
+            "reported_at_ms": now_ms,
+            "snapshot": snapshot,
+            "version": env!("CARGO_PKG_VERSION"),
+            "state": state,
+            "reason": reason,
+            "rejected": rejected,
+            "labels": labels,
+        })
+        .to_string()
+    }
+}
+
+/// The most rejected keys one report lists (the count is always complete).
+pub(crate) const MAX_REJECTED_LISTED: usize = 50;
+
+/// Rejected keys as `(key, reason)`, for a report.
+pub(crate) fn rejected_keys(
+    invalid: &[dw_routing::InvalidKey],
+    unrepresentable: usize,
+) -> Vec<(String, String)> {
+    let mut keys: Vec<(String, String)> = invalid
+        .iter()
+        .take(MAX_REJECTED_LISTED)
+        .map(|k| (k.key.clone(), k.error.to_string()))
+        .collect();
+    if unrepresentable > 0 {
+        keys.push((
+            "(non-UTF-8 keys)".into(),
+            format!("{unrepresentable} key(s) whose key or value is not UTF-8"),
+        ));
+    }
+    keys
+}
+
+/// The report writer: runs beside the watch loop until dropped.
+pub(crate) struct Reporter {
+    pub(crate) connector: Connector,
+    pub(crate) endpoints: Vec<String>,
+    pub(crate) config: ReportConfig,
+    pub(crate) snapshot: String,
+    pub(crate) request_timeout: Duration,
+    pub(crate) reports: watch::Receiver<Option<Report>>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) lease: LeaseHandle,
+}
+
+/// The live report's lease and a client to revoke it with, shared with the agent.
+#[derive(Clone, Default)]
+pub(crate) struct LeaseHandle(Arc<Mutex<Option<(Client, i64)>>>);
+
+impl LeaseHandle {
+    fn set(&self, client: &Client, lease: i64) {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = Some((client.clone(), lease));
+    }
+
+    fn take(&self) -> Option<(Client, i64)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Revokes the live report's lease (best effort, bounded): the node leaves the live set.
+pub(crate) async fn revoke(lease: &LeaseHandle, deadline: Duration) {
+    if let Some((mut client, id)) = lease.take() {
+        match crate::etcd::within(deadline, client.lease_revoke(id)).await {
+            Ok(_) => info!("node report: lease revoked, the node is listed as gone"),
+            Err(message) => {
+                warn!(error = %message, "node report: cannot revoke the lease; it expires by itself")
+            }
+        }
+    }
+}
+
+/// One connection's leases.
+struct Leases {
+    client: Client,
+    live: i64,
+    seen: i64,
+    live_keeper: LeaseKeeper,
+    live_stream: LeaseKeepAliveStream,
+    seen_keeper: LeaseKeeper,
+    seen_stream: LeaseKeepAliveStream,
+}
+
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+impl Reporter {
+    pub(crate) async fn run(mut self) {
+        let mut index = std::process::id() as usize % self.endpoints.len().max(1);
+        let mut failures = 0u32;
+        let mut last_error: Option<String> = None;
+        loop {
+            let endpoint = self.endpoints[index].clone();
+            index = (index + 1) % self.endpoints.len();
+            match self
+                .session(&endpoint, &mut failures, &mut last_error)
+                .await
+            {
+                Ok(()) => return,
+                Err(message) => {
+                    self.metrics.report_failed();
+                    if last_error.as_deref() != Some(message.as_str()) {
+                        warn!(endpoint, error = %message, "node report: cannot write; routing is unaffected, retrying");
+                        last_error = Some(message);
+                    }
+                    failures = failures.saturating_add(1);
+                    tokio::time::sleep(backoff(self.config.min_interval, failures)).await;
+                }
+            }
+        }
+    }
+
+    /// Grants the leases and writes reports until something fails (`Err`) or the agent
+    /// goes away (`Ok`).
+    async fn session(
+        &mut self,
+        endpoint: &str,
+        failures: &mut u32,
+        last_error: &mut Option<String>,
+    ) -> Result<(), String> {
+        let mut leases = self.grant(endpoint).await?;
+        let mut last_write: Option<Instant> = None;
+        let mut pending = true;
+        let keepalive_every = self.config.ttl / 3;
+        let mut ticker = tokio::time::interval(keepalive_every);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        let mut ticks = 0u64;
+        loop {
+            let write_at = match last_write {
+                Some(at) if *failures > 0 => at + backoff(self.config.min_interval, *failures),
+                Some(at) => at + self.config.min_interval,
+                None => Instant::now(),
+            };
+            tokio::select! {
+                changed = self.reports.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    pending = true;
+                    continue;
+                }
+                _ = tokio::time::sleep_until(write_at), if pending => {
+                    let report = self.reports.borrow_and_update().clone();
+                    let Some(report) = report else {
+                        pending = false;
+                        continue;
+                    };
+                    last_write = Some(Instant::now());
+                    match self.write(&mut leases, &report).await {
+                        Ok(()) => {
+                            pending = false;
+                            self.metrics.report_written();
+                            if last_error.is_some() {
+                                info!("node report: writing again");
+                            }
+                            *failures = 0;
+                            *last_error = None;
+                        }
+                        Err(message) => {
+                            self.metrics.report_failed();
+                            *failures = failures.saturating_add(1);
+                            if message.contains("lease not found") {
+                                return Err(message);
+                            }
+                            if last_error.as_deref() != Some(message.as_str()) {
+                                warn!(error = %message, "node report: write refused; routing is unaffected, retrying");
+                                *last_error = Some(message);
+                            }
+                        }
+                    }
+                }
+                _ = ticker.tick() => {
+                    ticks += 1;
+                    keep_alive(&mut leases.live_keeper, &mut leases.live_stream, self.request_timeout, "report").await?;
+                    // The seen lease is long; refreshing it every tenth tick is plenty.
+                    if ticks.is_multiple_of(10) {
+                        keep_alive(&mut leases.seen_keeper, &mut leases.seen_stream, self.request_timeout, "seen record").await?;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn grant(&mut self, endpoint: &str) -> Result<Leases, String> {
+        let timeout = self.request_timeout;
+        let mut client = self
+            .connector
+            .connect(endpoint)
+            .await
+            .map_err(|e| e.to_string())?;
+        let ttl = |d: Duration| i64::try_from(d.as_secs().max(1)).unwrap_or(i64::MAX);
+        let live = crate::etcd::within(timeout, client.lease_grant(ttl(self.config.ttl), None))
+            .await
+            .map_err(|m| format!("lease grant: {m}"))?
+            .id();
+        let seen =
+            crate::etcd::within(timeout, client.lease_grant(ttl(self.config.seen_ttl), None))
+                .await
+                .map_err(|m| format!("lease grant: {m}"))?
+                .id();
+        let (live_keeper, live_stream) =
+            crate::etcd::within(timeout, client.lease_keep_alive(live))
+                .await
+                .map_err(|m| format!("lease keep-alive: {m}"))?;
+        let (seen_keeper, seen_stream) =
+            crate::etcd::within(timeout, client.lease_keep_alive(seen))
+                .await
+                .map_err(|m| format!("lease keep-alive: {m}"))?;
+        self.lease.set(&client, live);
+        Ok(Leases {
+            client,
+            live,
+            seen,
+            live_keeper,
+            live_stream,
+            seen_keeper,
+            seen_stream,
+        })
+    }
+
+    async fn write(&self, leases: &mut Leases, report: &Report) -> Result<(), String> {
+        let now = unix_ms(SystemTime::now());
+        let value = report.to_json(&self.config, &self.snapshot, now);
+        let txn = Txn::new().and_then([
+            TxnOp::put(
+                self.config.key(),
+                value.clone(),
+                Some(PutOptions::new().with_lease(leases.live)),
+            ),
+            TxnOp::put(
+                self.config.seen_key(),
+                value,
+                Some(PutOptions::new().with_lease(leases.seen)),
+            ),
+        ]);
+        crate::etcd::within(self.request_timeout, leases.client.txn(txn))
+            .await
+            .map(|_| ())
+    }
+}
+
+async fn keep_alive(
+    keeper: &mut LeaseKeeper,
+    stream: &mut LeaseKeepAliveStream,
+    timeout: Duration,
+    what: &str,
+) -> Result<(), String> {
+    crate::etcd::within(timeout, keeper.keep_alive())
+        .await
+        .map_err(|m| format!("{what} lease keep-alive: {m}"))?;
+    match tokio::time::timeout(timeout, stream.message()).await {
+        Ok(Ok(Some(response))) if response.ttl() > 0 => Ok(()),
+        Ok(Ok(Some(_))) => Err(format!("the {what} lease expired; granting a new one")),
+        Ok(Ok(None)) => Err(format!("the {what} lease keep-alive stream ended")),
+        Ok(Err(e)) => Err(format!("{what} lease keep-alive: {}", describe(&e))),
+        Err(_) => Err(format!("{what} lease keep-alive: no answer")),
+    }
+}
+
+/// Delay before retrying after `failures` failures in a row: doubling from the interval,
+/// capped, so a fleet refused by etcd does not hammer it.
+fn backoff(interval: Duration, failures: u32) -> Duration {
+    interval
+        .saturating_mul(1u32 << failures.min(6))
+        .min(MAX_BACKOFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn labels_json(labels: &BTreeMap<String, String>) -> Value {
+        Value::Object(
+            labels
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_report_is_json_with_every_field() {
+        let mut config = ReportConfig::new("edge-1");
+        config.labels.insert("dc".into(), "fra".into());
+        let report = Report {
+            revision: 42,
+            published_revision: Some(40),
+            published_at_ms: Some(1_700_000_000_000),
+            condition: Condition::Rejected(vec![("/dw/routing/region/XX".into(), "bad".into())]),
+        };
+        let value: Value =
+            serde_json::from_str(&report.to_json(&config, "/run/x.json", 5)).unwrap();
+        assert_eq!(value["node"], "edge-1");
+        assert_eq!(value["revision"], 42);
+        assert_eq!(value["published_revision"], 40);
+        assert_eq!(value["reported_at_ms"], 5);
+        assert_eq!(value["state"], "rejected");
+        assert_eq!(value["rejected"][0]["key"], "/dw/routing/region/XX");
+        assert_eq!(value["labels"], labels_json(&config.labels));
+        assert_eq!(value["version"], env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        let second = Duration::from_secs(1);
+        assert_eq!(backoff(second, 1), Duration::from_secs(2));
+        assert_eq!(backoff(second, 3), Duration::from_secs(8));
+        assert_eq!(backoff(second, 40), MAX_BACKOFF);
+    }
+}

@@ -1,0 +1,500 @@
+//! The fleet as the agents report it: `dwctl status`, and `--wait` after a write.
+//!
+//! Each dw-agent keeps `<nodes prefix><id>` (default `/dw/nodes/<id>`) on a 10 s lease: the
+//! node is *live* while that key exists. It writes the same report to
+//! `<nodes prefix>-seen/<id>` on a 10 minute lease, so a node whose live key expired is
+//! listed as *gone* for ten minutes, then etcd drops the record by itself.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use etcd_client::{Client, GetOptions, SortOrder, SortTarget, WatchOptions};
+use serde_json::{Value, json};
+
+use crate::cli::OutputFormat;
+use crate::commands::Context;
+use crate::error::Error;
+use crate::output::Outcome;
+
+/// The exit code of `status` when a live node lags, and of `--wait` on time-out.
+pub const EXIT_LAGGING: u8 = 5;
+
+/// One node's last report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeReport {
+    pub id: String,
+    /// False when only the `-seen/` record is left: the node's lease expired.
+    pub live: bool,
+    pub revision: i64,
+    pub state: String,
+    pub reason: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub published_at_ms: Option<u64>,
+    pub reported_at_ms: Option<u64>,
+    /// The report as written (rejected keys, version, snapshot path, ...).
+    pub raw: Value,
+}
+
+impl NodeReport {
+    fn parse(id: &str, live: bool, value: &[u8]) -> NodeReport {
+        let raw: Value = serde_json::from_slice(value).unwrap_or_else(|error| {
+            json!({"state": "unreadable", "reason": format!("the report is not JSON: {error}")})
+        });
+        let labels = raw["labels"]
+            .as_object()
+            .map(|object| {
+                object
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        NodeReport {
+            id: id.to_owned(),
+            live,
+            revision: raw["revision"].as_i64().unwrap_or(0),
+            state: raw["state"].as_str().unwrap_or("unknown").to_owned(),
+            reason: raw["reason"].as_str().map(str::to_owned),
+            labels,
+            published_at_ms: raw["published_at_ms"].as_u64(),
+            reported_at_ms: raw["reported_at_ms"].as_u64(),
+            raw,
+        }
+    }
+
+    fn matches(&self, selector: &BTreeMap<String, String>) -> bool {
+        selector
+            .iter()
+            .all(|(k, v)| self.labels.get(k).is_some_and(|have| have == v))
+    }
+
+    fn labels_text(&self) -> String {
+        if self.labels.is_empty() {
+            return "-".into();
+        }
+        self.labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The `-seen/` prefix next to the nodes prefix (`/dw/nodes/` → `/dw/nodes-seen/`).
+pub fn seen_prefix(nodes_prefix: &str) -> String {
+    format!("{}-seen/", nodes_prefix.trim_end_matches('/'))
+}
+
+fn range_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// Every node report, live ones and gone ones, sorted by id.
+pub async fn read_nodes(client: &mut Client, nodes_prefix: &str) -> Result<Vec<NodeReport>, Error> {
+    let live = client
+        .get(
+            nodes_prefix,
+            Some(GetOptions::new().with_range(range_end(nodes_prefix))),
+        )
+        .await?;
+    let revision = live.header().map_or(0, |h| h.revision());
+    let seen_prefix = seen_prefix(nodes_prefix);
+    let seen = client
+        .get(
+            seen_prefix.as_str(),
+            Some(
+                GetOptions::new()
+                    .with_range(range_end(&seen_prefix))
+                    .with_revision(revision),
+            ),
+        )
+        .await?;
+    let mut nodes: BTreeMap<String, NodeReport> = BTreeMap::new();
+    for kv in live.kvs() {
+        if let Some(id) = crate::etcd::strip(kv.key(), nodes_prefix) {
+            nodes.insert(id.to_owned(), NodeReport::parse(id, true, kv.value()));
+        }
+    }
+    for kv in seen.kvs() {
+        if let Some(id) = crate::etcd::strip(kv.key(), &seen_prefix)
+            && !nodes.contains_key(id)
+        {
+            nodes.insert(id.to_owned(), NodeReport::parse(id, false, kv.value()));
+        }
+    }
+    Ok(nodes.into_values().collect())
+}
+
+/// The revision of the routing prefix: its last change. The newest `mod_revision` under it
+/// is that change unless a delete came later (a delete leaves no key); deletes after it are
+/// found by replaying the prefix's history from there to the current revision (a watch,
+/// until a progress notification says it caught up). If that history is compacted or the
+/// replay takes more than 2 s, the newest `mod_revision` is used.
+pub async fn routing_revision(client: &mut Client, prefix: &str) -> Result<i64, Error> {
+    let newest = client
+        .get(
+            prefix,
+            Some(
+                GetOptions::new()
+                    .with_range(range_end(prefix))
+                    .with_sort(SortTarget::Mod, SortOrder::Descend)
+                    .with_limit(1)
+                    .with_keys_only(),
+            ),
+        )
+        .await?;
+    let head = newest.header().map_or(0, |h| h.revision());
+    let newest_put = newest.kvs().first().map_or(0, |kv| kv.mod_revision());
+    if newest_put >= head {
+        return Ok(newest_put);
+    }
+    let replay = last_delete(client, prefix, newest_put + 1, head);
+    match tokio::time::timeout(Duration::from_secs(2), replay).await {
+        Ok(Ok(Some(deleted))) => Ok(deleted.max(newest_put)),
+        _ => Ok(newest_put),
+    }
+}
+
+/// The revision of the last event under `prefix` in `from..=head`, if any.
+async fn last_delete(
+    client: &mut Client,
+    prefix: &str,
+    from: i64,
+    head: i64,
+) -> Result<Option<i64>, Error> {
+    let options = WatchOptions::new()
+        .with_range(range_end(prefix))
+        .with_start_revision(from)
+        .with_progress_notify();
+    let mut stream = client.watch(prefix, Some(options)).await?;
+    let mut last = None;
+    let mut ticker = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        tokio::select! {
+            message = stream.message() => {
+                let Some(response) = message? else { return Ok(last) };
+                if response.canceled() {
+                    return Err(Error::Failed("the prefix's history is compacted".into()));
+                }
+                for event in response.events() {
+                    if let Some(kv) = event.kv()
+                        && kv.mod_revision() <= head
+                    {
+                        last = Some(kv.mod_revision());
+                    }
+                }
+                let progress = response.events().is_empty() && !response.created();
+                if progress && response.header().is_some_and(|h| h.revision() >= head) {
+                    return Ok(last);
+                }
+            }
+            _ = ticker.tick() => stream.request_progress().await?,
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn age(now: u64, at: Option<u64>) -> Option<f64> {
+    at.map(|at| now.saturating_sub(at) as f64 / 1000.0)
+}
+
+/// Seconds a node has been behind: since the first node in the fleet published a revision
+/// past this node's (etcd does not record commit times, the fleet's publications do).
+fn lag_seconds(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> Option<f64> {
+    if node.revision >= target {
+        return Some(0.0);
+    }
+    let first = nodes
+        .iter()
+        .filter(|other| other.revision > node.revision)
+        .filter_map(|other| other.published_at_ms)
+        .min()?;
+    Some(now.saturating_sub(first) as f64 / 1000.0)
+}
+
+fn node_json(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> Value {
+    json!({
+        "id": node.id,
+        "live": node.live,
+        "state": if node.live { node.state.as_str() } else { "gone" },
+        "reported_state": node.state,
+        "reason": node.reason,
+        "labels": node.labels,
+        "revision": node.revision,
+        "lag_revisions": (target - node.revision).max(0),
+        "lag_seconds": lag_seconds(node, nodes, target, now),
+        "report_age_seconds": age(now, node.reported_at_ms),
+        "rejected": node.raw["rejected"],
+        "version": node.raw["version"],
+    })
+}
+
+fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> String {
+    let state = if node.live {
+        match (&node.state[..], &node.reason) {
+            ("ok", _) | (_, None) => node.state.clone(),
+            (state, Some(reason)) => format!("{state} ({reason})"),
+        }
+    } else {
+        "gone (lease expired)".into()
+    };
+    let seconds = |value: Option<f64>| value.map_or("-".into(), |s| format!("{s:.1}s"));
+    format!(
+        "{:<20} {:<20} {:>10} {:>6} {:>8} {:>8}  {}",
+        node.id,
+        node.labels_text(),
+        node.revision,
+        (target - node.revision).max(0),
+        seconds(lag_seconds(node, nodes, target, now)),
+        seconds(age(now, node.reported_at_ms)),
+        state
+    )
+}
+
+const HEADER: &str =
+    "NODE                 LABELS                 REVISION    LAG    LAG_S   REPORT  STATE";
+
+/// `dwctl status`.
+pub async fn status(
+    context: &Context,
+    selector: &BTreeMap<String, String>,
+) -> Result<Outcome, Error> {
+    let mut client = context.etcd.connect().await?;
+    let target = routing_revision(&mut client, &context.layout.prefix).await?;
+    let nodes: Vec<NodeReport> = read_nodes(&mut client, &context.layout.nodes)
+        .await?
+        .into_iter()
+        .filter(|node| node.matches(selector))
+        .collect();
+    let now = now_ms();
+    let live = nodes.iter().filter(|node| node.live).count();
+    let current = nodes
+        .iter()
+        .filter(|node| node.live && node.revision >= target)
+        .count();
+    let summary = format!("{current} of {live} live nodes at revision {target}");
+    let mut lines = vec![
+        format!("routing revision {target} ({})", context.layout.prefix),
+        HEADER.to_owned(),
+    ];
+    lines.extend(
+        nodes
+            .iter()
+            .map(|node| node_line(node, &nodes, target, now)),
+    );
+    lines.push(summary.clone());
+    let outcome = Outcome {
+        text: lines.join("\n"),
+        json: json!({
+            "revision": target,
+            "prefix": context.layout.prefix,
+            "nodes": nodes.iter().map(|node| node_json(node, &nodes, target, now)).collect::<Vec<_>>(),
+            "live": live,
+            "current": current,
+            "gone": nodes.len() - live,
+            "summary": summary,
+        }),
+    };
+    if current < live {
+        return Err(Error::Lagging(Box::new(outcome)));
+    }
+    Ok(outcome)
+}
+
+/// `--wait` and `--quorum`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Wait {
+    pub timeout: Duration,
+    /// Percent of the live nodes that must reach the revision (1..=100).
+    pub quorum: u8,
+}
+
+/// How many of `live` nodes make a quorum of `percent`.
+pub fn needed(live: usize, percent: u8) -> usize {
+    (live * usize::from(percent)).div_ceil(100)
+}
+
+/// After a write committed at `revision`: waits until the quorum of live nodes reports it,
+/// adds the fleet's answer to the outcome, and fails with exit code 5 on time-out.
+pub async fn wait_after(
+    context: &Context,
+    mut outcome: Outcome,
+    revision: i64,
+    wait: Wait,
+) -> Result<Outcome, Error> {
+    let mut client = context.etcd.connect().await?;
+    let deadline = tokio::time::Instant::now() + wait.timeout;
+    let progress = context.output == OutputFormat::Text && std::io::stderr().is_terminal();
+    let started = tokio::time::Instant::now();
+    let (reached, nodes) = loop {
+        let nodes: Vec<NodeReport> = read_nodes(&mut client, &context.layout.nodes)
+            .await?
+            .into_iter()
+            .filter(|node| node.live)
+            .collect();
+        let at = nodes
+            .iter()
+            .filter(|node| node.revision >= revision)
+            .count();
+        let need = needed(nodes.len(), wait.quorum);
+        if progress {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "\r{at}/{} nodes", nodes.len());
+            let _ = stderr.flush();
+        }
+        if at >= need {
+            break (true, nodes);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            break (false, nodes);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    if progress {
+        eprintln!();
+    }
+    let at = nodes
+        .iter()
+        .filter(|node| node.revision >= revision)
+        .count();
+    let lagging: Vec<&NodeReport> = nodes.iter().filter(|n| n.revision < revision).collect();
+    let waited = started.elapsed().as_secs_f64();
+    let mut lines = vec![if reached {
+        format!(
+            "fleet: {at}/{} live nodes at revision {revision} or later after {waited:.1}s",
+            nodes.len()
+        )
+    } else {
+        format!(
+            "fleet: timed out after {:.1}s: {at}/{} live nodes at revision {revision} (quorum {}%)",
+            wait.timeout.as_secs_f64(),
+            nodes.len(),
+            wait.quorum
+        )
+    }];
+    if !reached {
+        for node in &lagging {
+            lines.push(format!(
+                "  lagging {} at revision {} ({}{})",
+                node.id,
+                node.revision,
+                node.state,
+                node.reason
+                    .as_ref()
+                    .map(|reason| format!(": {reason}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    let fleet = json!({
+        "revision": revision,
+        "reached": reached,
+        "quorum": wait.quorum,
+        "live": nodes.len(),
+        "at_revision": at,
+        "waited_seconds": waited,
+        "lagging": lagging.iter().map(|node| json!({
+            "id": node.id, "revision": node.revision, "state": node.state,
+            "reason": node.reason, "labels": node.labels,
+        })).collect::<Vec<_>>(),
+    });
+    outcome.text = format!("{}\n{}", outcome.text.trim_end(), lines.join("\n"));
+    if let Value::Object(object) = &mut outcome.json {
+        object.insert("fleet".into(), fleet);
+    }
+    if reached {
+        Ok(outcome)
+    } else {
+        Err(Error::Lagging(Box::new(outcome)))
+    }
+}
+
+/// Parses `10s`, `500ms`, `2m` or a number of seconds.
+pub fn parse_wait(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
+        (ms, 0.001)
+    } else if let Some(s) = text.strip_suffix('s') {
+        (s, 1.0)
+    } else if let Some(m) = text.strip_suffix('m') {
+        (m, 60.0)
+    } else {
+        (text, 1.0)
+    };
+    match number.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 && value * scale <= 86_400.0 => {
+            Ok(Duration::from_secs_f64(value * scale))
+        }
+        _ => Err(format!("{text:?} is not a time-out like 10s, 500ms or 2m")),
+    }
+}
+
+/// Parses `k=v,k2=v2` into a label selector.
+pub fn parse_selector(text: &str) -> Result<BTreeMap<String, String>, Error> {
+    let mut selector = BTreeMap::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((key, value)) = item.split_once('=') else {
+            return Err(Error::Usage(format!(
+                "--labels {item:?}: expected key=value"
+            )));
+        };
+        if key.trim().is_empty() {
+            return Err(Error::Usage(format!("--labels {item:?}: empty label name")));
+        }
+        selector.insert(key.trim().to_owned(), value.trim().to_owned());
+    }
+    Ok(selector)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quorum_rounds_up() {
+        assert_eq!(needed(320, 100), 320);
+        assert_eq!(needed(320, 95), 304);
+        assert_eq!(needed(3, 50), 2);
+        assert_eq!(needed(0, 100), 0);
+    }
+
+    #[test]
+    fn timeouts_parse() {
+        assert_eq!(parse_wait("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_wait("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_wait("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_wait("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_wait("0").is_err());
+        assert!(parse_wait("soon").is_err());
+    }
+
+    #[test]
+    fn reports_parse_and_match_labels() {
+        let node = NodeReport::parse(
+            "n1",
+            true,
+            br#"{"revision":7,"state":"stale","reason":"x","labels":{"dc":"fra"}}"#,
+        );
+        assert_eq!(node.revision, 7);
+        assert_eq!(node.reason.as_deref(), Some("x"));
+        assert!(node.matches(&parse_selector("dc=fra").unwrap()));
+        assert!(!node.matches(&parse_selector("dc=iad").unwrap()));
+        let garbage = NodeReport::parse("n2", true, b"{");
+        assert_eq!(garbage.state, "unreadable");
+        assert!(parse_selector("dc").is_err());
+        assert_eq!(seen_prefix("/dw/nodes/"), "/dw/nodes-seen/");
+    }
+}
