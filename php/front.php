@@ -43,7 +43,7 @@ if ($testHooks && isset($_GET['hold_ms']) && is_string($_GET['hold_ms'])) {
 $country = is_string($server['HTTP_CF_IPCOUNTRY'] ?? null) ? $server['HTTP_CF_IPCOUNTRY'] : '';
 $sticky = $server['HTTP_X_DW_STICKY'] ?? $_COOKIE['dw_sticky'] ?? null;
 $sticky = is_string($sticky) && $sticky !== '' ? $sticky : null;
-$started = hrtime(true);
+$started = $testHooks ? hrtime(true) : 0; // X-DW-Route-Ns only
 
 if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     $route = ['shard' => '-', 'origin' => '-'];
