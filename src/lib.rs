@@ -44,6 +44,11 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     0
 }
 
+extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
+    watch::after_request();
+    0
+}
+
 #[php_module]
 #[php(startup = startup)]
 pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
@@ -52,5 +57,6 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .name("dw_router")
         .class::<RegionRouter>()
         .request_startup_function(request_startup)
+        .request_shutdown_function(request_shutdown)
         .info_function(info::module_info)
 }

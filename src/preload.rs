@@ -9,8 +9,9 @@
 //!
 //! The parent keeps that table fresh without a thread: the fork `prepare` handler asks the
 //! file for news (one `stat`, a reload only when it changed) before every fork, so a child
-//! forked after a reload starts from the new table. A child still sets up its own watch on
-//! first use, as before, and that first check finds the file unchanged.
+//! forked after a reload starts from the new table. A child still checks the file on first
+//! use (and finds it unchanged), and sets up its own watch after that first request (see
+//! `watch::start_watching`).
 //!
 //! `dw_router.preload` (SYSTEM): `auto` (the default) preloads in every SAPI except the
 //! CLI and phpdbg, which serve from the process that ran MINIT and gain nothing; `1`/`on`
@@ -19,7 +20,7 @@
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::{fork, ini, registry};
+use crate::{fork, ini, registry, watch};
 
 /// Set in the process whose MINIT preloaded; forks inherit it, so it is read together with
 /// the fork generation.
@@ -32,6 +33,7 @@ pub fn in_minit() {
     }
     registry::default_source().refresh();
     PRELOADED.store(true, Ordering::Relaxed);
+    watch::defer_set_up_in_children();
     fork::install_handlers();
 }
 
