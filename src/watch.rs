@@ -61,6 +61,9 @@ static SET_UP_DONE: Condvar = Condvar::new();
 /// of during it (see `start_watching`). Set once, in MINIT.
 static DEFER_IN_CHILDREN: AtomicBool = AtomicBool::new(false);
 
+/// Whether some set-up waits for the end of the request: RSHUTDOWN reads only this.
+static DEFERRED_PENDING: AtomicBool = AtomicBool::new(false);
+
 pub struct SetUps {
     generation: u64,
     /// Threads setting a watch up now.
@@ -124,6 +127,7 @@ fn start_watching(source: &Arc<Source>) {
             .current(generation)
             .deferred
             .push(source.clone());
+        DEFERRED_PENDING.store(true, Ordering::Relaxed);
         return;
     }
     spawn_set_up(source, generation);
@@ -131,6 +135,9 @@ fn start_watching(source: &Arc<Source>) {
 
 /// Sets up the watches whose set-up waited for the end of the request. From RSHUTDOWN.
 pub fn after_request() {
+    if !DEFERRED_PENDING.swap(false, Ordering::Relaxed) {
+        return;
+    }
     let generation = fork::generation();
     let deferred = std::mem::take(&mut SETTING_UP.lock().current(generation).deferred);
     for source in &deferred {
