@@ -6,6 +6,9 @@
 # environment (its own root), builds the extension against it into target/php8.5 and runs
 # the suites that depend on the PHP version there. The other targets are for 8.4.
 
+# A bare `make` builds, as `make help` says; the demo is `make demo`.
+.DEFAULT_GOAL := build
+
 PHP      ?= 8.4
 export PHP
 DEVENV   := scripts/devenv
@@ -33,7 +36,7 @@ up: build
 down:
 	@scripts/stack down
 
-.PHONY: all demo up down chaos build devenv fetch test test-rust test-php bench install stubs check-zts fmt lint clean help
+.PHONY: all demo up down chaos build devenv fetch test bench install stubs check-zts fmt lint clean help
 
 all: build
 
@@ -90,10 +93,13 @@ install: build
 	$(IN_ENV) scripts/install-extension $(SO)
 
 # The stub is written by hand (with docblocks); this checks it against Reflection and
-# prints what Reflection sees, to copy from when the API changes.
+# prints what Reflection sees, to copy from when the API changes. PHP's run-tests.php is
+# found from php-config (scripts/lib/php-run-tests.sh): its directory names the module API.
 stubs: build
 	$(IN_ENV) php -d extension=$(CURDIR)/$(SO) scripts/gen-stub.php
-	@NO_INTERACTION=1 $(IN_ENV) php /usr/lib/php/20240924/build/run-tests.php -q -p /usr/bin/php -d extension=$(CURDIR)/$(SO) tests/phpt/074-stub-reflection.phpt | grep -E '^(PASS|FAIL)'
+	@NO_INTERACTION=1 $(IN_ENV) bash -c '. scripts/lib/php-run-tests.sh && run_tests=$$(php_run_tests_script) && \
+	  php "$$run_tests" -q -p "$$(command -v php)" -d extension=$(CURDIR)/$(SO) tests/phpt/074-stub-reflection.phpt' | \
+	  grep -E '^(PASS|FAIL)'
 
 # Debian ships no ZTS PHP; this builds one (about 7 minutes once, then cached outside the
 # repository) and builds and loads the extension against it. Not part of make test.

@@ -6,15 +6,9 @@
 # $DW_BENCH_RAW.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
-RAW=${DW_BENCH_RAW:-$ROOT/target/bench/20-e2e-http}
-QUICK=${DW_BENCH_QUICK:-0}
-export STACK_SO=${DW_BENCH_SO:-$ROOT/target/release/libdw_router.so}
-# shellcheck source=scripts/stack
-source scripts/stack
-
-log() { echo "20-e2e-http: $*" >&2; }
-[[ -f $STACK_SO ]] || { log "$STACK_SO not built (make build)"; exit 1; }
+# shellcheck source=bench/lib/stack-bench.sh
+source bench/lib/stack-bench.sh
+require_built_extension
 command -v wrk >/dev/null || { log "wrk missing (run inside scripts/devenv)"; exit 1; }
 mkdir -p "$RAW"
 rm -f "$RAW"/*.json "$RAW"/*.jsonl "$RAW"/*.txt
@@ -27,17 +21,7 @@ VARIANTS=(none ext twin)
 stack_init "$(mktemp -d /tmp/dw-bench-http.XXXXXX)"
 trap 'stack_stop; rm -rf "$STACK_DIR" "$(dirname "$STACK_SNAPSHOT")"' EXIT
 
-# Snapshots with distinct revisions (the size), so a swap can be seen over HTTP.
-for n in "${SIZES[@]}"; do
-  php examples/generate.php --regions "$n" --out "$STACK_DIR/gen-$n.json" >/dev/null
-  php -r '$s = json_decode(file_get_contents($argv[1]), true); $s["revision"] = (int) $argv[2];
-    file_put_contents($argv[3], json_encode($s, JSON_UNESCAPED_SLASHES));' \
-    "$STACK_DIR/gen-$n.json" "$n" "$STACK_DIR/snapshot-$n.json"
-done
-install_snapshot() { # size: replace by rename, as dw-agent does
-  cp "$STACK_DIR/snapshot-$1.json" "$STACK_SNAPSHOT.tmp"
-  mv "$STACK_SNAPSHOT.tmp" "$STACK_SNAPSHOT"
-}
+make_snapshots "${SIZES[@]}"
 install_snapshot 250
 
 # Three php-fpm masters of 4 workers: "fpm" with the extension, "fpm-twin" and "fpm-plain"
@@ -68,31 +52,7 @@ pool_ticks() { local pid total=0; for pid in $(stack_fpm_workers "$1"); do
   total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done; echo "$total"; }
 TICKS=$(getconf CLK_TCK)
 
-# The geos wrk rotates over: the example's real countries and synthetic ones spread over
-# the table (present at this size), plus one without a region (policy default).
-geos() { # size
-  php -r '$s = json_decode(file_get_contents($argv[1]), true); $geos = [];
-    foreach (array_keys($s["kvs"]) as $k) if (str_starts_with($k, "/dw/routing/region/")) $geos[] = substr($k, 19);
-    $step = max(1, intdiv(count($geos), 63)); $pick = [];
-    for ($i = 0; $i < count($geos) && count($pick) < 63; $i += $step) $pick[] = $geos[$i];
-    $pick[] = "ZZ"; echo implode(",", $pick);' "$STACK_DIR/snapshot-$1.json"
-}
-
-cat >"$STACK_DIR/geos.lua" <<'EOF'
-local requests = {}
-local next_request = 0
-function init(args)
-  local i = 0
-  for geo in string.gmatch(os.getenv("DW_BENCH_GEOS"), "[^,]+") do
-    i = i + 1
-    requests[i] = wrk.format("GET", os.getenv("DW_BENCH_PATH"), { ["CF-IPCountry"] = geo })
-  end
-end
-function request()
-  next_request = next_request % #requests + 1
-  return requests[next_request]
-end
-EOF
+write_geos_lua
 
 for n in "${SIZES[@]}"; do
   install_snapshot "$n"

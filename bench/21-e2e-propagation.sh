@@ -5,15 +5,9 @@
 # found) and nginx -> php-fpm. A bench/ plug-in (see bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
-RAW=${DW_BENCH_RAW:-$ROOT/target/bench/21-e2e-propagation}
-QUICK=${DW_BENCH_QUICK:-0}
-export STACK_SO=${DW_BENCH_SO:-$ROOT/target/release/libdw_router.so}
-# shellcheck source=scripts/stack
-source scripts/stack
-
-log() { echo "21-e2e-propagation: $*" >&2; }
-[[ -f $STACK_SO ]] || { log "$STACK_SO not built (make build)"; exit 1; }
+# shellcheck source=bench/lib/stack-bench.sh
+source bench/lib/stack-bench.sh
+require_built_extension
 mkdir -p "$RAW"
 rm -f "$RAW"/*.json
 CHANGES=500

@@ -8,19 +8,13 @@
 # $DW_BENCH_RAW. Where no LiteSpeed is found it says so in its section.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
-RAW=${DW_BENCH_RAW:-$ROOT/target/bench/22-lsphp}
-QUICK=${DW_BENCH_QUICK:-0}
-export STACK_SO=${DW_BENCH_SO:-$ROOT/target/release/libdw_router.so}
-# shellcheck source=scripts/stack
-source scripts/stack
-
-log() { echo "22-lsphp: $*" >&2; }
+# shellcheck source=bench/lib/stack-bench.sh
+source bench/lib/stack-bench.sh
 if ! why=$(stack_litespeed_available 2>&1); then
   printf '## OpenLiteSpeed + lsphp\n\nNot measured: %s\n' "$why"
   exit 0
 fi
-[[ -f $STACK_SO ]] || { log "$STACK_SO not built (make build)"; exit 1; }
+require_built_extension
 mkdir -p "$RAW"
 rm -f "$RAW"/*.jsonl "$RAW"/*.txt
 
@@ -33,35 +27,8 @@ STACK_LSPHP_CHILDREN=8
 stack_init "$(mktemp -d /tmp/dw-bench-lsphp.XXXXXX)"
 trap 'stack_stop; rm -rf "$STACK_DIR" "$(dirname "$STACK_SNAPSHOT")"' EXIT
 
-for n in "${SIZES[@]}"; do
-  php examples/generate.php --regions "$n" --out "$STACK_DIR/gen-$n.json" >/dev/null
-  php -r '$s = json_decode(file_get_contents($argv[1]), true); $s["revision"] = (int) $argv[2];
-    file_put_contents($argv[3], json_encode($s, JSON_UNESCAPED_SLASHES));' \
-    "$STACK_DIR/gen-$n.json" "$n" "$STACK_DIR/snapshot-$n.json"
-done
-install_snapshot() { cp "$STACK_DIR/snapshot-$1.json" "$STACK_SNAPSHOT.tmp" && mv "$STACK_SNAPSHOT.tmp" "$STACK_SNAPSHOT"; }
-geos() { # size: 63 geos spread over the table, and ZZ (no region)
-  php -r '$s = json_decode(file_get_contents($argv[1]), true); $geos = [];
-    foreach (array_keys($s["kvs"]) as $k) if (str_starts_with($k, "/dw/routing/region/")) $geos[] = substr($k, 19);
-    $step = max(1, intdiv(count($geos), 63)); $pick = [];
-    for ($i = 0; $i < count($geos) && count($pick) < 63; $i += $step) $pick[] = $geos[$i];
-    $pick[] = "ZZ"; echo implode(",", $pick);' "$STACK_DIR/snapshot-$1.json"
-}
-cat >"$STACK_DIR/geos.lua" <<'EOF'
-local requests = {}
-local next_request = 0
-function init(args)
-  local i = 0
-  for geo in string.gmatch(os.getenv("DW_BENCH_GEOS"), "[^,]+") do
-    i = i + 1
-    requests[i] = wrk.format("GET", "/", { ["CF-IPCountry"] = geo })
-  end
-end
-function request()
-  next_request = next_request % #requests + 1
-  return requests[next_request]
-end
-EOF
+make_snapshots "${SIZES[@]}"
+write_geos_lua
 revision_at() { curl -fsS -o /dev/null -D - "$1/" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-dw-revision" {print $2}'; }
 # USS (Private_Clean + Private_Dirty, KiB) of each child of the lsphp parent in ROOT.
 children_uss() { # server-root label size

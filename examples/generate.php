@@ -3,11 +3,13 @@
 declare(strict_types=1);
 
 /*
- * Deterministic generator of example routing config.
+ * Deterministic generator of example routing config. The example's policy and real
+ * countries are examples/routing.json, the desired state `dwctl apply` takes; its origins
+ * are ORIGINS below.
  *
  *   php examples/generate.php
  *       rewrites examples/snapshot.json (a format-1 snapshot, docs/snapshot-format.md)
- *       and examples/routing.json (the same config as a desired state for `dwctl apply`).
+ *       from examples/routing.json.
  *
  *   php examples/generate.php --regions N --out FILE [--pick legacy|rendezvous] [--pretty]
  *       writes a synthetic snapshot with N regions (1..2500) for benchmarks: the real
@@ -33,44 +35,6 @@ const ORIGINS = [
     'sin-a' => ['addr' => '10.40.1.11:443', 'pop' => 'SIN'],
 ];
 
-const POLICY = ['default' => 'US', 'failover' => ['GB', 'US'], 'honor_client_hints' => false, 'pick' => 'legacy'];
-
-/** country => [shard, [origin => weight, ...]] (the weight order is the origin order) */
-const COUNTRIES = [
-    'DE' => ['eu-1', ['fra-a' => 50, 'fra-b' => 30, 'ams-a' => 20]],
-    'AT' => ['eu-1', ['fra-a' => 50, 'fra-b' => 50]],
-    'CH' => ['eu-1', ['fra-a' => 40, 'fra-b' => 40, 'ams-a' => 20]],
-    'PL' => ['eu-1', ['fra-b' => 60, 'fra-a' => 40]],
-    'CZ' => ['eu-1', ['fra-b' => 50, 'fra-a' => 50]],
-    'DK' => ['eu-1', ['ams-a' => 50, 'fra-a' => 50]],
-    'SE' => ['eu-1', ['ams-a' => 40, 'fra-a' => 30, 'fra-b' => 30]],
-    'NO' => ['eu-1', ['ams-a' => 60, 'fra-b' => 40]],
-    'FI' => ['eu-1', ['ams-a' => 50, 'fra-b' => 50]],
-    'FR' => ['eu-2', ['fra-b' => 40, 'ams-a' => 30, 'lon-a' => 30]],
-    'BE' => ['eu-2', ['ams-a' => 60, 'fra-b' => 40]],
-    'NL' => ['eu-2', ['ams-a' => 60, 'lon-a' => 20, 'fra-b' => 20]],
-    'LU' => ['eu-2', ['fra-b' => 50, 'ams-a' => 50]],
-    'ES' => ['eu-2', ['lon-a' => 40, 'fra-b' => 40, 'ams-a' => 20]],
-    'PT' => ['eu-2', ['lon-a' => 50, 'fra-b' => 50]],
-    'IT' => ['eu-2', ['fra-b' => 60, 'ams-a' => 40]],
-    'IE' => ['eu-2', ['lon-a' => 80, 'ams-a' => 20]],
-    'GB' => ['eu-2', ['lon-a' => 70, 'ams-a' => 30]],
-    'BR' => ['latam-1', ['gru-a' => 80, 'iad-a' => 20]],
-    'AR' => ['latam-1', ['gru-a' => 60, 'iad-a' => 40]],
-    'CL' => ['latam-1', ['gru-a' => 60, 'iad-a' => 40]],
-    'CO' => ['latam-1', ['gru-a' => 50, 'iad-a' => 50]],
-    'MX' => ['latam-1', ['iad-a' => 50, 'gru-a' => 30, 'sjc-a' => 20]],
-    'PE' => ['latam-1', ['gru-a' => 70, 'iad-a' => 30]],
-    'US' => ['us-1', ['iad-a' => 60, 'sjc-a' => 40]],
-    'CA' => ['us-2', ['iad-a' => 50, 'sjc-a' => 50]],
-    'JP' => ['apac-1', ['sin-a' => 50, 'sjc-a' => 50]],
-    'KR' => ['apac-1', ['sin-a' => 50, 'sjc-a' => 50]],
-    'SG' => ['apac-1', ['sin-a' => 100]],
-    'AU' => ['apac-1', ['sin-a' => 60, 'sjc-a' => 40]],
-    'IN' => ['apac-1', ['sin-a' => 80, 'fra-a' => 20]],
-    'ID' => ['apac-1', ['sin-a' => 100]],
-];
-
 const SHARDS = ['eu-1', 'eu-2', 'latam-1', 'us-1', 'us-2', 'apac-1'];
 
 function fail(string $message): never
@@ -85,6 +49,25 @@ function updatedAt(int $minutes): string
     return gmdate('Y-m-d\TH:i:s\Z', (int) strtotime(BASE_TIME) - 60 * $minutes);
 }
 
+/**
+ * The example's desired state: its policy and its real countries' regions, in order.
+ *
+ * @return array{policy: array<string, mixed>, regions: array<string, array{shard: string, origins: list<string>, weight: array<string, int>}>}
+ */
+function example(): array
+{
+    static $example = null;
+    if ($example === null) {
+        $json = file_get_contents(__DIR__ . '/routing.json');
+        $example = $json === false ? null : json_decode($json, true);
+        if (!is_array($example) || !is_array($example['policy'] ?? null) || !is_array($example['regions'] ?? null)) {
+            fail('cannot read the example from ' . __DIR__ . '/routing.json');
+        }
+    }
+
+    return $example;
+}
+
 function compactJson(mixed $value): string
 {
     return json_encode($value, JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_THROW_ON_ERROR);
@@ -97,13 +80,7 @@ function compactJson(mixed $value): string
  */
 function regions(int $count): array
 {
-    $regions = [];
-    foreach (COUNTRIES as $geo => [$shard, $weights]) {
-        if (count($regions) === $count) {
-            return $regions;
-        }
-        $regions[$geo] = ['shard' => $shard, 'origins' => array_keys($weights), 'weight' => $weights];
-    }
+    $regions = array_slice(example()['regions'], 0, $count, true);
     $random = new Random\Randomizer(new Random\Engine\Xoshiro256StarStar(20261130));
     $originIds = array_keys(ORIGINS);
     for ($i = 1; count($regions) < $count; $i++) {
@@ -159,10 +136,8 @@ if (isset($options['help'])) {
 }
 
 if (!isset($options['regions']) && !isset($options['out'])) {
-    $regions = regions(count(COUNTRIES));
-    write(__DIR__ . '/snapshot.json', snapshot($regions, POLICY, REVISION), true);
-    write(__DIR__ . '/routing.json', ['policy' => POLICY, 'regions' => $regions], true);
-    echo 'wrote ' . __DIR__ . '/snapshot.json and ' . __DIR__ . "/routing.json\n";
+    write(__DIR__ . '/snapshot.json', snapshot(example()['regions'], example()['policy'], REVISION), true);
+    echo 'wrote ' . __DIR__ . "/snapshot.json\n";
     exit(0);
 }
 
@@ -178,5 +153,5 @@ $pick = $options['pick'] ?? 'legacy';
 if (!in_array($pick, ['legacy', 'rendezvous'], true)) {
     fail('--pick must be legacy or rendezvous');
 }
-write($out, snapshot(regions($count), array_replace(POLICY, ['pick' => $pick]), REVISION + $count), isset($options['pretty']));
+write($out, snapshot(regions($count), array_replace(example()['policy'], ['pick' => $pick]), REVISION + $count), isset($options['pretty']));
 echo "wrote $out ($count regions)\n";

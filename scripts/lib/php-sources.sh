@@ -21,21 +21,8 @@ PHP_SRC_KEYRING=${DW_PHP_SRC_KEYRING:-/usr/share/keyrings/debian-archive-keyring
 PHP_SRC_FALLBACK_DSC=php8.4_8.4.11-1.dsc
 PHP_SRC_FALLBACK_DSC_SHA256=497332f6aa8c1db08fb4d2e8e047eccd4c403654a1cd3a69791692d7cd8e71ae
 
-php_sources_mirror() {
-  # First deb URI of the host's main (non-security) Debian archive.
-  local f uri
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [[ -f $f ]] || continue
-    uri=$(awk '/^URIs:/ {for (i = 2; i <= NF; i++) print $i}' "$f" | grep -v -- '-security' | head -n1)
-    [[ -n $uri ]] && { echo "${uri%/}"; return; }
-  done
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [[ -f $f ]] || continue
-    uri=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/) {print $i; exit}}' "$f")
-    [[ -n $uri ]] && { echo "${uri%/}"; return; }
-  done
-  die "no Debian mirror found in the host's apt sources"
-}
+# shellcheck source=scripts/lib/host-mirror.sh
+source "$(dirname "${BASH_SOURCE[0]}")/host-mirror.sh"
 
 php_sources_get() { curl -fsSL --retry 3 -o "$2" "$1" || die "download failed: $1"; }
 # Like php_sources_get, but returns 1 instead of dying on an HTTP error (e.g. 404).
@@ -53,7 +40,7 @@ php_sources_fetch() {
   command -v gpgv >/dev/null || die "gpgv is needed on the host (apt-get install gpgv)"
   [[ -f $PHP_SRC_KEYRING ]] || die "no Debian archive keyring at $PHP_SRC_KEYRING"
   local mirror dl=$PHP_SRC_DL idx=$PHP_SRC_DL/index
-  mirror=$(php_sources_mirror)
+  mirror=$(host_mirror)
   mkdir -p "$dl" "$idx"
   say "looking up $PHP_SRC_PACKAGE in $PHP_SRC_SUITE's Sources"
   php_sources_get "$mirror/dists/$PHP_SRC_SUITE/InRelease" "$idx/InRelease"

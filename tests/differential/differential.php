@@ -27,6 +27,7 @@ declare(strict_types=1);
  */
 
 require_once __DIR__ . '/../../php/RegionRouter.php';
+require_once __DIR__ . '/../lib/script-setup.php';
 
 use DwRouter\RegionRouter as Twin;
 
@@ -77,24 +78,9 @@ if ($twinVsTwin) {
 }
 
 // Diagnostics from either side are failures of the lookup that raised them.
-set_error_handler(static function (int $severity, string $message, string $file, int $line): bool {
-    if ((error_reporting() & $severity) === 0) {
-        return false;
-    }
-    throw new ErrorException($message, 0, $severity, $file, $line);
-});
+throw_on_diagnostics();
 
-$tempDir = sys_get_temp_dir() . '/dw-differential-' . getmypid() . '-' . bin2hex(random_bytes(4));
-if (!mkdir($tempDir, 0700)) {
-    fwrite(STDERR, "differential: cannot create $tempDir\n");
-    exit(2);
-}
-register_shutdown_function(static function () use ($tempDir): void {
-    foreach (glob($tempDir . '/*') ?: [] as $file) {
-        @unlink($file);
-    }
-    @rmdir($tempDir);
-});
+$tempDir = private_temp_dir('differential');
 if ($keepDir !== null && !is_dir($keepDir) && !mkdir($keepDir, 0755, true)) {
     fwrite(STDERR, "differential: cannot create $keepDir\n");
     exit(2);

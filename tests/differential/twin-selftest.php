@@ -17,29 +17,14 @@ declare(strict_types=1);
  */
 
 require_once __DIR__ . '/../../php/RegionRouter.php';
+require_once __DIR__ . '/../lib/script-setup.php';
 
 use DwRouter\RegionRouter;
 
-// Any diagnostic the twin lets through is a failure (an @-silenced one is not: it never
-// reaches a front controller's error log either).
-set_error_handler(static function (int $severity, string $message, string $file, int $line): bool {
-    if ((error_reporting() & $severity) === 0) {
-        return false;
-    }
-    throw new ErrorException($message, 0, $severity, $file, $line);
-});
+// Any diagnostic the twin lets through is a failure.
+throw_on_diagnostics();
 
-$tempDir = sys_get_temp_dir() . '/dw-twin-selftest-' . getmypid() . '-' . bin2hex(random_bytes(4));
-if (!mkdir($tempDir, 0700)) {
-    fwrite(STDERR, "twin-selftest: cannot create $tempDir\n");
-    exit(2);
-}
-register_shutdown_function(static function () use ($tempDir): void {
-    foreach (glob($tempDir . '/*') ?: [] as $file) {
-        @unlink($file);
-    }
-    @rmdir($tempDir);
-});
+$tempDir = private_temp_dir('twin-selftest');
 
 /** Writes a snapshot (kvs given as geo/policy values under the default prefix) to a fresh path. */
 function snapshotFile(array|string $document): string

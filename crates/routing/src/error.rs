@@ -14,9 +14,19 @@ pub enum Error {
     /// A region value is invalid. `field` names the JSON field at fault: `"json"` (not JSON,
     /// not an object), `"shard"`, `"origins"`, `"weight"`, or `"geo"` for a `region/` key
     /// with nothing after the slash.
-    Region { field: &'static str, reason: String },
+    Region {
+        /// The JSON field at fault.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The policy value is invalid (`field` is `"json"`: not JSON or not an object).
-    Policy { field: &'static str, reason: String },
+    Policy {
+        /// The JSON field at fault.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Error {

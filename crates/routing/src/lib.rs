@@ -10,29 +10,56 @@
 //!   as an integer, duplicate keys: last value wins).
 //! - [`legacy_pick`] (bit for bit the original PHP router's crc32 walk) and
 //!   [`rendezvous_pick`] (weighted highest-random-weight hashing).
-//! - [`Table`]: every valid region compiled into a hash lookup keyed by the geo's bytes,
-//!   with the policy's fallback chain resolved in advance, so that [`Table::resolve`] does
-//!   one hash lookup, one pick and no allocation. An invalid key never fails the table: it
-//!   is left out and listed in [`Table::invalid_keys`].
+//! - [`Table`]: every valid region compiled into a geo index, with the policy's fallback
+//!   chain resolved in advance. [`Table::resolve`] finds a two-character country code
+//!   (what `CF-IPCountry` sends) by direct index, any other geo with one hash probe, takes
+//!   the precomputed fallback when the country has no region, then runs the policy's pick,
+//!   with no allocation. An invalid key never fails the table: it is left out and listed
+//!   in [`Table::invalid_keys`]. [`Table::parse_after`] builds the next table from a new
+//!   file, reusing the regions whose value did not change.
 //!
 //! The crate does no I/O and knows nothing of PHP, etcd or tokio: the extension, the agent
 //! (`dw-agent`) and the control CLI (`dwctl`) bring the bytes and use the answers.
+//!
+//! ```
+//! use dw_routing::Table;
+//!
+//! // A snapshot file as dw-agent writes it: each value is a JSON document in a string.
+//! let bytes = br#"{"format":1,"revision":7,"prefix":"/dw/routing/","kvs":{
+//!     "/dw/routing/policy/global":"{\"default\":\"US\"}",
+//!     "/dw/routing/region/DE":"{\"shard\":\"eu-1\",\"origins\":[\"fra-a\",\"fra-b\"],\"weight\":{\"fra-a\":50,\"fra-b\":30}}",
+//!     "/dw/routing/region/US":"{\"shard\":\"us-1\",\"origins\":[\"iad-a\"],\"weight\":{\"iad-a\":1}}"
+//! }}"#;
+//! let table = Table::parse(bytes)?;
+//! assert_eq!(table.revision(), 7);
+//!
+//! let route = table.resolve(b"DE", None).expect("DE has a region");
+//! assert_eq!((route.shard, route.origin), ("eu-1", "fra-b"));
+//! // No region for FR: the policy's default answers.
+//! assert_eq!(table.resolve(b"FR", None).map(|route| route.shard), Some("us-1"));
+//! # Ok::<(), dw_routing::Error>(())
+//! ```
+
+#![deny(missing_docs)]
 
 mod crc;
 mod error;
+mod geo_index;
 mod json;
 mod literal_scan;
 mod pick;
 mod policy;
+mod rebuild;
 mod region;
 mod snapshot;
 mod table;
 
 pub use crate::{
     error::{Error, MAX_QUOTED_BYTES, quoted},
+    geo_index::CountryCode,
     pick::{legacy_pick, rendezvous_pick},
     policy::{PickMode, Policy},
     region::{MAX_WEIGHT, Region},
     snapshot::{DEFAULT_PREFIX, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
-    table::{CountryCode, InvalidKey, Route, Table},
+    table::{InvalidKey, Route, Table},
 };

@@ -3,17 +3,17 @@
 //!
 //! A reload usually changes one value among thousands, and a full JSON parse of the file
 //! spends nearly all its time checking string literals that have not changed. So each
-//! value's literal is first compared byte for byte with the literal the previous table
-//! read for the same key: when the bytes at the value's position start with that literal,
-//! the value *is* that literal (a JSON string ends at its first unescaped quote, and the
+//! value's literal is first compared byte for byte with the literal the previous table read
+//! for the same key: when the bytes at the value's position start with that literal, the
+//! value *is* that literal (a JSON string ends at its first unescaped quote, and the
 //! previous literal, already checked, has exactly one, at its end), and the comparison is
 //! all the checking it needs. Only new or changed literals are checked character by
 //! character.
 //!
-//! This reader knows the format's common shape only. Anything else (an unknown field, a
-//! key with an escape, a number that is not plain digits, `null`, a string PHP refuses)
-//! gives `None`, and the
-//! exact reading decides, so this reader never accepts a file the exact reading refuses.
+//! This reader knows the format's common shape only. Anything else (an unknown field, a key
+//! with an escape, a number that is not plain digits, `null`, a string PHP refuses) gives
+//! `None`, and the exact reading decides, so this reader never accepts a file the exact
+//! reading refuses.
 
 /// The parts of a snapshot a table is built from, borrowed from the document.
 pub(crate) struct Literals<'a> {
@@ -153,8 +153,8 @@ impl<'a> Reader<'a> {
         Some(&self.text[start..start + length])
     }
 
-    /// A string literal with its quotes, checked by PHP's rules (`json::string_literal_end`),
-    /// not decoded. The opening quote is at `self.at`.
+    /// A string literal with its quotes, checked by PHP's rules
+    /// (`json::string_literal_end`), not decoded. The opening quote is at `self.at`.
     fn literal(&mut self) -> Option<&'a str> {
         let start = self.at;
         self.at = crate::json::string_literal_end(self.bytes, start)?;
@@ -202,8 +202,8 @@ impl<'a> Reader<'a> {
                 _ => return None,
             }
         }
-        // dw-agent writes keys in byte order; anything else is put in order here, the
-        // last of equal keys kept.
+        // dw-agent writes keys in byte order; anything else is put in order here, the last
+        // of equal keys kept.
         if !kvs.windows(2).all(|pair| pair[0].key < pair[1].key) {
             kvs.reverse();
             kvs.sort_by(|a, b| a.key.cmp(b.key));

@@ -22,15 +22,19 @@ pub const DEFAULT_PREFIX: &str = "/dw/routing/";
 /// value spoils only its own key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
+    /// The etcd revision the keys were read at.
     pub revision: u64,
+    /// The etcd prefix the keys were read under, such as [`DEFAULT_PREFIX`].
     pub prefix: String,
     /// The id of the etcd cluster the state came from (dw-agent writes it, as a decimal
     /// string); `None` in files written without one. Readers other than the agent ignore it.
     pub cluster_id: Option<String>,
+    /// Every key (in full, prefix included) with its raw value, in key order.
     pub kvs: BTreeMap<String, String>,
 }
 
 impl Snapshot {
+    /// An empty snapshot at `revision` under `prefix`, with no cluster id.
     pub fn new(revision: u64, prefix: impl Into<String>) -> Snapshot {
         Snapshot {
             revision,
@@ -154,6 +158,7 @@ pub struct SnapshotWriter {
 }
 
 impl SnapshotWriter {
+    /// A writer that has written nothing yet.
     pub fn new() -> SnapshotWriter {
         SnapshotWriter::default()
     }

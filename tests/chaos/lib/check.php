@@ -19,6 +19,7 @@ declare(strict_types=1);
  */
 
 require __DIR__ . '/../../../php/RegionRouter.php';
+require __DIR__ . '/../../lib/revision-order.php';
 
 $opts = getopt('', ['log:', 'nodes:', 'final-rev:', 'final-ns:', 'seed:', 'duration:', 'markdown:', 'tmp:', 'servers:',
     'socket-errors:', 'partition:', 'load-end-ns:']);
@@ -266,18 +267,10 @@ foreach ($files as [$n, $file]) {
     }
     fclose($fh);
     $lastOfFile[] = [$n, $prev];
-    foreach ($byWorker as $worker => $answers) {
-        usort($answers, fn (array $a, array $b): int => $a[0] <=> $b[0]);
-        $last = 0;
-        foreach ($answers as [$clock, $rev]) {
-            if ($rev < $last) {
-                $backwards++;
-                if (count($backShown) < 5) {
-                    $backShown[] = "node $n worker $worker went back from revision $last to $rev";
-                }
-            }
-            $last = max($last, $rev);
-        }
+    $stepsBack = revision_steps_back($byWorker);
+    $backwards += count($stepsBack);
+    foreach (array_slice($stepsBack, 0, 5 - count($backShown)) as [$worker, $from, $to]) {
+        $backShown[] = "node $n worker $worker went back from revision $from to $to";
     }
 }
 

@@ -11,6 +11,8 @@ declare(strict_types=1);
  *   php check-records.php RECORDS [MIN_DISTINCT_REVISIONS]
  */
 
+require __DIR__ . '/../../lib/revision-order.php';
+
 [, $path, $minRevisions] = $argv + [null, null, '1'];
 $lines = file((string) $path, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES);
 if ($lines === false || $lines === []) {
@@ -30,19 +32,10 @@ foreach ($lines as $n => $line) {
     $byWorker[(int) $fields[1]][] = [(int) $fields[2], (int) $fields[3]];
     $revisions[(int) $fields[3]] = true;
 }
-$backwards = 0;
-foreach ($byWorker as $worker => $answers) {
-    usort($answers, fn (array $a, array $b): int => $a[0] <=> $b[0]);
-    $last = 0;
-    foreach ($answers as [$clock, $revision]) {
-        if ($revision < $last) {
-            $backwards++;
-            if ($backwards <= 5) {
-                $problems[] = "worker $worker went back from revision $last to $revision (clock $clock)";
-            }
-        }
-        $last = max($last, $revision);
-    }
+$stepsBack = revision_steps_back($byWorker);
+$backwards = count($stepsBack);
+foreach (array_slice($stepsBack, 0, 5) as [$worker, $from, $to, $clock]) {
+    $problems[] = "worker $worker went back from revision $from to $to (clock $clock)";
 }
 ksort($revisions);
 printf("%d responses from %d workers, revisions seen: %s; %d went backwards\n",
