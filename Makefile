@@ -50,7 +50,7 @@ help:
 	@echo "make chaos DURATION=10m [SEED=N]   3-member etcd, 3 nodes, load, writer, nemesis; figures in target/test-logs/chaos/chaos.md"
 	@echo "make install    copy dw_router.so into php-config --extension-dir, write a conf.d ini"
 	@echo "make stubs      print the API as Reflection sees it and check stubs/dw_router.stub.php against it"
-	@echo "make lint       cargo fmt --check and clippy -D warnings"
+	@echo "make lint       cargo fmt --check, no import loop in a crate (scripts/check-modules), clippy -D warnings"
 	@echo "make check-zts  build a thread-safe PHP 8.4 from Debian's source (cached) and check the extension compiles and loads into it"
 
 # The root, then (for 8.4) lsphp built in it from Debian's PHP 8.4 sources (cached; seconds
@@ -111,6 +111,7 @@ fmt:
 
 lint: devenv fetch
 	$(CARGO) fmt --all --check
+	scripts/check-modules src crates/*/src
 	$(IN_ENV) $(CARGO) clippy --offline --workspace --all-targets -- -D warnings
 
 clean:
