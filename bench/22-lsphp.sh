@@ -43,23 +43,29 @@ children_uss() { # server-root label size
 
 # ---- 1. throughput: routed page vs the same page without routing, side by side -------------
 install_snapshot 250
-log "starting OLS + lsphp twice: with the extension, and without it (DW_ROUTING=off)"
+log "starting OLS + lsphp three times: routing; the extension loaded, routing off; no extension"
 STACK_HTTP_PORT= STACK_LSPHP_ENV=()
 stack_start_litespeed ext yes
 URL_EXT=$STACK_URL
 STACK_HTTP_PORT= STACK_LSPHP_ENV=(DW_ROUTING=off)
+stack_start_litespeed idle yes
+URL_IDLE=$STACK_URL
+STACK_HTTP_PORT= STACK_LSPHP_ENV=(DW_ROUTING=off)
 stack_start_litespeed none no
 URL_NONE=$STACK_URL
+declare -A URL_OF=([none]=$URL_NONE [idle]=$URL_IDLE [ext]=$URL_EXT)
+VARIANTS=(none idle ext)
 for n in "${SIZES[@]}"; do
   install_snapshot "$n"
   stack_until "revision $n over HTTP" bash -c '[[ $(curl -fsS -o /dev/null -D - "$0/" | tr -d "\r" | awk -F": " "tolower(\$1)==\"x-dw-revision\"{print \$2}") == "$1" ]]' "$URL_EXT" "$n"
   export DW_BENCH_GEOS
   DW_BENCH_GEOS=$(geos "$n")
-  for url in "$URL_NONE" "$URL_EXT"; do wrk -t1 -c8 -d1s -s "$STACK_DIR/geos.lua" "$url" >/dev/null; done
+  for url in "$URL_NONE" "$URL_IDLE" "$URL_EXT"; do wrk -t1 -c8 -d1s -s "$STACK_DIR/geos.lua" "$url" >/dev/null; done
   for ((round = 1; round <= ROUNDS; round++)); do
-    for variant in none ext; do
-      url=$URL_EXT
-      [[ $variant == none ]] && url=$URL_NONE
+    # The order turns each round, so that no variant always runs first or after the same one.
+    for ((k = 0; k < ${#VARIANTS[@]}; k++)); do
+      variant=${VARIANTS[$(((round + k) % ${#VARIANTS[@]}))]}
+      url=${URL_OF[$variant]}
       log "$n regions, round $round, $variant"
       out=$RAW/wrk-$n-$variant-$round.txt
       wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" --latency -s "$STACK_DIR/geos.lua" "$url" >"$out"
@@ -113,31 +119,35 @@ echo "## OpenLiteSpeed + lsphp: throughput, warm children, memory per child\n\n"
 if ($quick) echo "> Quick run (DW_BENCH_QUICK=1): numbers not to quote.\n\n";
 echo "How measured: OpenLiteSpeed 1.9 (`../shared/openlitespeed`, one worker) in front of $lsphp\n",
      "(built by `scripts/build-lsphp`, opcache on), which OLS starts detached with\n",
-     "`PHP_LSAPI_CHILDREN=$children`; as root, lsphp runs as `nobody`. Two servers side by side: one whose\n",
-     "lsphp loads `dw_router.so` and routes (`php/front.php`), one without the extension serving the\n",
-     "same page with routing switched off (`DW_ROUTING=off`). `wrk -t1 -c8` for {$seconds} s per run over\n",
-     "64 geos of the snapshot, the two interleaved, $rounds round(s), median req/s.\n\n";
-echo "| regions | no routing (req/s) | extension (req/s) | extension / no routing | errors |\n|---|---|---|---|---|\n";
+     "`PHP_LSAPI_CHILDREN=$children`; as root, lsphp runs as `nobody`. Three servers side by side: one whose\n",
+     "lsphp loads `dw_router.so` and routes (`php/front.php`); one whose lsphp loads it (and preloads the\n",
+     "table) but serves the page with routing switched off (`DW_ROUTING=off`); one without the extension\n",
+     "serving the page with routing off. `wrk -t1 -c8` for {$seconds} s per run over 64 geos of the\n",
+     "snapshot, the three interleaved in an order that turns each round, $rounds round(s), median req/s.\n",
+     "The middle server splits what loading the extension costs a request from what routing costs.\n\n";
+echo "| regions | no extension (req/s) | loaded, routing off (req/s) | routing (req/s) | routing / no extension | loaded / no extension | routing / loaded | errors |\n|---|---|---|---|---|---|---|---|\n";
 $ratios = [];
 foreach ([250, 2500] as $n) {
     $by = []; $errors = 0;
     foreach ($tp as $r) if ($r["size"] === $n) { $by[$r["variant"]][] = $r["rps"]; $errors += $r["errors"]; }
-    if (!isset($by["ext"], $by["none"])) continue;
-    $ratios[$n] = $median($by["ext"]) / $median($by["none"]);
-    printf("| %s | %s | %s | %.3f | %d |\n", number_format($n), number_format($median($by["none"])), number_format($median($by["ext"])), $ratios[$n], $errors);
+    if (!isset($by["ext"], $by["none"], $by["idle"])) continue;
+    [$none, $idle, $ext] = [$median($by["none"]), $median($by["idle"]), $median($by["ext"])];
+    $ratios[$n] = $ext / $none;
+    printf("| %s | %s | %s | %s | %.3f | %.3f | %.3f | %d |\n", number_format($n), number_format($none), number_format($idle), number_format($ext), $ratios[$n], $idle / $none, $ext / $idle, $errors);
 }
 echo "\n";
 foreach ($ratios as $n => $r) printf("Target, extension >= 0.97x the page without routing on OLS + lsphp, %s regions: **%s** (%.3f).\n", number_format($n), $r >= 0.97 ? "met" : "not met", $r);
-echo "\nEvery run (req/s, p99 latency):\n\n| regions | round | no routing | extension |\n|---|---|---|---|\n";
+echo "\nEvery run (req/s, p99 latency):\n\n| regions | round | no extension | loaded, routing off | routing |\n|---|---|---|---|---|\n";
 $cell = [];
 foreach ($tp as $r) $cell[$r["size"]][$r["round"]][$r["variant"]] = sprintf("%s (%s)", number_format($r["rps"]), $r["p99"]);
-foreach ($cell as $n => $byRound) foreach ($byRound as $round => $v) printf("| %s | %d | %s | %s |\n", number_format($n), $round, $v["none"] ?? "", $v["ext"] ?? "");
+foreach ($cell as $n => $byRound) foreach ($byRound as $round => $v) printf("| %s | %d | %s | %s | %s |\n", number_format($n), $round, $v["none"] ?? "", $v["idle"] ?? "", $v["ext"] ?? "");
 
 echo "\n### Warm children: a fresh child\x27s first route\n\n",
      "Each request went to a child forked for it (`LSAPI_MAX_REQS=1`); `X-DW-Route-Ns` (a test hook\n",
      "of `php/front.php`) is the time from before `new RegionRouter()` to after `revision()` in that\n",
      "child\x27s first and only request. With `dw_router.preload = 1` (the default `auto` outside the\n",
-     "CLI) the parent parsed the table in MINIT and the child only checks the file (one `stat`);\n",
+     "CLI) the parent parsed the table in MINIT and the child only checks the file (one `stat`),\n",
+     "setting its watch up after the request;\n",
      "with `0` the child maps and parses it. Whole request as curl saw it beside it.\n\n",
      "| regions | preload | children | first route p50 (µs) | p90 (µs) | max (µs) | request p50 (ms) | all at the snapshot\x27s revision |\n|---|---|---|---|---|---|---|---|\n";
 $firstP50 = [];
