@@ -205,6 +205,7 @@ impl Reporter {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;
         let mut ticks = 0u64;
+        let (mut live_answered, mut seen_answered) = (Instant::now(), Instant::now());
         loop {
             let write_at = match last_write {
                 Some(at) if *failures > 0 => at + backoff(self.config.min_interval, *failures),
@@ -249,12 +250,32 @@ impl Reporter {
                         }
                     }
                 }
+                // Keep-alive answers are taken here, not awaited after each request: an
+                // `etcd grpc-proxy` answers one only when its own keep-alive loop next hears
+                // from etcd (every third of the lease's TTL, 200 s for the seen lease), and
+                // waiting for that held back report writes for seconds.
+                answer = leases.live_stream.message() => {
+                    lease_answer(answer, "report")?;
+                    live_answered = Instant::now();
+                }
+                answer = leases.seen_stream.message() => {
+                    lease_answer(answer, "seen record")?;
+                    seen_answered = Instant::now();
+                }
                 _ = ticker.tick() => {
                     ticks += 1;
-                    keep_alive(&mut leases.live_keeper, &mut leases.live_stream, self.request_timeout, "report").await?;
+                    // Unanswered for a whole TTL: the lease has expired or the connection is
+                    // gone; a new session grants new leases.
+                    if live_answered.elapsed() > self.config.ttl {
+                        return Err("report lease keep-alive: no answer".into());
+                    }
+                    if seen_answered.elapsed() > self.config.seen_ttl {
+                        return Err("seen record lease keep-alive: no answer".into());
+                    }
+                    send_keep_alive(&mut leases.live_keeper, self.request_timeout, "report").await?;
                     // The seen lease is long; refreshing it every tenth tick is plenty.
                     if ticks.is_multiple_of(10) {
-                        keep_alive(&mut leases.seen_keeper, &mut leases.seen_stream, self.request_timeout, "seen record").await?;
+                        send_keep_alive(&mut leases.seen_keeper, self.request_timeout, "seen record").await?;
                     }
                 }
             }
@@ -319,21 +340,26 @@ impl Reporter {
     }
 }
 
-async fn keep_alive(
+async fn send_keep_alive(
     keeper: &mut LeaseKeeper,
-    stream: &mut LeaseKeepAliveStream,
     timeout: Duration,
     what: &str,
 ) -> Result<(), String> {
     crate::etcd::within(timeout, keeper.keep_alive())
         .await
-        .map_err(|m| format!("{what} lease keep-alive: {m}"))?;
-    match tokio::time::timeout(timeout, stream.message()).await {
-        Ok(Ok(Some(response))) if response.ttl() > 0 => Ok(()),
-        Ok(Ok(Some(_))) => Err(format!("the {what} lease expired; granting a new one")),
-        Ok(Ok(None)) => Err(format!("the {what} lease keep-alive stream ended")),
-        Ok(Err(e)) => Err(format!("{what} lease keep-alive: {}", describe(&e))),
-        Err(_) => Err(format!("{what} lease keep-alive: no answer")),
+        .map_err(|m| format!("{what} lease keep-alive: {m}"))
+}
+
+/// One keep-alive answer: `Err` when the lease expired or the stream ended.
+fn lease_answer(
+    answer: Result<Option<etcd_client::LeaseKeepAliveResponse>, etcd_client::Error>,
+    what: &str,
+) -> Result<(), String> {
+    match answer {
+        Ok(Some(response)) if response.ttl() > 0 => Ok(()),
+        Ok(Some(_)) => Err(format!("the {what} lease expired; granting a new one")),
+        Ok(None) => Err(format!("the {what} lease keep-alive stream ended")),
+        Err(e) => Err(format!("{what} lease keep-alive: {}", describe(&e))),
     }
 }
 
