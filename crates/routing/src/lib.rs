@@ -59,6 +59,7 @@ pub use crate::{
     geo_index::CountryCode,
     pick::{legacy_pick, rendezvous_pick},
     policy::{PickMode, Policy},
+    rebuild::invalid_keys,
     region::{MAX_WEIGHT, Region},
     snapshot::{DEFAULT_PREFIX, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
     table::{InvalidKey, Route, Table},

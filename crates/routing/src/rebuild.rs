@@ -10,7 +10,7 @@ use crate::literal_scan;
 use crate::policy::Policy;
 use crate::region::Region;
 use crate::snapshot::{self, DEFAULT_PREFIX, Snapshot};
-use crate::table::{Compiled, Table};
+use crate::table::{Compiled, InvalidKey, Table};
 
 const REGION_KIND: &str = "region/";
 const POLICY_KEY: &str = "policy/global";
@@ -133,15 +133,7 @@ fn build<'v>(
                 continue;
             }
             let text = value.text()?;
-            let region = if geo.is_empty() {
-                Err(Error::Region {
-                    field: "geo",
-                    reason: "the key names no geo".into(),
-                })
-            } else {
-                Region::parse(text.as_bytes())
-            };
-            match region {
+            match parse_region(geo, text.as_ref()) {
                 Ok(region) => {
                     let compiled = Arc::new(Compiled {
                         value: text.into(),
@@ -160,6 +152,43 @@ fn build<'v>(
     }
     table.finish();
     Some(table)
+}
+
+/// The region a `region/<geo>` key's value compiles to, or why it is left out.
+fn parse_region(geo: &str, text: &str) -> Result<Region, Error> {
+    if geo.is_empty() {
+        return Err(Error::Region {
+            field: "geo",
+            reason: "the key names no geo".into(),
+        });
+    }
+    Region::parse(text.as_bytes())
+}
+
+/// The keys of `snapshot` that [`Table::from_snapshot`] would leave out, with why, in key
+/// order, checked one at a time: what a table's [`Table::invalid_keys`] says, without
+/// building (and holding) the table. The agent reports them after each publication.
+pub fn invalid_keys(snapshot: &Snapshot) -> Vec<InvalidKey> {
+    let mut invalid = Vec::new();
+    for (key, value) in &snapshot.kvs {
+        let Some(relative) = key.strip_prefix(snapshot.prefix.as_str()) else {
+            continue;
+        };
+        let checked = if let Some(geo) = relative.strip_prefix(REGION_KIND) {
+            parse_region(geo, value).map(drop)
+        } else if relative == POLICY_KEY {
+            Policy::parse(value.as_bytes()).map(drop)
+        } else {
+            continue;
+        };
+        if let Err(error) = checked {
+            invalid.push(InvalidKey {
+                key: key.clone(),
+                error,
+            });
+        }
+    }
+    invalid
 }
 
 /// The common case of [`Table::parse_after`]: one pass over the file that keeps each
@@ -190,6 +219,32 @@ fn parse_common_after(bytes: &[u8], previous: &Table) -> Option<Table> {
 #[cfg(test)]
 mod tests {
     use crate::{DEFAULT_PREFIX, Region, Snapshot, Table};
+
+    #[test]
+    fn invalid_keys_says_what_a_table_leaves_out() {
+        let file = serde_json::json!({"format": 1, "revision": 9, "kvs": {
+            "/dw/routing/origin/fra-a": "{}",
+            "/dw/routing/policy/global": "[1]",
+            "/dw/routing/region/": "{\"shard\":\"eu-1\",\"origins\":[\"a\"],\"weight\":{\"a\":1},\"updated\":\"2026-11-30T08:00:00Z\"}",
+            "/dw/routing/region/DE": "{\"shard\":\"eu-1\",\"origins\":[\"a\"],\"weight\":{\"a\":1},\"updated\":\"2026-11-30T08:00:00Z\"}",
+            "/dw/routing/region/FR": "not json",
+            "/dw/routing/region/IT": "{\"shard\":\"\",\"origins\":[]}",
+            "/other/region/XX": "not json"}})
+        .to_string();
+        let snapshot = Snapshot::parse(file.as_bytes()).expect("the test file parses");
+        let expected = Table::from_snapshot(&snapshot).invalid_keys().to_vec();
+        let keys: Vec<&str> = expected.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "/dw/routing/policy/global",
+                "/dw/routing/region/",
+                "/dw/routing/region/FR",
+                "/dw/routing/region/IT"
+            ]
+        );
+        assert_eq!(crate::invalid_keys(&snapshot), expected);
+    }
 
     #[test]
     fn the_one_pass_readings_hand_edge_files_to_the_exact_one() {
