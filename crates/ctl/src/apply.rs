@@ -60,7 +60,7 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
     let mut desired = Desired::default();
     for (section, body) in sections {
         match section.as_str() {
-            "policy" => match PolicyValue::for_write_json(&body) {
+            "policy" => match PolicyValue::for_write(body.to_string().as_bytes()) {
                 Ok(policy) => desired.policy = Some(policy),
                 Err(found) => errors.extend(found.into_iter().map(|error| within(error, "policy"))),
             },
@@ -72,7 +72,7 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
                             errors.push(FieldError::new(path, "a geo must not be empty"));
                             continue;
                         }
-                        match RegionValue::for_write_json(&value) {
+                        match RegionValue::for_write(value.to_string().as_bytes()) {
                             Ok(region) => {
                                 desired.regions.insert(geo, region);
                             }

@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 use crate::etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
-use crate::fleet::{Wait, parse_wait};
+use crate::output::OutputFormat;
+use crate::wait::{Wait, parse_wait};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -91,14 +92,6 @@ pub struct GlobalArgs {
     /// Deadline of each etcd request, in seconds.
     #[arg(long, default_value_t = 5.0, global = true)]
     pub timeout: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Lines for people.
-    Text,
-    /// One JSON document (long-running commands: one JSON object per line).
-    Json,
 }
 
 #[derive(Debug, Subcommand)]

@@ -339,6 +339,7 @@ fn readd(current: &RegionValue, before: &RegionValue, origin: &str) -> (RegionVa
 mod tests {
     use super::*;
     use crate::state::Entry;
+    use crate::weights::tests::named;
 
     fn state(regions: &[(&str, &str)]) -> State {
         State {
@@ -415,11 +416,11 @@ mod tests {
         state.region(geo).unwrap().unwrap().listed_weights()
     }
 
-    fn named(weights: &[(&str, u32)]) -> Vec<(String, u32)> {
-        weights
-            .iter()
-            .map(|(name, weight)| (name.to_string(), *weight))
-            .collect()
+    /// Region DE holding `region`, before and after the CLI drains origin `a`.
+    fn drained_a(region: &str) -> (State, State) {
+        let before = state(&[("DE", region)]);
+        let drained = apply(&before, &plan_drain(&before, &request("a")).unwrap());
+        (before, drained)
     }
 
     #[test]
@@ -454,11 +455,9 @@ mod tests {
 
     #[test]
     fn restore_after_a_change_readds_with_the_previous_share() {
-        let before = state(&[(
-            "DE",
+        let (_, drained) = drained_a(
             r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":40,"b":30,"c":30}}"#,
-        )]);
-        let drained = apply(&before, &plan_drain(&before, &request("a")).unwrap());
+        );
         let mut changed = drained.clone();
         changed.regions.get_mut("DE").unwrap().raw =
             br#"{"shard":"eu-1","origins":["b","c","e"],"weight":{"b":1,"c":1,"e":2}}"#.to_vec();
@@ -549,11 +548,8 @@ mod tests {
 
     #[test]
     fn automation_restores_only_its_own_drains_and_respects_the_fleet_limit() {
-        let before = state(&[(
-            "DE",
-            r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}"#,
-        )]);
-        let drained = apply(&before, &plan_drain(&before, &request("a")).unwrap());
+        let (before, drained) =
+            drained_a(r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}"#);
         assert!(
             plan_restore(&drained, "a", Some("health"))
                 .unwrap()

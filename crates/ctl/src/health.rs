@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::cli::HealthArgs;
 use crate::clock::{now_rfc3339, operator};
-use crate::commands::Context;
+use crate::context::Context;
 use crate::drain::{DrainRequest, FleetLimit, check_origin_name, plan_drain, plan_restore};
 use crate::error::{Error, FieldError};
 use crate::etcd::{EtcdConfig, Layout};

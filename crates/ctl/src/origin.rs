@@ -16,12 +16,14 @@ use serde_json::{Map, Value, json};
 use crate::backoff::Backoff;
 use crate::cli::OriginCommand;
 use crate::clock::now_rfc3339;
-use crate::commands::{Context, json_object_arg};
+use crate::context::Context;
 use crate::drain::check_origin_name;
 use crate::error::Error;
 use crate::etcd::{EtcdConfig, Layout, strip};
+use crate::input::json_object_arg;
 use crate::output::{Outcome, Reporter};
 use crate::record::DrainRecord;
+use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
 
 /// What `origin register` keeps alive.
@@ -89,34 +91,31 @@ enum SessionEnd {
 pub async fn register(
     config: &RegisterConfig,
     reporter: Reporter,
-    mut shutdown: Shutdown,
+    shutdown: Shutdown,
 ) -> Result<(), Error> {
-    let mut backoff = Backoff::new(Duration::from_millis(300), Duration::from_secs(5));
-    loop {
-        if shutdown.is_triggered() {
-            return Ok(());
-        }
-        match session(config, reporter, &mut shutdown, &mut backoff).await {
-            Ok(SessionEnd::Shutdown) => return Ok(()),
-            Ok(SessionEnd::LeaseLost) => {
-                reporter.event(
-                    "lease-lost",
-                    &format!("{}: the lease expired; registering again", config.id),
-                    json!({"origin": config.id}),
-                );
-            }
-            Err(error) => {
-                reporter.event(
-                    "error",
-                    &format!("{}: {error}; retrying", config.id),
-                    json!({"origin": config.id, "error": error.to_string()}),
-                );
-                if !shutdown.sleep(backoff.pause()).await {
-                    return Ok(());
+    let describe = |error: &Error| {
+        let fields = json!({"origin": config.id, "error": error.to_string()});
+        (format!("{}: {error}; retrying", config.id), fields)
+    };
+    let sessions = Sessions::new(reporter, shutdown, Duration::from_secs(5));
+    sessions
+        .run(config, describe, |config, shutdown, backoff| {
+            Box::pin(async move {
+                match session(config, reporter, shutdown, backoff).await? {
+                    SessionEnd::Shutdown => Ok(true),
+                    SessionEnd::LeaseLost => {
+                        reporter.event(
+                            "lease-lost",
+                            &format!("{}: the lease expired; registering again", config.id),
+                            json!({"origin": config.id}),
+                        );
+                        Ok(false)
+                    }
                 }
-            }
-        }
-    }
+            })
+        })
+        .await;
+    Ok(())
 }
 
 async fn session(

@@ -40,18 +40,7 @@ impl RegionValue {
 
     /// A value an operator wants written: the readers' rules, then dwctl's stricter ones.
     pub fn for_write(raw: &[u8]) -> Result<RegionValue, Vec<FieldError>> {
-        let region = RegionValue::from_stored(raw).map_err(|error| vec![error])?;
-        let errors = region.write_errors();
-        if errors.is_empty() {
-            Ok(region)
-        } else {
-            Err(errors)
-        }
-    }
-
-    /// [`RegionValue::for_write`] on a value that is already a JSON tree (from `apply`).
-    pub fn for_write_json(value: &Value) -> Result<RegionValue, Vec<FieldError>> {
-        RegionValue::for_write(value.to_string().as_bytes())
+        checked_for_write(RegionValue::from_stored(raw), RegionValue::write_errors)
     }
 
     /// The stricter rules for values dwctl writes.
@@ -207,9 +196,13 @@ impl PolicyValue {
 
     /// A value an operator wants written: the readers' rules, then dwctl's stricter ones.
     pub fn for_write(raw: &[u8]) -> Result<PolicyValue, Vec<FieldError>> {
-        let policy = PolicyValue::from_stored(raw).map_err(|error| vec![error])?;
+        checked_for_write(PolicyValue::from_stored(raw), PolicyValue::write_errors)
+    }
+
+    /// The stricter rules for values dwctl writes.
+    fn write_errors(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
-        match policy.fields.get("default") {
+        match self.fields.get("default") {
             None => {}
             Some(Value::String(geo)) if !geo.is_empty() => {}
             Some(_) => errors.push(FieldError::new(
@@ -217,7 +210,7 @@ impl PolicyValue {
                 "must be a non-empty string (a geo)",
             )),
         }
-        match policy.fields.get("failover") {
+        match self.fields.get("failover") {
             None => {}
             Some(Value::Array(items)) => {
                 for (index, item) in items.iter().enumerate() {
@@ -231,7 +224,7 @@ impl PolicyValue {
             }
             Some(_) => errors.push(FieldError::new("failover", "must be an array of geos")),
         }
-        match policy.fields.get("pick") {
+        match self.fields.get("pick") {
             None => {}
             Some(Value::String(mode)) if PICK_MODES.contains(&mode.as_str()) => {}
             Some(_) => errors.push(FieldError::new(
@@ -241,23 +234,14 @@ impl PolicyValue {
                 ),
             )),
         }
-        match policy.fields.get("honor_client_hints") {
+        match self.fields.get("honor_client_hints") {
             None | Some(Value::Bool(_)) => {}
             Some(_) => errors.push(FieldError::new(
                 "honor_client_hints",
                 "must be true or false",
             )),
         }
-        if errors.is_empty() {
-            Ok(policy)
-        } else {
-            Err(errors)
-        }
-    }
-
-    /// [`PolicyValue::for_write`] on a value that is already a JSON tree (from `apply`).
-    pub fn for_write_json(value: &Value) -> Result<PolicyValue, Vec<FieldError>> {
-        PolicyValue::for_write(value.to_string().as_bytes())
+        errors
     }
 
     /// Compact JSON: the known fields in a fixed order, the others, then `updated`.
@@ -313,6 +297,21 @@ fn member(name: &str, value: &Value) -> String {
 
 fn json_string(text: &str) -> String {
     Value::from(text).to_string()
+}
+
+/// A value the readers accept (`parsed`) that also passes dwctl's stricter `rules`, or
+/// every error found.
+fn checked_for_write<T>(
+    parsed: Result<T, FieldError>,
+    rules: impl FnOnce(&T) -> Vec<FieldError>,
+) -> Result<T, Vec<FieldError>> {
+    let value = parsed.map_err(|error| vec![error])?;
+    let errors = rules(&value);
+    if errors.is_empty() {
+        Ok(value)
+    } else {
+        Err(errors)
+    }
 }
 
 #[cfg(test)]
