@@ -17,14 +17,18 @@ use crate::value::{PolicyValue, RegionValue};
 /// The desired state read from a file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Desired {
+    /// The policy, when the file has a `policy` section.
     pub policy: Option<PolicyValue>,
+    /// geo → value of each region the file names.
     pub regions: BTreeMap<String, RegionValue>,
 }
 
 /// How a file is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileFormat {
+    /// JSON (the default).
     Json,
+    /// TOML (a name ending in `.toml`).
     Toml,
 }
 

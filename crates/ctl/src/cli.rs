@@ -41,10 +41,13 @@ Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_USER, DW
 
 #[derive(Debug, Parser)]
 #[command(name = "dwctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
+/// The parsed command line: global flags, then one command.
 pub struct Cli {
     #[command(flatten)]
+    /// Flags every command takes (etcd, prefixes, output, retries).
     pub global: GlobalArgs,
     #[command(subcommand)]
+    /// The command to run.
     pub command: Command,
 }
 
@@ -95,6 +98,7 @@ pub struct GlobalArgs {
 }
 
 #[derive(Debug, Subcommand)]
+/// Every dwctl command.
 pub enum Command {
     /// Read and write regions (`region/<geo>`).
     #[command(subcommand)]
@@ -228,6 +232,7 @@ pub struct WaitArgs {
 }
 
 impl WaitArgs {
+    /// What to wait for after the write; `None` without `--wait`.
     pub fn get(&self) -> Option<Wait> {
         self.wait.map(|timeout| Wait {
             timeout,

@@ -20,13 +20,17 @@ pub const WEIGHT_TOTAL: u32 = 100;
 /// A drain to plan.
 #[derive(Debug, Clone)]
 pub struct DrainRequest {
+    /// The origin to take out.
     pub origin: String,
     /// Only these geos; empty means every region that lists the origin.
     pub regions: Vec<String>,
+    /// Why, as the drain record keeps it.
     pub reason: String,
     /// `cli`, `rebalance` or `health` (see [`crate::DrainRecord`]).
     pub source: String,
+    /// Who asked (the operator, or `rebalance:<host>`).
     pub by: String,
+    /// When, RFC 3339 UTC.
     pub at: String,
     /// Drain even a region's last origin: its key is deleted (restore recreates it).
     pub force: bool,
@@ -40,7 +44,9 @@ pub struct DrainRequest {
 /// At most `max_drained` of `origins` may be drained at once.
 #[derive(Debug, Clone)]
 pub struct FleetLimit {
+    /// The origins the limit counts (those health probes).
     pub origins: BTreeSet<String>,
+    /// How many of them may be drained at once.
     pub max_drained: usize,
 }
 
@@ -54,6 +60,8 @@ pub fn check_origin_name(field: &str, origin: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// Plans a drain: the origin leaves each region (weights renormalised to [`WEIGHT_TOTAL`])
+/// and a drain record keeps what was taken, so that [`plan_restore`] can give it back.
 pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Error> {
     let origin = request.origin.as_str();
     check_origin_name("origin", origin)?;

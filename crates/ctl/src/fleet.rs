@@ -23,14 +23,21 @@ pub const EXIT_LAGGING: u8 = 5;
 /// One node's last report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeReport {
+    /// The node id (the key under the nodes prefix).
     pub id: String,
     /// False when only the `-seen/` record is left: the node's lease expired.
     pub live: bool,
+    /// The routing revision the node last published.
     pub revision: i64,
+    /// The agent's state (`watching`, `stale`, ...; `unreadable` for a bad report).
     pub state: String,
+    /// Why the node is not current, when it says.
     pub reason: Option<String>,
+    /// The node's labels, for `--labels`.
     pub labels: BTreeMap<String, String>,
+    /// When the node last published, Unix milliseconds.
     pub published_at_ms: Option<u64>,
+    /// When the node wrote this report, Unix milliseconds.
     pub reported_at_ms: Option<u64>,
     /// The report as written (rejected keys, version, snapshot path, ...).
     pub raw: Value,

@@ -27,17 +27,27 @@ use crate::shutdown::Shutdown;
 use crate::state::{RetryPolicy, read_state, transact};
 
 #[derive(Debug, Clone)]
+/// What `dwctl health` probes and how it decides.
 pub struct HealthConfig {
+    /// How to reach etcd.
     pub etcd: EtcdConfig,
+    /// Where the keys are.
     pub layout: Layout,
+    /// Retries of each guarded drain or restore.
     pub retry: RetryPolicy,
+    /// `by` of the drain records it writes.
     pub by: String,
     /// origin → probe target.
     pub probes: BTreeMap<String, ProbeTarget>,
+    /// Time between probe rounds.
     pub interval: Duration,
+    /// Deadline of one probe.
     pub timeout: Duration,
+    /// Consecutive failures that drain an origin.
     pub fail_after: u32,
+    /// Consecutive successes that restore it.
     pub recover_after: u32,
+    /// At most this fraction of the probed origins drained at once (0 to 1).
     pub max_drained_fraction: f64,
 }
 

@@ -19,6 +19,7 @@ use crate::value::{PolicyValue, RegionValue};
 /// One change of a key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HistoryEntry {
+    /// The revision of the change.
     pub revision: i64,
     /// `put` or `delete`.
     pub kind: &'static str,

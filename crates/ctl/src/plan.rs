@@ -38,7 +38,7 @@ where
 }
 
 /// The report of a (possibly dry-run) plan.
-pub fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> Outcome {
+fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> Outcome {
     let (mut lines, mut json) = render_changes(&committed.state, &committed.changes);
     lines.extend(
         committed
@@ -73,7 +73,7 @@ pub fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> O
 }
 
 /// The lines and JSON of a plan: each key that changes, before and after.
-pub fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
+fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
     let mut lines = Vec::new();
     let mut regions = serde_json::Map::new();
     for (geo, new) in &changes.regions {

@@ -30,9 +30,13 @@ use crate::state::{Changes, Committed, RetryPolicy, State, transact};
 pub const LEASE_EXPIRED: &str = "lease-expired";
 
 #[derive(Debug, Clone)]
+/// What `dwctl rebalance` needs.
 pub struct RebalanceConfig {
+    /// How to reach etcd.
     pub etcd: EtcdConfig,
+    /// Where the keys are.
     pub layout: Layout,
+    /// Retries of each guarded drain or restore.
     pub retry: RetryPolicy,
     /// `by` of the drain records it writes.
     pub by: String,

@@ -23,8 +23,11 @@ pub const PICK_MODES: [&str; 2] = ["legacy", "rendezvous"];
 /// A valid `region/<geo>` value, without its `updated` stamp.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegionValue {
+    /// The shard the region's traffic belongs to.
     pub shard: String,
+    /// The origins, in order.
     pub origins: Vec<String>,
+    /// origin → weight (they sum to 100 in values dwctl writes).
     pub weight: BTreeMap<String, u32>,
     /// Fields dwctl does not know, kept as they are.
     #[serde(flatten, default, skip_serializing_if = "Map::is_empty")]
@@ -179,6 +182,7 @@ fn extract_region(raw: &[u8]) -> Result<RegionValue, FieldError> {
 /// A `policy/global` value, without its `updated` stamp. Every field is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyValue {
+    /// Every field of the value, `updated` aside.
     pub fields: Map<String, Value>,
 }
 
@@ -260,6 +264,7 @@ impl PolicyValue {
         format!("{{{}}}", members.join(","))
     }
 
+    /// The fields as a JSON object.
     pub fn to_json(&self) -> Value {
         Value::Object(self.fields.clone())
     }
