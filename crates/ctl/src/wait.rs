@@ -50,11 +50,15 @@ mod tests {
 
     #[test]
     fn timeouts_parse() {
-        assert_eq!(parse_wait("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_wait("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_wait("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_wait("3"), Ok(Duration::from_secs(3)));
-        assert!(parse_wait("0").is_err());
-        assert!(parse_wait("soon").is_err());
+        for (text, millis) in [("2s", 2_000), ("500ms", 500), ("1m", 60_000), ("3", 3_000)] {
+            assert_eq!(
+                parse_wait(text),
+                Ok(Duration::from_millis(millis)),
+                "{text}"
+            );
+        }
+        for text in ["0", "soon"] {
+            assert!(parse_wait(text).is_err(), "{text}");
+        }
     }
 }
