@@ -39,15 +39,15 @@ Examples:
 
 Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_USER, DWCTL_PASSWORD,\nDWCTL_CACERT, DWCTL_CERT, DWCTL_KEY. Guide: docs/dwctl.md.";
 
+/// The parsed command line: global flags, then one command.
 #[derive(Debug, Parser)]
 #[command(name = "dwctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
-/// The parsed command line: global flags, then one command.
 pub struct Cli {
-    #[command(flatten)]
     /// Flags every command takes (etcd, prefixes, output, retries).
+    #[command(flatten)]
     pub global: GlobalArgs,
-    #[command(subcommand)]
     /// The command to run.
+    #[command(subcommand)]
     pub command: Command,
 }
 
@@ -97,8 +97,8 @@ pub struct GlobalArgs {
     pub timeout: f64,
 }
 
-#[derive(Debug, Subcommand)]
 /// Every dwctl command.
+#[derive(Debug, Subcommand)]
 pub enum Command {
     /// Read and write regions (`region/<geo>`).
     #[command(subcommand)]

@@ -26,8 +26,8 @@ use crate::record::SOURCE_HEALTH;
 use crate::shutdown::Shutdown;
 use crate::state::{RetryPolicy, read_state, transact};
 
-#[derive(Debug, Clone)]
 /// What `dwctl health` probes and how it decides.
+#[derive(Debug, Clone)]
 pub struct HealthConfig {
     /// How to reach etcd.
     pub etcd: EtcdConfig,

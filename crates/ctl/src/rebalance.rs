@@ -29,8 +29,8 @@ use crate::state::{Changes, Committed, RetryPolicy, State, transact};
 /// The reason written in drain records of origins whose lease ended.
 pub const LEASE_EXPIRED: &str = "lease-expired";
 
-#[derive(Debug, Clone)]
 /// What `dwctl rebalance` needs.
+#[derive(Debug, Clone)]
 pub struct RebalanceConfig {
     /// How to reach etcd.
     pub etcd: EtcdConfig,
@@ -179,7 +179,7 @@ async fn drain(
         skip_emptying: true,
         fleet_limit: None,
     };
-    // Registered but listed in no region: nothing to take away.
+    // A refusal means the origin is registered but listed in no region: nothing to take.
     let plan = |state: &State| plan_drain(state, &request);
     report(
         reporter,
@@ -195,7 +195,7 @@ async fn restore(
     client: &mut Client,
     id: &str,
 ) -> Result<(), Error> {
-    // No drain recorded: nothing to give back.
+    // A refusal means no drain is recorded for it: nothing to give back.
     let plan = |state: &State| plan_restore(state, id, Some(SOURCE_REBALANCE));
     report(
         reporter,

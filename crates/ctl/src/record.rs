@@ -20,8 +20,8 @@ pub const SOURCE_REBALANCE: &str = "rebalance";
 /// Who drained: `dwctl health`, after failed probes.
 pub const SOURCE_HEALTH: &str = "health";
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 /// What a drain took, kept under the control prefix so that `restore` can give it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DrainRecord {
     /// The drained origin.
     pub origin: String,
