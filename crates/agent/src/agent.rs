@@ -24,12 +24,13 @@ use tracing::{error, info, warn};
 
 use crate::backoff::Backoff;
 use crate::config::Config;
+use crate::error::Error;
 use crate::etcd::{Connector, classify, within};
+use crate::http;
 use crate::metrics::{Metrics, State, StatusHandle};
 use crate::mirror::Mirror;
 use crate::publish::{Hold, Outcome, Publication, Publisher};
 use crate::report::{Condition, Report, Reporter, rejected_keys, unix_ms};
-use crate::{Error, http};
 
 /// A started agent: configuration checked, snapshot directory usable, metrics bound.
 pub struct Agent {

@@ -15,27 +15,66 @@ pub enum Error {
     /// A flag or a file it names is unusable (endpoints, TLS material, durations).
     Config(String),
     /// The snapshot's directory cannot hold the snapshot (missing, not writable).
-    SnapshotDir { dir: PathBuf, source: io::Error },
+    SnapshotDir {
+        /// The directory of `--snapshot`.
+        dir: PathBuf,
+        /// What the probe write (or the lock file) failed with.
+        source: io::Error,
+    },
     /// The metrics address cannot be bound.
-    MetricsListener { addr: String, source: io::Error },
+    MetricsListener {
+        /// `--metrics-addr` as given.
+        addr: String,
+        /// What binding it failed with.
+        source: io::Error,
+    },
     /// Another agent holds the snapshot's lock: it publishes this path already.
-    Locked { lock: PathBuf, holder: Option<u32> },
+    Locked {
+        /// The lock file, `.<name>.lock` next to the snapshot.
+        lock: PathBuf,
+        /// The pid the holder wrote into the lock file, when it could be read.
+        holder: Option<u32>,
+    },
     /// Connecting to an endpoint failed or timed out.
-    Connect { endpoint: String, message: String },
+    Connect {
+        /// The endpoint of the session.
+        endpoint: String,
+        /// etcd's or the transport's words.
+        message: String,
+    },
     /// Listing the prefix failed or timed out.
-    List { endpoint: String, message: String },
+    List {
+        /// The endpoint of the session.
+        endpoint: String,
+        /// etcd's or the transport's words.
+        message: String,
+    },
     /// The revision the agent needs was compacted away.
     Compacted {
+        /// The endpoint of the session.
         endpoint: String,
+        /// The oldest revision etcd still keeps; the agent re-lists.
         compact_revision: i64,
     },
     /// The member has no leader (require-leader).
-    NoLeader { endpoint: String, message: String },
+    NoLeader {
+        /// The endpoint of the session.
+        endpoint: String,
+        /// etcd's words.
+        message: String,
+    },
     /// The watch failed, was canceled by the server, or ended.
-    Watch { endpoint: String, message: String },
+    Watch {
+        /// The endpoint of the session.
+        endpoint: String,
+        /// etcd's or the transport's words.
+        message: String,
+    },
     /// No watch response (events or progress) arrived within the stall timeout.
     Stalled {
+        /// The endpoint of the session.
         endpoint: String,
+        /// How long the watch had been silent, in milliseconds.
         silent_for_ms: u128,
     },
 }

@@ -20,9 +20,26 @@
 //!
 //! Use [`run`] (or [`Agent::start`] then [`Agent::run`] to get at the status and the
 //! publications); `main.rs` only parses flags, sets up logging and handles signals.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), dw_agent::Error> {
+//! let endpoints = vec!["http://127.0.0.1:2379".to_string()];
+//! let config = dw_agent::Config::new(endpoints, "/run/dw-router/routing.json");
+//! // Publishes, and keeps the file current, until Ctrl-C.
+//! let shutdown = async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! };
+//! dw_agent::run(config, shutdown).await
+//! # }
+//! ```
+
+#![deny(missing_docs)]
 
 mod agent;
 mod backoff;
+// The flags and the etcd connection settings are documented where they are moving to
+// (the shared crates/etcd crate).
+#[allow(missing_docs)]
 mod config;
 mod error;
 mod etcd;
@@ -31,6 +48,7 @@ mod metrics;
 mod mirror;
 mod publish;
 mod report;
+mod snapshot_dir;
 
 use std::future::Future;
 

@@ -23,6 +23,7 @@ pub enum State {
 }
 
 impl State {
+    /// The state's name in `/metrics` (`dw_agent_state{state=...}`) and the logs.
     pub fn as_str(self) -> &'static str {
         match self {
             State::Starting => "starting",
@@ -45,6 +46,7 @@ impl State {
 /// A point-in-time copy of the agent's status.
 #[derive(Debug, Clone)]
 pub struct Status {
+    /// What the agent is doing.
     pub state: State,
     /// The endpoint of the current (or last) session.
     pub endpoint: Option<String>,
@@ -52,8 +54,11 @@ pub struct Status {
     pub published_revision: Option<u64>,
     /// Revision the in-memory state reflects.
     pub mirror_revision: u64,
+    /// Snapshot files published (renamed into place) since start.
     pub snapshot_writes: u64,
+    /// Failed attempts to publish the snapshot file since start.
     pub write_errors: u64,
+    /// Sessions with etcd that ended and were retried since start.
     pub reconnects: u64,
     /// Watch restarts by cause (`connect`, `list`, `compacted`, `no_leader`, `watch`, `stalled`).
     pub restarts: BTreeMap<&'static str, u64>,
@@ -66,6 +71,7 @@ pub struct Status {
 pub struct StatusHandle(pub(crate) Arc<Metrics>);
 
 impl StatusHandle {
+    /// The status as it is now.
     pub fn get(&self) -> Status {
         self.0.status()
     }
@@ -329,132 +335,82 @@ impl Metrics {
     pub(crate) fn render(&self) -> String {
         let status = self.status();
         let mut out = String::with_capacity(2048);
-        let mut gauge = |name: &str, help: &str, kind: &str, value: String| {
-            let _ = write!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-            );
-        };
-        gauge(
-            "dw_agent_published_revision",
-            "etcd revision of the published snapshot file (-1 when there is none).",
-            "gauge",
-            status
-                .published_revision
-                .map_or("-1".to_owned(), |r| r.to_string()),
-        );
-        gauge(
-            "dw_agent_mirror_revision",
-            "etcd revision the agent's in-memory state reflects.",
-            "gauge",
-            status.mirror_revision.to_string(),
-        );
-        gauge(
-            "dw_agent_keys",
-            "Keys under the prefix in the in-memory state.",
-            "gauge",
-            self.keys.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            "dw_agent_unrepresentable_keys",
-            "Keys under the prefix left out because the key or value is not UTF-8.",
-            "gauge",
-            self.unrepresentable_keys
-                .load(Ordering::Relaxed)
-                .to_string(),
-        );
-        gauge(
-            "dw_agent_snapshot_writes_total",
-            "Snapshot files published (renamed into place).",
-            "counter",
-            status.snapshot_writes.to_string(),
-        );
-        gauge(
-            "dw_agent_snapshot_write_errors_total",
-            "Failed attempts to publish the snapshot file.",
-            "counter",
-            status.write_errors.to_string(),
-        );
-        gauge(
-            "dw_agent_reconnects_total",
-            "Sessions with etcd that ended and were retried.",
-            "counter",
-            status.reconnects.to_string(),
-        );
-        gauge(
-            "dw_agent_stale_events_total",
-            "Watch events at or below the state's revision, skipped.",
-            "counter",
-            self.stale_events.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            "dw_agent_untrusted_snapshot_replaced_total",
-            "Files at the snapshot path the agent did not trust (not its own, a symlink or FIFO, another etcd cluster's, a revision beyond etcd's), replaced.",
-            "counter",
-            self.untrusted_replaced.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            "dw_agent_metrics_connections_evicted_total",
-            "Idle connections to the metrics port closed to make room (--metrics-max-connections reached).",
-            "counter",
-            self.metrics_evicted.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            "dw_agent_metrics_connections_refused_total",
-            "Connections to the metrics port closed at once: every slot was answering.",
-            "counter",
-            self.metrics_refused.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            "dw_agent_report_writes_total",
-            "Node reports written to etcd.",
-            "counter",
-            self.report_writes.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            "dw_agent_report_failures_total",
-            "Node report writes (or their leases) that etcd refused or did not answer.",
-            "counter",
-            self.report_failures.load(Ordering::Relaxed).to_string(),
-        );
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed).to_string();
         let micros = |atomic: &AtomicU64| atomic.load(Ordering::Relaxed) as f64 / 1e6;
-        gauge(
-            "dw_agent_last_event_to_rename_seconds",
-            "Last publication: from the watch response's arrival to the rename (etcd does not record commit times).",
-            "gauge",
-            micros(&self.event_to_rename_last_micros).to_string(),
-        );
         let seconds = |mark: &AtomicU64| {
             self.since(mark)
                 .unwrap_or_else(|| self.started.elapsed())
                 .as_secs_f64()
                 .to_string()
         };
-        gauge(
-            "dw_agent_seconds_since_last_event",
-            "Seconds since etcd last delivered state (a list or watch events); since start if never.",
-            "gauge",
-            seconds(&self.last_event),
-        );
-        gauge(
-            "dw_agent_seconds_since_last_response",
-            "Seconds since the watch last answered (events or progress); since start if never.",
-            "gauge",
-            seconds(&self.last_response),
-        );
+        let published = status
+            .published_revision
+            .map_or("-1".to_owned(), |r| r.to_string());
+        let last_event_to_rename = micros(&self.event_to_rename_last_micros).to_string();
         let connected = matches!(status.state, State::Listing | State::Watching);
-        gauge(
-            "dw_agent_connected",
-            "1 while a session with etcd is up (listing or watching).",
-            "gauge",
-            u8::from(connected).to_string(),
-        );
-        gauge(
-            "dw_agent_healthy",
-            "1 when /healthz answers 200 (connected, current, publishing).",
-            "gauge",
-            u8::from(status.health.is_ok()).to_string(),
-        );
+        let single_valued = [
+            ("dw_agent_published_revision", published),
+            (
+                "dw_agent_mirror_revision",
+                status.mirror_revision.to_string(),
+            ),
+            ("dw_agent_keys", load(&self.keys)),
+            (
+                "dw_agent_unrepresentable_keys",
+                load(&self.unrepresentable_keys),
+            ),
+            (
+                "dw_agent_snapshot_writes_total",
+                status.snapshot_writes.to_string(),
+            ),
+            (
+                "dw_agent_snapshot_write_errors_total",
+                status.write_errors.to_string(),
+            ),
+            ("dw_agent_reconnects_total", status.reconnects.to_string()),
+            ("dw_agent_stale_events_total", load(&self.stale_events)),
+            (
+                "dw_agent_untrusted_snapshot_replaced_total",
+                load(&self.untrusted_replaced),
+            ),
+            (
+                "dw_agent_metrics_connections_evicted_total",
+                load(&self.metrics_evicted),
+            ),
+            (
+                "dw_agent_metrics_connections_refused_total",
+                load(&self.metrics_refused),
+            ),
+            ("dw_agent_report_writes_total", load(&self.report_writes)),
+            (
+                "dw_agent_report_failures_total",
+                load(&self.report_failures),
+            ),
+            (
+                "dw_agent_last_event_to_rename_seconds",
+                last_event_to_rename,
+            ),
+            (
+                "dw_agent_seconds_since_last_event",
+                seconds(&self.last_event),
+            ),
+            (
+                "dw_agent_seconds_since_last_response",
+                seconds(&self.last_response),
+            ),
+            ("dw_agent_connected", u8::from(connected).to_string()),
+            (
+                "dw_agent_healthy",
+                u8::from(status.health.is_ok()).to_string(),
+            ),
+        ];
+        for (name, value) in single_valued {
+            let (kind, help) = single_valued_help(name);
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+            );
+        }
         out.push_str(
             "# HELP dw_agent_watch_restarts_total Sessions ended, by cause.\n\
              # TYPE dw_agent_watch_restarts_total counter\n",
@@ -488,6 +444,36 @@ impl Metrics {
         );
         out
     }
+}
+
+/// The metrics with one value each, as `name type help`, one a line: a table rather than
+/// a call per metric, so that each one's text is written once.
+const SINGLE_VALUED: &str = "\
+dw_agent_published_revision gauge etcd revision of the published snapshot file (-1 when there is none).
+dw_agent_mirror_revision gauge etcd revision the agent's in-memory state reflects.
+dw_agent_keys gauge Keys under the prefix in the in-memory state.
+dw_agent_unrepresentable_keys gauge Keys under the prefix left out because the key or value is not UTF-8.
+dw_agent_snapshot_writes_total counter Snapshot files published (renamed into place).
+dw_agent_snapshot_write_errors_total counter Failed attempts to publish the snapshot file.
+dw_agent_reconnects_total counter Sessions with etcd that ended and were retried.
+dw_agent_stale_events_total counter Watch events at or below the state's revision, skipped.
+dw_agent_untrusted_snapshot_replaced_total counter Files at the snapshot path the agent did not trust (not its own, a symlink or FIFO, another etcd cluster's, a revision beyond etcd's), replaced.
+dw_agent_metrics_connections_evicted_total counter Idle connections to the metrics port closed to make room (--metrics-max-connections reached).
+dw_agent_metrics_connections_refused_total counter Connections to the metrics port closed at once: every slot was answering.
+dw_agent_report_writes_total counter Node reports written to etcd.
+dw_agent_report_failures_total counter Node report writes (or their leases) that etcd refused or did not answer.
+dw_agent_last_event_to_rename_seconds gauge Last publication: from the watch response's arrival to the rename (etcd does not record commit times).
+dw_agent_seconds_since_last_event gauge Seconds since etcd last delivered state (a list or watch events); since start if never.
+dw_agent_seconds_since_last_response gauge Seconds since the watch last answered (events or progress); since start if never.
+dw_agent_connected gauge 1 while a session with etcd is up (listing or watching).
+dw_agent_healthy gauge 1 when /healthz answers 200 (connected, current, publishing).";
+
+/// The type and help of a metric in [`SINGLE_VALUED`].
+fn single_valued_help(name: &str) -> (&'static str, &'static str) {
+    SINGLE_VALUED
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.split_once(' '))
+        .unwrap_or(("untyped", ""))
 }
 
 #[cfg(test)]
@@ -542,5 +528,24 @@ mod tests {
         assert!(text.contains("dw_agent_seconds_since_last_event "));
         let fresh = Metrics::new(Duration::from_secs(60), None);
         assert!(fresh.render().contains("dw_agent_published_revision -1\n"));
+    }
+
+    #[test]
+    fn every_single_valued_metric_has_its_help_and_type() {
+        let text = Metrics::new(Duration::from_secs(60), None).render();
+        for line in SINGLE_VALUED.lines() {
+            let (name, rest) = line.split_once(' ').unwrap();
+            let (kind, help) = rest.split_once(' ').unwrap();
+            assert!(
+                text.contains(&format!(
+                    "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} "
+                )),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            text.matches("# TYPE ").count(),
+            SINGLE_VALUED.lines().count() + 3
+        );
     }
 }

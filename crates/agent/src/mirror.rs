@@ -191,8 +191,8 @@ mod tests {
         })
     }
 
-    #[test]
-    fn events_advance_the_state_and_the_revision() {
+    /// A mirror of prefix `/p/` that listed `/p/a` = `1` at revision 10 and published it.
+    fn published_a_at_10() -> Mirror {
         let mut mirror = Mirror::new("/p/", None);
         let mut listing = Listing {
             revision: 10,
@@ -201,6 +201,12 @@ mod tests {
         listing.insert(b"/p/a", b"1");
         mirror.replace(listing);
         mirror.mark_published();
+        mirror
+    }
+
+    #[test]
+    fn events_advance_the_state_and_the_revision() {
+        let mut mirror = published_a_at_10();
 
         let applied = mirror.apply(&[put("/p/b", b"2", 11), event(1, b"/p/a", b"", 12)]);
         assert_eq!(
@@ -217,14 +223,7 @@ mod tests {
 
     #[test]
     fn old_events_are_skipped_and_same_values_change_nothing() {
-        let mut mirror = Mirror::new("/p/", None);
-        let mut listing = Listing {
-            revision: 10,
-            ..Listing::default()
-        };
-        listing.insert(b"/p/a", b"1");
-        mirror.replace(listing);
-        mirror.mark_published();
+        let mut mirror = published_a_at_10();
 
         let applied = mirror.apply(&[put("/p/a", b"old", 9), put("/p/a", b"1", 11)]);
         assert_eq!(

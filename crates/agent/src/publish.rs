@@ -1,28 +1,23 @@
-//! Publishing the snapshot file: atomic replacement, and the rules that decide whether a
-//! state may replace the published one at all.
+//! Publishing the snapshot file: the rules that decide whether a state may replace the
+//! published one at all, and what the agent knows of the published file.
 //!
 //! Readers mmap the file, so it is never written in place: each publication is a new file
-//! in the same directory (written, fsynced, mode 0644) renamed over the old name, then the
-//! directory is fsynced. A reader sees the old file or the new one, never a mix.
-//!
-//! The directory may be shared with others (docs/snapshot-trust.md), so nothing found there
-//! is trusted: temp files get unpredictable names and are created exclusively without
-//! following symlinks; the published file is read without following a symlink or blocking
-//! on a FIFO, and only honoured if the agent's user owns it, it records the etcd cluster
-//! being mirrored and its revision is not beyond etcd's. One agent per path: an exclusive
-//! `flock` on `.<name>.lock` in the directory.
+//! in the same directory renamed over the old name, then the directory is fsynced. A
+//! reader sees the old file or the new one, never a mix. The directory may be shared with
+//! others, so the published file is honoured only if the agent's user owns it, it records
+//! the etcd cluster being mirrored and its revision is not beyond etcd's; the file
+//! handling itself is in `snapshot_dir`.
 
-use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::fs::{self, File};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dw_routing::{Snapshot, SnapshotWriter};
-use tracing::{info, warn};
+use tracing::warn;
 
-use crate::Error;
+use crate::error::Error;
+use crate::snapshot_dir::{lock, probe, read_published, remove_stale_temp_files, write_atomically};
 
 /// One successful publication, as reported to an observer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,12 +91,6 @@ pub(crate) struct Publisher {
     _lock: File,
 }
 
-/// The largest published file read back at start (a bigger one is replaced).
-const MAX_PUBLISHED_BYTES: u64 = 1 << 30;
-
-/// Temp file names: `.<name>.` and this many random characters.
-const TEMP_RANDOM_CHARS: usize = 8;
-
 impl Publisher {
     /// Opens the snapshot's directory: checks that a file can be created in it, removes
     /// temp files left by dead agents, and reads the published snapshot if there is one.
@@ -149,8 +138,8 @@ impl Publisher {
             writer: SnapshotWriter::new(),
             _lock: lock,
         };
-        publisher.remove_stale_temp_files();
-        let published = match publisher.read_published() {
+        remove_stale_temp_files(&publisher.dir, &publisher.file_name);
+        let published = match read_published(&publisher.path) {
             Ok(published) => published,
             Err(reason) => {
                 warn!(snapshot = %publisher.path.display(), reason = %reason,
@@ -224,7 +213,14 @@ impl Publisher {
                 revision: snapshot.revision,
             });
         }
-        match self.write(snapshot) {
+        let written = write_atomically(
+            &self.dir,
+            &self.file_name,
+            &self.path,
+            &mut self.writer,
+            snapshot,
+        );
+        match written {
             Ok(renamed_at) => {
                 self.published_revision = Some(snapshot.revision);
                 self.published_has_regions = has_regions;
@@ -238,252 +234,6 @@ impl Publisher {
             Err(e) => Outcome::Failed(e),
         }
     }
-
-    /// Writes a new file and renames it over the published one.
-    fn write(&mut self, snapshot: &Snapshot) -> io::Result<Instant> {
-        let (temp, file) = create_temp(&self.dir, &self.file_name)?;
-        let written = write_synced(file, &mut self.writer, snapshot)
-            .and_then(|()| fs::rename(&temp, &self.path));
-        if let Err(e) = written {
-            // Best effort: the temp file is garbage now, and the published file is untouched.
-            let _ = fs::remove_file(&temp);
-            return Err(e);
-        }
-        let renamed_at = Instant::now();
-        // The rename is what readers see; the directory fsync only makes it durable. A
-        // failure here is logged, not treated as unpublished (that would publish twice).
-        if let Err(e) = File::open(&self.dir).and_then(|dir| dir.sync_all()) {
-            warn!(dir = %self.dir.display(), error = %e, "fsync of the snapshot directory failed");
-        }
-        Ok(renamed_at)
-    }
-
-    /// Temp files are named `.<file>.` and eight random characters (older agents:
-    /// `.<file>.<pid>.<n>.tmp`). Holding the lock, this agent is the only one publishing
-    /// here, so any such file of its user is a leftover of a killed agent.
-    fn remove_stale_temp_files(&self) {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return;
-        };
-        let own_prefix = format!(".{}.", self.file_name);
-        // SAFETY: geteuid has no failure mode and no memory effects.
-        let me = unsafe { libc::geteuid() };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let Some(rest) = name.strip_prefix(&own_prefix) else {
-                continue;
-            };
-            let random =
-                rest.len() == TEMP_RANDOM_CHARS && rest.bytes().all(|b| b.is_ascii_alphanumeric());
-            let legacy = rest.strip_suffix(".tmp").is_some_and(|r| {
-                r.split('.')
-                    .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
-            });
-            if !random && !legacy {
-                continue;
-            }
-            // Another user's file (a squatter in a shared directory) is left alone.
-            match entry.metadata() {
-                Ok(meta) if meta.uid() == me && !meta.is_dir() => {}
-                _ => continue,
-            }
-            match fs::remove_file(entry.path()) {
-                Ok(()) => info!(file = name, "removed a temp file left by a killed agent"),
-                Err(e) => warn!(file = name, error = %e, "cannot remove a stale temp file"),
-            }
-        }
-    }
-
-    /// The published snapshot, if there is one this agent may honour: `Ok(None)` when
-    /// there is no file or it is unreadable as a snapshot, `Err(reason)` when something is
-    /// there that this agent's user did not write (a symlink, a FIFO, another owner).
-    fn read_published(&self) -> Result<Option<Snapshot>, String> {
-        let shown = self.path.display();
-        let opened = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-            .open(&self.path);
-        let mut file = match opened {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                info!(snapshot = %shown, "no published snapshot yet");
-                return Ok(None);
-            }
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err("it is a symbolic link (not followed)".into());
-            }
-            Err(e) => {
-                warn!(snapshot = %shown, error = %e, "cannot read the published snapshot; it will be replaced");
-                return Ok(None);
-            }
-        };
-        let meta = file.metadata().map_err(|e| format!("fstat: {e}"))?;
-        if !meta.file_type().is_file() {
-            let kind = if meta.file_type().is_fifo() {
-                "a FIFO"
-            } else {
-                "not a regular file"
-            };
-            return Err(format!("it is {kind}"));
-        }
-        // SAFETY: geteuid has no failure mode and no memory effects.
-        let me = unsafe { libc::geteuid() };
-        if meta.uid() != me {
-            return Err(format!(
-                "it is owned by uid {}, not the agent's uid {me}",
-                meta.uid()
-            ));
-        }
-        if meta.len() > MAX_PUBLISHED_BYTES {
-            return Err(format!(
-                "it is {} bytes, too large to be a snapshot",
-                meta.len()
-            ));
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        if let Err(e) = file.read_to_end(&mut bytes) {
-            warn!(snapshot = %shown, error = %e, "cannot read the published snapshot; it will be replaced");
-            return Ok(None);
-        }
-        match Snapshot::parse(&bytes) {
-            Ok(snapshot) => {
-                info!(
-                    snapshot = %shown,
-                    revision = snapshot.revision,
-                    keys = snapshot.kvs.len(),
-                    cluster_id = snapshot.cluster_id.as_deref().unwrap_or("-"),
-                    "found the last published snapshot"
-                );
-                Ok(Some(snapshot))
-            }
-            Err(e) => {
-                warn!(snapshot = %shown, error = %e, "the published snapshot is unreadable; it will be replaced");
-                Ok(None)
-            }
-        }
-    }
-}
-
-/// Checks that the directory exists and a file can be created in it.
-fn probe(dir: &Path, file_name: &str) -> io::Result<()> {
-    let metadata = fs::metadata(dir)?;
-    if !metadata.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::NotADirectory,
-            "not a directory",
-        ));
-    }
-    let (probe, file) = create_temp(dir, file_name)?;
-    let result = file.sync_all();
-    let _ = fs::remove_file(&probe);
-    result
-}
-
-/// Takes the exclusive lock on `.<name>.lock` in the directory, for the agent's life: a
-/// second agent publishing the same path would interleave revisions. The holder writes its
-/// pid into the file, so the refused one can name it.
-fn lock(dir: &Path, file_name: &str) -> Result<File, Error> {
-    let path = dir.join(format!(".{file_name}.lock"));
-    let failed = |source: io::Error| Error::SnapshotDir {
-        dir: dir.to_path_buf(),
-        source: io::Error::new(
-            source.kind(),
-            format!("cannot open the lock file {}: {source}", path.display()),
-        ),
-    };
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(&path)
-        .map_err(failed)?;
-    let meta = file.metadata().map_err(failed)?;
-    if !meta.file_type().is_file() {
-        return Err(failed(io::Error::other("not a regular file")));
-    }
-    // SAFETY: flock on an fd we own; no memory effects.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let error = io::Error::last_os_error();
-        if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(failed(error));
-        }
-        let mut text = String::new();
-        let holder = file
-            .read_to_string(&mut text)
-            .ok()
-            .and_then(|_| text.trim().parse::<u32>().ok());
-        return Err(Error::Locked { lock: path, holder });
-    }
-    // Ours now: record the pid (best effort; it only serves the message above).
-    let _ = file
-        .set_len(0)
-        .and_then(|()| file.rewind())
-        .and_then(|()| writeln!(file, "{}", std::process::id()))
-        .and_then(|()| file.flush());
-    Ok(file)
-}
-
-/// Creates `.<name>.XXXXXXXX` in `dir` exclusively, without following a symlink: the name
-/// is random (getrandom), and a name someone else took is skipped for another.
-fn create_temp(dir: &Path, file_name: &str) -> io::Result<(PathBuf, File)> {
-    const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut last = None;
-    for _ in 0..32 {
-        let mut random = [0u8; TEMP_RANDOM_CHARS];
-        getrandom(&mut random)?;
-        let suffix: String = random
-            .iter()
-            .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
-            .collect();
-        let path = dir.join(format!(".{file_name}.{suffix}"));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-        {
-            Ok(file) => return Ok((path, file)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::other("no free temp file name")))
-}
-
-fn getrandom(buffer: &mut [u8]) -> io::Result<()> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        let rest = &mut buffer[filled..];
-        // SAFETY: the kernel writes at most `rest.len()` bytes into `rest`.
-        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if n < 0 {
-            let error = io::Error::last_os_error();
-            if error.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(error);
-        }
-        filled += n as usize;
-    }
-    Ok(())
-}
-
-/// Sets a freshly created temp file to mode 0644, writes `bytes` and fsyncs it.
-/// Streams the snapshot into the file (no copy of the whole file in memory), then syncs.
-fn write_synced(file: File, writer: &mut SnapshotWriter, snapshot: &Snapshot) -> io::Result<()> {
-    // The umask may have narrowed the mode; readers run as another user.
-    file.set_permissions(Permissions::from_mode(0o644))?;
-    let mut buffered = io::BufWriter::with_capacity(256 * 1024, file);
-    writer.write_json(snapshot, &mut buffered)?;
-    let file = buffered
-        .into_inner()
-        .map_err(io::IntoInnerError::into_error)?;
-    file.sync_all()
 }
 
 /// Whether the snapshot holds any `<prefix>region/` key.
@@ -498,7 +248,21 @@ pub(crate) fn has_region_keys(snapshot: &Snapshot) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
+
+    /// `s.json` in a new temp directory (removed when the guard is dropped).
+    fn temp_snapshot_path() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        (dir, path)
+    }
+
+    #[track_caller]
+    fn assert_written(outcome: Outcome) {
+        assert!(matches!(outcome, Outcome::Written(_)), "{outcome:?}");
+    }
 
     fn snapshot(revision: u64, keys: &[&str]) -> Snapshot {
         let mut snapshot = Snapshot::new(revision, "/p/");
@@ -510,18 +274,11 @@ mod tests {
 
     #[test]
     fn writes_atomically_with_mode_0644_and_no_leftovers() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
+        let (dir, path) = temp_snapshot_path();
         let (mut publisher, published) = Publisher::open(&path, false).unwrap();
         assert!(published.is_none());
-        assert!(matches!(
-            publisher.publish(&snapshot(3, &["/p/region/DE"])),
-            Outcome::Written(_)
-        ));
-        assert!(matches!(
-            publisher.publish(&snapshot(4, &["/p/region/FR"])),
-            Outcome::Written(_)
-        ));
+        assert_written(publisher.publish(&snapshot(3, &["/p/region/DE"])));
+        assert_written(publisher.publish(&snapshot(4, &["/p/region/FR"])));
         let on_disk = Snapshot::parse(&fs::read(&path).unwrap()).unwrap();
         assert_eq!(on_disk, snapshot(4, &["/p/region/FR"]));
         assert_eq!(
@@ -533,13 +290,9 @@ mod tests {
 
     #[test]
     fn never_goes_backwards_nor_reuses_a_revision() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
+        let (_dir, path) = temp_snapshot_path();
         let (mut publisher, _) = Publisher::open(&path, false).unwrap();
-        assert!(matches!(
-            publisher.publish(&snapshot(10, &["/p/a"])),
-            Outcome::Written(_)
-        ));
+        assert_written(publisher.publish(&snapshot(10, &["/p/a"])));
         for revision in [9, 10] {
             match publisher.publish(&snapshot(revision, &["/p/b"])) {
                 Outcome::Held(Hold::NotNewer {
@@ -565,18 +318,11 @@ mod tests {
 
     #[test]
     fn keeps_region_keys_unless_allowed_to_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
+        let (_dir, path) = temp_snapshot_path();
         let (mut publisher, _) = Publisher::open(&path, false).unwrap();
         // No regions over no regions is fine (a fresh cluster).
-        assert!(matches!(
-            publisher.publish(&snapshot(1, &["/p/policy/global"])),
-            Outcome::Written(_)
-        ));
-        assert!(matches!(
-            publisher.publish(&snapshot(2, &["/p/region/DE"])),
-            Outcome::Written(_)
-        ));
+        assert_written(publisher.publish(&snapshot(1, &["/p/policy/global"])));
+        assert_written(publisher.publish(&snapshot(2, &["/p/region/DE"])));
         assert!(matches!(
             publisher.publish(&snapshot(3, &["/p/policy/global", "/p/regionless"])),
             Outcome::Held(Hold::NoRegions { revision: 3 })
@@ -588,10 +334,7 @@ mod tests {
 
         drop(publisher);
         let (mut permissive, _) = Publisher::open(&path, true).unwrap();
-        assert!(matches!(
-            permissive.publish(&snapshot(3, &[])),
-            Outcome::Written(_)
-        ));
+        assert_written(permissive.publish(&snapshot(3, &[])));
     }
 
     #[test]
@@ -616,8 +359,7 @@ mod tests {
 
     #[test]
     fn stale_temp_files_of_killed_agents_are_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
+        let (dir, path) = temp_snapshot_path();
         // Holding the lock, the agent knows every temp file of its user is a leftover,
         // whatever pid an older agent put in its name.
         let leftovers = [
@@ -642,8 +384,7 @@ mod tests {
 
     #[test]
     fn a_second_publisher_of_a_path_is_refused_naming_the_holder() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
+        let (dir, path) = temp_snapshot_path();
         let first = Publisher::open(&path, false).unwrap();
         match Publisher::open(&path, false) {
             Err(Error::Locked { lock, holder }) => {
@@ -657,29 +398,8 @@ mod tests {
     }
 
     #[test]
-    fn temp_names_are_random_and_never_follow_a_symlink() {
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        fs::write(&victim, b"precious").unwrap();
-        let mut names = std::collections::BTreeSet::new();
-        for _ in 0..200 {
-            let (path, _file) = create_temp(dir.path(), "s.json").unwrap();
-            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
-            let random = name.strip_prefix(".s.json.").unwrap();
-            assert_eq!(random.len(), TEMP_RANDOM_CHARS);
-            assert!(random.bytes().all(|b| b.is_ascii_alphanumeric()), "{name}");
-            // Squat the name just used with a symlink: a later create must not follow it.
-            fs::remove_file(&path).unwrap();
-            std::os::unix::fs::symlink(&victim, &path).unwrap();
-            assert!(names.insert(name));
-        }
-        assert_eq!(fs::read(&victim).unwrap(), b"precious");
-    }
-
-    #[test]
     fn a_symlink_a_fifo_or_another_users_file_is_not_honoured_and_is_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
+        let (dir, path) = temp_snapshot_path();
         let hostile = {
             let mut snapshot = snapshot(i64::MAX as u64, &["/p/region/DE"]);
             snapshot.cluster_id = Some("1".into());
@@ -722,10 +442,7 @@ mod tests {
             assert!(published.is_none(), "{what}");
             let reason = publisher.untrusted.clone().unwrap_or_default();
             assert!(reason.contains(what), "{what}: {reason}");
-            assert!(matches!(
-                publisher.publish(&snapshot(3, &["/p/region/FR"])),
-                Outcome::Written(_)
-            ));
+            assert_written(publisher.publish(&snapshot(3, &["/p/region/FR"])));
             assert!(publisher.take_replaced_untrusted().is_some());
             let meta = fs::symlink_metadata(&path).unwrap();
             assert!(meta.is_file(), "{what}");
@@ -743,12 +460,11 @@ mod tests {
 
     #[test]
     fn a_file_of_another_cluster_or_beyond_etcd_is_distrusted() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
+        let (_dir, path) = temp_snapshot_path();
         let mut state = snapshot(10, &["/p/region/DE"]);
         state.cluster_id = Some("7".into());
         let (mut publisher, _) = Publisher::open(&path, false).unwrap();
-        assert!(matches!(publisher.publish(&state), Outcome::Written(_)));
+        assert_written(publisher.publish(&state));
         // The same cluster, at or past the file's revision: honoured.
         assert_eq!(publisher.distrust_unless_from(7, 10), None);
         assert_eq!(publisher.distrust_unless_from(7, 99), None);
@@ -759,7 +475,7 @@ mod tests {
             "{reason}"
         );
         state.revision = 4;
-        assert!(matches!(publisher.publish(&state), Outcome::Written(_)));
+        assert_written(publisher.publish(&state));
         // Another cluster (rebuilt): replaced too.
         let reason = publisher.distrust_unless_from(8, 50).unwrap();
         assert!(reason.contains("records etcd cluster 7"), "{reason}");
@@ -774,16 +490,12 @@ mod tests {
 
     #[test]
     fn an_unreadable_published_file_is_treated_as_absent() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
+        let (_dir, path) = temp_snapshot_path();
         fs::write(&path, b"{\"format\":1,\"revision\":5").unwrap();
         let (mut publisher, published) = Publisher::open(&path, false).unwrap();
         assert!(published.is_none());
         assert_eq!(publisher.published_revision(), None);
-        assert!(matches!(
-            publisher.publish(&snapshot(1, &[])),
-            Outcome::Written(_)
-        ));
+        assert_written(publisher.publish(&snapshot(1, &[])));
     }
 
     #[test]

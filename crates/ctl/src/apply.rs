@@ -17,14 +17,18 @@ use crate::value::{PolicyValue, RegionValue};
 /// The desired state read from a file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Desired {
+    /// The policy, when the file has a `policy` section.
     pub policy: Option<PolicyValue>,
+    /// geo → value of each region the file names.
     pub regions: BTreeMap<String, RegionValue>,
 }
 
 /// How a file is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileFormat {
+    /// JSON (the default).
     Json,
+    /// TOML (a name ending in `.toml`).
     Toml,
 }
 
@@ -60,7 +64,7 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
     let mut desired = Desired::default();
     for (section, body) in sections {
         match section.as_str() {
-            "policy" => match PolicyValue::for_write_json(&body) {
+            "policy" => match PolicyValue::for_write(body.to_string().as_bytes()) {
                 Ok(policy) => desired.policy = Some(policy),
                 Err(found) => errors.extend(found.into_iter().map(|error| within(error, "policy"))),
             },
@@ -72,7 +76,7 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
                             errors.push(FieldError::new(path, "a geo must not be empty"));
                             continue;
                         }
-                        match RegionValue::for_write_json(&value) {
+                        match RegionValue::for_write(value.to_string().as_bytes()) {
                             Ok(region) => {
                                 desired.regions.insert(geo, region);
                             }

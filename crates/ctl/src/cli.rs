@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 use crate::etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
-use crate::fleet::{Wait, parse_wait};
+use crate::output::OutputFormat;
+use crate::wait::{Wait, parse_wait};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -38,11 +39,14 @@ Examples:
 
 Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_USER, DWCTL_PASSWORD,\nDWCTL_CACERT, DWCTL_CERT, DWCTL_KEY. Guide: docs/dwctl.md.";
 
+/// The parsed command line: global flags, then one command.
 #[derive(Debug, Parser)]
 #[command(name = "dwctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
 pub struct Cli {
+    /// Flags every command takes (etcd, prefixes, output, retries).
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// The command to run.
     #[command(subcommand)]
     pub command: Command,
 }
@@ -93,14 +97,7 @@ pub struct GlobalArgs {
     pub timeout: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Lines for people.
-    Text,
-    /// One JSON document (long-running commands: one JSON object per line).
-    Json,
-}
-
+/// Every dwctl command.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Read and write regions (`region/<geo>`).
@@ -235,6 +232,7 @@ pub struct WaitArgs {
 }
 
 impl WaitArgs {
+    /// What to wait for after the write; `None` without `--wait`.
     pub fn get(&self) -> Option<Wait> {
         self.wait.map(|timeout| Wait {
             timeout,

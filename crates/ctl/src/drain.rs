@@ -20,13 +20,17 @@ pub const WEIGHT_TOTAL: u32 = 100;
 /// A drain to plan.
 #[derive(Debug, Clone)]
 pub struct DrainRequest {
+    /// The origin to take out.
     pub origin: String,
     /// Only these geos; empty means every region that lists the origin.
     pub regions: Vec<String>,
+    /// Why, as the drain record keeps it.
     pub reason: String,
     /// `cli`, `rebalance` or `health` (see [`crate::DrainRecord`]).
     pub source: String,
+    /// Who asked (the operator, or `rebalance:<host>`).
     pub by: String,
+    /// When, RFC 3339 UTC.
     pub at: String,
     /// Drain even a region's last origin: its key is deleted (restore recreates it).
     pub force: bool,
@@ -40,7 +44,9 @@ pub struct DrainRequest {
 /// At most `max_drained` of `origins` may be drained at once.
 #[derive(Debug, Clone)]
 pub struct FleetLimit {
+    /// The origins the limit counts (those health probes).
     pub origins: BTreeSet<String>,
+    /// How many of them may be drained at once.
     pub max_drained: usize,
 }
 
@@ -54,6 +60,8 @@ pub fn check_origin_name(field: &str, origin: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// Plans a drain: the origin leaves each region (weights renormalised to [`WEIGHT_TOTAL`])
+/// and a drain record keeps what was taken, so that [`plan_restore`] can give it back.
 pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Error> {
     let origin = request.origin.as_str();
     check_origin_name("origin", origin)?;
@@ -339,6 +347,7 @@ fn readd(current: &RegionValue, before: &RegionValue, origin: &str) -> (RegionVa
 mod tests {
     use super::*;
     use crate::state::Entry;
+    use crate::weights::tests::named;
 
     fn state(regions: &[(&str, &str)]) -> State {
         State {
@@ -415,11 +424,11 @@ mod tests {
         state.region(geo).unwrap().unwrap().listed_weights()
     }
 
-    fn named(weights: &[(&str, u32)]) -> Vec<(String, u32)> {
-        weights
-            .iter()
-            .map(|(name, weight)| (name.to_string(), *weight))
-            .collect()
+    /// Region DE holding `region`, before and after the CLI drains origin `a`.
+    fn drained_a(region: &str) -> (State, State) {
+        let before = state(&[("DE", region)]);
+        let drained = apply(&before, &plan_drain(&before, &request("a")).unwrap());
+        (before, drained)
     }
 
     #[test]
@@ -454,11 +463,9 @@ mod tests {
 
     #[test]
     fn restore_after_a_change_readds_with_the_previous_share() {
-        let before = state(&[(
-            "DE",
+        let (_, drained) = drained_a(
             r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":40,"b":30,"c":30}}"#,
-        )]);
-        let drained = apply(&before, &plan_drain(&before, &request("a")).unwrap());
+        );
         let mut changed = drained.clone();
         changed.regions.get_mut("DE").unwrap().raw =
             br#"{"shard":"eu-1","origins":["b","c","e"],"weight":{"b":1,"c":1,"e":2}}"#.to_vec();
@@ -549,11 +556,8 @@ mod tests {
 
     #[test]
     fn automation_restores_only_its_own_drains_and_respects_the_fleet_limit() {
-        let before = state(&[(
-            "DE",
-            r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}"#,
-        )]);
-        let drained = apply(&before, &plan_drain(&before, &request("a")).unwrap());
+        let (before, drained) =
+            drained_a(r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}"#);
         assert!(
             plan_restore(&drained, "a", Some("health"))
                 .unwrap()

@@ -7,11 +7,14 @@ use std::process::ExitCode;
 /// (`weight.fra-a`, `regions.DE.shard`, `meta`), `reason` says what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
+    /// Dotted path of the field.
     pub field: String,
+    /// What is wrong with it.
     pub reason: String,
 }
 
 impl FieldError {
+    /// The error of `field`.
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
         FieldError {
             field: field.into(),
@@ -44,14 +47,19 @@ pub enum Error {
     /// The command line is inconsistent in a way clap cannot express. Exit code 2.
     Usage(String),
     /// Every attempt of a guarded transaction lost to a concurrent writer. Exit code 3.
-    Conflict { attempts: u32 },
+    Conflict {
+        /// How many attempts were made (`--retries`).
+        attempts: u32,
+    },
     /// A key or record the command needs does not exist. Exit code 1.
     NotFound(String),
     /// etcd refused or could not be reached. Exit code 1.
     Etcd(etcd_client::Error),
     /// A local file could not be read. Exit code 1.
     Io {
+        /// The file (`-` for stdin).
         path: String,
+        /// What reading it failed with.
         source: std::io::Error,
     },
     /// The write committed (or `status` ran), but live nodes lag behind it: the outcome
@@ -62,7 +70,12 @@ pub enum Error {
     Failed(String),
     /// A one-shot command was stopped by a signal. Exit code 128 + the signal's number
     /// (130 for SIGINT, 143 for SIGTERM).
-    Interrupted { signal: &'static str, code: u8 },
+    Interrupted {
+        /// `SIGINT` or `SIGTERM`.
+        signal: &'static str,
+        /// The exit code: 128 + the signal's number.
+        code: u8,
+    },
 }
 
 impl Error {
@@ -98,6 +111,7 @@ impl Error {
         }
     }
 
+    /// [`Error::exit_code`] as the process exit code.
     pub fn to_exit_code(&self) -> ExitCode {
         ExitCode::from(self.exit_code())
     }

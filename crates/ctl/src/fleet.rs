@@ -12,10 +12,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use etcd_client::{Client, GetOptions, SortOrder, SortTarget, WatchOptions};
 use serde_json::{Value, json};
 
-use crate::cli::OutputFormat;
-use crate::commands::Context;
+use crate::context::Context;
 use crate::error::Error;
-use crate::output::Outcome;
+use crate::output::{Outcome, OutputFormat};
+use crate::wait::{Wait, needed};
 
 /// The exit code of `status` when a live node lags, and of `--wait` on time-out.
 pub const EXIT_LAGGING: u8 = 5;
@@ -23,14 +23,21 @@ pub const EXIT_LAGGING: u8 = 5;
 /// One node's last report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeReport {
+    /// The node id (the key under the nodes prefix).
     pub id: String,
     /// False when only the `-seen/` record is left: the node's lease expired.
     pub live: bool,
+    /// The routing revision the node last published.
     pub revision: i64,
+    /// The agent's state (`watching`, `stale`, ...; `unreadable` for a bad report).
     pub state: String,
+    /// Why the node is not current, when it says.
     pub reason: Option<String>,
+    /// The node's labels, for `--labels`.
     pub labels: BTreeMap<String, String>,
+    /// When the node last published, Unix milliseconds.
     pub published_at_ms: Option<u64>,
+    /// When the node wrote this report, Unix milliseconds.
     pub reported_at_ms: Option<u64>,
     /// The report as written (rejected keys, version, snapshot path, ...).
     pub raw: Value,
@@ -314,19 +321,6 @@ pub async fn status(
     Ok(outcome)
 }
 
-/// `--wait` and `--quorum`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Wait {
-    pub timeout: Duration,
-    /// Percent of the live nodes that must reach the revision (1..=100).
-    pub quorum: u8,
-}
-
-/// How many of `live` nodes make a quorum of `percent`.
-pub fn needed(live: usize, percent: u8) -> usize {
-    (live * usize::from(percent)).div_ceil(100)
-}
-
 /// After a write committed at `revision`: waits until the quorum of live nodes reports it,
 /// adds the fleet's answer to the outcome, and fails with exit code 5 on time-out.
 pub async fn wait_after(
@@ -422,26 +416,6 @@ pub async fn wait_after(
     }
 }
 
-/// Parses `10s`, `500ms`, `2m` or a number of seconds.
-pub fn parse_wait(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
-        (ms, 0.001)
-    } else if let Some(s) = text.strip_suffix('s') {
-        (s, 1.0)
-    } else if let Some(m) = text.strip_suffix('m') {
-        (m, 60.0)
-    } else {
-        (text, 1.0)
-    };
-    match number.trim().parse::<f64>() {
-        Ok(value) if value.is_finite() && value > 0.0 && value * scale <= 86_400.0 => {
-            Ok(Duration::from_secs_f64(value * scale))
-        }
-        _ => Err(format!("{text:?} is not a time-out like 10s, 500ms or 2m")),
-    }
-}
-
 /// Parses `k=v,k2=v2` into a label selector.
 pub fn parse_selector(text: &str) -> Result<BTreeMap<String, String>, Error> {
     let mut selector = BTreeMap::new();
@@ -462,24 +436,6 @@ pub fn parse_selector(text: &str) -> Result<BTreeMap<String, String>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quorum_rounds_up() {
-        assert_eq!(needed(320, 100), 320);
-        assert_eq!(needed(320, 95), 304);
-        assert_eq!(needed(3, 50), 2);
-        assert_eq!(needed(0, 100), 0);
-    }
-
-    #[test]
-    fn timeouts_parse() {
-        assert_eq!(parse_wait("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_wait("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_wait("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_wait("3"), Ok(Duration::from_secs(3)));
-        assert!(parse_wait("0").is_err());
-        assert!(parse_wait("soon").is_err());
-    }
 
     #[test]
     fn reports_parse_and_match_labels() {

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::cli::HealthArgs;
 use crate::clock::{now_rfc3339, operator};
-use crate::commands::Context;
+use crate::context::Context;
 use crate::drain::{DrainRequest, FleetLimit, check_origin_name, plan_drain, plan_restore};
 use crate::error::{Error, FieldError};
 use crate::etcd::{EtcdConfig, Layout};
@@ -26,18 +26,28 @@ use crate::record::SOURCE_HEALTH;
 use crate::shutdown::Shutdown;
 use crate::state::{RetryPolicy, read_state, transact};
 
+/// What `dwctl health` probes and how it decides.
 #[derive(Debug, Clone)]
 pub struct HealthConfig {
+    /// How to reach etcd.
     pub etcd: EtcdConfig,
+    /// Where the keys are.
     pub layout: Layout,
+    /// Retries of each guarded drain or restore.
     pub retry: RetryPolicy,
+    /// `by` of the drain records it writes.
     pub by: String,
     /// origin → probe target.
     pub probes: BTreeMap<String, ProbeTarget>,
+    /// Time between probe rounds.
     pub interval: Duration,
+    /// Deadline of one probe.
     pub timeout: Duration,
+    /// Consecutive failures that drain an origin.
     pub fail_after: u32,
+    /// Consecutive successes that restore it.
     pub recover_after: u32,
+    /// At most this fraction of the probed origins drained at once (0 to 1).
     pub max_drained_fraction: f64,
 }
 

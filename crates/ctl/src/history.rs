@@ -9,15 +9,17 @@ use serde_json::{Value, json};
 
 use crate::apply::describe;
 use crate::clock::now_rfc3339;
-use crate::commands::{Context, committed_outcome};
+use crate::context::Context;
 use crate::error::{Error, FieldError};
 use crate::output::Outcome;
-use crate::state::{Changes, transact};
+use crate::plan::run_plan;
+use crate::state::{Changes, State};
 use crate::value::{PolicyValue, RegionValue};
 
 /// One change of a key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HistoryEntry {
+    /// The revision of the change.
     pub revision: i64,
     /// `put` or `delete`.
     pub kind: &'static str,
@@ -160,33 +162,14 @@ pub async fn rollback(
             .transpose()
             .map_err(invalid_at_revision)?;
         let geo = geo.to_string();
-        let mut plan = |state: &crate::state::State| {
+        let plan = |state: &State| {
             let mut changes = Changes::default();
             if value.is_some() || state.regions.contains_key(&geo) {
                 changes.regions.insert(geo.clone(), value.clone());
             }
             Ok(changes)
         };
-        if dry_run {
-            let (state, changes) =
-                crate::state::preview(&mut client, &context.layout, &mut plan).await?;
-            let committed = crate::state::Committed {
-                revision: None,
-                state,
-                changes,
-                attempts: 0,
-            };
-            return Ok(committed_outcome(&title, &committed, true));
-        }
-        let committed = transact(
-            &mut client,
-            &context.layout,
-            &context.retry,
-            &now_rfc3339(),
-            plan,
-        )
-        .await?;
-        return Ok(committed_outcome(&title, &committed, false));
+        return run_plan(context, &mut client, &title, dry_run, plan).await;
     }
 
     let new_value = if key == context.layout.policy() {

@@ -19,41 +19,66 @@
 //! - **Daemons are libraries.** `origin register`, `rebalance` and `health` are
 //!   `run(config, reporter, shutdown)` functions ([`register_origin`], [`run_rebalance`],
 //!   [`run_health`]); the binary only wires SIGTERM/SIGINT to [`Shutdown`].
+//!
+//! The code: `commands` dispatches a parsed [`Cli`] to one module per command; what the
+//! commands share ([`Context`], input reading, previewing or committing a plan, the session
+//! loop of the daemons) sits below it, and nothing imports the dispatcher back.
+//!
+//! The planners need no etcd. A drain, for instance, renormalises what the other origins
+//! of a region keep:
+//!
+//! ```
+//! // `b` (weight 25) leaves a region of a:50 b:25 c:25.
+//! let kept = [("a".to_string(), 50), ("c".to_string(), 25)];
+//! let renormalised = dwctl::renormalise(&kept, dwctl::WEIGHT_TOTAL).unwrap();
+//! assert_eq!(renormalised, [("a".to_string(), 67), ("c".to_string(), 33)]);
+//! ```
+
+#![deny(missing_docs)]
 
 mod apply;
 mod backoff;
 mod cli;
 mod clock;
 mod commands;
+mod context;
 mod drain;
 mod error;
+// The etcd connection layer is documented where it is moving to (the shared crates/etcd
+// crate).
+#[allow(missing_docs)]
 mod etcd;
 mod fleet;
 mod health;
 mod history;
+mod input;
 mod origin;
 mod output;
+mod plan;
 mod probe;
 mod rebalance;
 mod record;
+mod sessions;
 mod shutdown;
 mod state;
 mod value;
+mod wait;
 mod weights;
 
 pub use crate::{
     apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
-    cli::{Cli, Command, OutputFormat, WaitArgs},
+    cli::{Cli, Command, WaitArgs},
     clock::{now_rfc3339, operator, rfc3339_from_unix},
-    commands::{Context, run_command},
+    commands::run_command,
+    context::Context,
     drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
     error::{Error, FieldError},
     etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, EtcdConfig, Layout},
-    fleet::{EXIT_LAGGING, NodeReport, Wait, needed, read_nodes, routing_revision},
+    fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
     health::{HealthConfig, run as run_health},
     history::{HistoryEntry, read_history},
     origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
-    output::{Outcome, Reporter},
+    output::{Outcome, OutputFormat, Reporter},
     probe::{ProbeTarget, probe},
     rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
     record::{DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH, SOURCE_REBALANCE},
@@ -63,6 +88,7 @@ pub use crate::{
         transact,
     },
     value::{PICK_MODES, PolicyValue, RegionValue},
+    wait::{Wait, needed},
     weights::renormalise,
 };
 

@@ -16,19 +16,24 @@ use serde_json::{Map, Value, json};
 use crate::backoff::Backoff;
 use crate::cli::OriginCommand;
 use crate::clock::now_rfc3339;
-use crate::commands::{Context, json_object_arg};
+use crate::context::Context;
 use crate::drain::check_origin_name;
 use crate::error::Error;
 use crate::etcd::{EtcdConfig, Layout, strip};
-use crate::output::{Outcome, Reporter};
+use crate::input::json_object_arg;
+use crate::output::{Outcome, Reporter, listing_text};
 use crate::record::DrainRecord;
+use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
 
 /// What `origin register` keeps alive.
 #[derive(Debug, Clone)]
 pub struct RegisterConfig {
+    /// How to reach etcd.
     pub etcd: EtcdConfig,
+    /// Where the keys are.
     pub layout: Layout,
+    /// The origin's name.
     pub id: String,
     /// Lease time-to-live, seconds.
     pub ttl: i64,
@@ -89,34 +94,31 @@ enum SessionEnd {
 pub async fn register(
     config: &RegisterConfig,
     reporter: Reporter,
-    mut shutdown: Shutdown,
+    shutdown: Shutdown,
 ) -> Result<(), Error> {
-    let mut backoff = Backoff::new(Duration::from_millis(300), Duration::from_secs(5));
-    loop {
-        if shutdown.is_triggered() {
-            return Ok(());
-        }
-        match session(config, reporter, &mut shutdown, &mut backoff).await {
-            Ok(SessionEnd::Shutdown) => return Ok(()),
-            Ok(SessionEnd::LeaseLost) => {
-                reporter.event(
-                    "lease-lost",
-                    &format!("{}: the lease expired; registering again", config.id),
-                    json!({"origin": config.id}),
-                );
-            }
-            Err(error) => {
-                reporter.event(
-                    "error",
-                    &format!("{}: {error}; retrying", config.id),
-                    json!({"origin": config.id, "error": error.to_string()}),
-                );
-                if !shutdown.sleep(backoff.pause()).await {
-                    return Ok(());
+    let describe = |error: &Error| {
+        let fields = json!({"origin": config.id, "error": error.to_string()});
+        (format!("{}: {error}; retrying", config.id), fields)
+    };
+    let sessions = Sessions::new(reporter, shutdown, Duration::from_secs(5));
+    sessions
+        .run(config, describe, |config, shutdown, backoff| {
+            Box::pin(async move {
+                match session(config, reporter, shutdown, backoff).await? {
+                    SessionEnd::Shutdown => Ok(true),
+                    SessionEnd::LeaseLost => {
+                        reporter.event(
+                            "lease-lost",
+                            &format!("{}: the lease expired; registering again", config.id),
+                            json!({"origin": config.id}),
+                        );
+                        Ok(false)
+                    }
                 }
-            }
-        }
-    }
+            })
+        })
+        .await;
+    Ok(())
 }
 
 async fn session(
@@ -209,42 +211,34 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
             "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>()})),
         }));
     }
-    let text = rows
-        .iter()
-        .map(|row| {
-            let state = if row["live"].as_bool() == Some(true) {
-                format!(
-                    "live (ttl {}s)",
-                    row["ttl"]
-                        .as_i64()
-                        .map_or("?".to_string(), |ttl| ttl.to_string())
-                )
-            } else if row["registered"].as_bool() == Some(true) {
-                "DOWN (registered before, key gone)".to_string()
-            } else {
-                "not registered".to_string()
-            };
-            let drained = match &row["drained"] {
-                Value::Null => String::new(),
-                record => format!(
-                    "  drained by {}: {}",
-                    record["source"].as_str().unwrap_or("?"),
-                    record["reason"].as_str().unwrap_or("?")
-                ),
-            };
+    let lines = rows.iter().map(|row| {
+        let state = if row["live"].as_bool() == Some(true) {
             format!(
-                "{:<12} {state}{drained}",
-                row["origin"].as_str().unwrap_or_default()
+                "live (ttl {}s)",
+                row["ttl"]
+                    .as_i64()
+                    .map_or("?".to_string(), |ttl| ttl.to_string())
             )
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    Ok(Outcome {
-        text: if rows.is_empty() {
-            "no origins".into()
+        } else if row["registered"].as_bool() == Some(true) {
+            "DOWN (registered before, key gone)".to_string()
         } else {
-            text
-        },
+            "not registered".to_string()
+        };
+        let drained = match &row["drained"] {
+            Value::Null => String::new(),
+            record => format!(
+                "  drained by {}: {}",
+                record["source"].as_str().unwrap_or("?"),
+                record["reason"].as_str().unwrap_or("?")
+            ),
+        };
+        format!(
+            "{:<12} {state}{drained}",
+            row["origin"].as_str().unwrap_or_default()
+        )
+    });
+    Ok(Outcome {
+        text: listing_text(lines, "no origins"),
         json: json!({"origins": rows}),
     })
 }
@@ -252,6 +246,7 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
 /// Origins as etcd knows them at one revision.
 #[derive(Debug, Clone, Default)]
 pub struct OriginListing {
+    /// The revision of the listing.
     pub revision: i64,
     /// id → (value, lease).
     pub live: BTreeMap<String, (Vec<u8>, i64)>,
@@ -261,6 +256,7 @@ pub struct OriginListing {
     pub drains: BTreeMap<String, DrainRecord>,
 }
 
+/// Lists live, registered and drained origins at one revision.
 pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<OriginListing, Error> {
     let prefix = || Some(GetOptions::new().with_prefix());
     let response = client

@@ -3,20 +3,29 @@
 
 use std::io::Write;
 
-use serde_json::{Value, json};
+use clap::ValueEnum;
+use serde_json::Value;
 
-use crate::apply::describe;
-use crate::cli::OutputFormat;
-use crate::state::{Changes, State};
+/// `--output`: how a command prints its outcome and events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON document (long-running commands: one JSON object per line).
+    Json,
+}
 
 /// A finished command's result, in both forms; `--output` picks one.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// What `--output text` prints (nothing when empty).
     pub text: String,
+    /// What `--output json` prints.
     pub json: Value,
 }
 
 impl Outcome {
+    /// Prints the outcome on stdout in `format`.
     pub fn print(&self, format: OutputFormat) {
         let mut stdout = std::io::stdout().lock();
         let _ = match format {
@@ -31,10 +40,12 @@ impl Outcome {
 /// journald and pipes see them as they happen).
 #[derive(Debug, Clone, Copy)]
 pub struct Reporter {
+    /// Text lines or JSON objects.
     pub format: OutputFormat,
 }
 
 impl Reporter {
+    /// Prints one event: `event: text`, or `fields` with `event` and `at` added.
     pub fn event(&self, event: &str, text: &str, mut fields: Value) {
         let line = match self.format {
             OutputFormat::Text => format!("{event}: {text}"),
@@ -52,75 +63,12 @@ impl Reporter {
     }
 }
 
-/// The lines and JSON of a plan: each key that changes, before and after.
-pub fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
-    let mut lines = Vec::new();
-    let mut regions = serde_json::Map::new();
-    for (geo, new) in &changes.regions {
-        let before = state.region(geo);
-        let before_json = match &before {
-            Some(Ok(value)) => value.to_json(),
-            Some(Err(_)) => {
-                Value::from(String::from_utf8_lossy(&state.regions[geo].raw).into_owned())
-            }
-            None => Value::Null,
-        };
-        let after_json = new.as_ref().map_or(Value::Null, |value| value.to_json());
-        lines.push(match (&before, new) {
-            (None, Some(value)) => format!("+ region/{geo} {}", value.to_json()),
-            (Some(Ok(old)), Some(value)) => format!(
-                "~ region/{geo} {}",
-                describe(&old.to_json(), &value.to_json())
-            ),
-            (Some(Err(error)), Some(value)) => format!(
-                "~ region/{geo} replaces an invalid value ({error}) with {}",
-                value.to_json()
-            ),
-            (_, None) => format!("- region/{geo}"),
-        });
-        regions.insert(
-            geo.clone(),
-            json!({"before": before_json, "after": after_json}),
-        );
+/// The text of a listing: its lines, or `empty` when there are none.
+pub fn listing_text(lines: impl IntoIterator<Item = String>, empty: &str) -> String {
+    let lines: Vec<String> = lines.into_iter().collect();
+    if lines.is_empty() {
+        empty.to_string()
+    } else {
+        lines.join("\n")
     }
-    let mut policy = Value::Null;
-    if let Some(new) = &changes.policy {
-        let old = state.policy();
-        lines.push(match &old {
-            Some(Ok(old)) => format!(
-                "~ policy/global {}",
-                describe(&old.to_json(), &new.to_json())
-            ),
-            _ => format!("+ policy/global {}", new.to_json()),
-        });
-        policy = json!({
-            "before": old.and_then(Result::ok).map(|value| value.to_json()),
-            "after": new.to_json(),
-        });
-    }
-    let mut drains = serde_json::Map::new();
-    for (origin, record) in &changes.drains {
-        let existed = state.drains.contains_key(origin);
-        lines.push(match (existed, record) {
-            (false, Some(record)) => format!(
-                "+ drain record {origin} (regions {:?})",
-                record.regions.keys().collect::<Vec<_>>()
-            ),
-            (true, Some(record)) => format!(
-                "~ drain record {origin} (regions {:?})",
-                record.regions.keys().collect::<Vec<_>>()
-            ),
-            (_, None) => format!("- drain record {origin}"),
-        });
-        drains.insert(
-            origin.clone(),
-            record.as_ref().map_or(Value::Null, |record| {
-                serde_json::to_value(record).unwrap_or(Value::Null)
-            }),
-        );
-    }
-    (
-        lines,
-        json!({"regions": regions, "policy": policy, "drains": drains}),
-    )
 }

@@ -12,13 +12,18 @@ use tokio::net::TcpStream;
 /// Where a probe goes: `http://host[:port][/path]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeTarget {
+    /// The URL as given.
     pub url: String,
+    /// Host name or address to connect to.
     pub host: String,
+    /// Port (80 when the URL has none).
     pub port: u16,
+    /// Path of the request (`/` when the URL has none).
     pub path: String,
 }
 
 impl ProbeTarget {
+    /// Parses `http://host[:port][/path]`; the reason when it is not one.
     pub fn parse(url: &str) -> Result<ProbeTarget, String> {
         let rest = url
             .strip_prefix("http://")

@@ -11,27 +11,32 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use etcd_client::{Client, EventType, WatchOptions};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::backoff::Backoff;
 use crate::clock::{now_rfc3339, operator};
-use crate::commands::Context;
+use crate::context::Context;
 use crate::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::error::Error;
 use crate::etcd::{EtcdConfig, Layout, strip};
 use crate::origin::{list_origins, mark_registered};
 use crate::output::{Outcome, Reporter};
 use crate::record::SOURCE_REBALANCE;
+use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
-use crate::state::{RetryPolicy, transact};
+use crate::state::{Changes, Committed, RetryPolicy, State, transact};
 
 /// The reason written in drain records of origins whose lease ended.
 pub const LEASE_EXPIRED: &str = "lease-expired";
 
+/// What `dwctl rebalance` needs.
 #[derive(Debug, Clone)]
 pub struct RebalanceConfig {
+    /// How to reach etcd.
     pub etcd: EtcdConfig,
+    /// Where the keys are.
     pub layout: Layout,
+    /// Retries of each guarded drain or restore.
     pub retry: RetryPolicy,
     /// `by` of the drain records it writes.
     pub by: String,
@@ -55,27 +60,25 @@ pub async fn command(context: &Context, shutdown: Shutdown) -> Result<Outcome, E
 pub async fn run(
     config: &RebalanceConfig,
     reporter: Reporter,
-    mut shutdown: Shutdown,
+    shutdown: Shutdown,
 ) -> Result<(), Error> {
-    let mut backoff = Backoff::new(Duration::from_millis(300), Duration::from_secs(10));
-    loop {
-        if shutdown.is_triggered() {
-            return Ok(());
-        }
-        match session(config, reporter, &mut shutdown, &mut backoff).await {
-            Ok(()) => return Ok(()),
-            Err(error) => {
-                reporter.event(
-                    "error",
-                    &format!("{error}; re-listing after a pause"),
-                    json!({"error": error.to_string()}),
-                );
-                if !shutdown.sleep(backoff.pause()).await {
-                    return Ok(());
-                }
-            }
-        }
-    }
+    let sessions = Sessions::new(reporter, shutdown, Duration::from_secs(10));
+    sessions
+        .run(config, describe_error, |config, shutdown, backoff| {
+            Box::pin(async move {
+                session(config, reporter, shutdown, backoff)
+                    .await
+                    .map(|()| true)
+            })
+        })
+        .await;
+    Ok(())
+}
+
+/// The `error` event of a failed session.
+fn describe_error(error: &Error) -> (String, Value) {
+    let fields = json!({"error": error.to_string()});
+    (format!("{error}; re-listing after a pause"), fields)
 }
 
 async fn session(
@@ -176,21 +179,14 @@ async fn drain(
         skip_emptying: true,
         fleet_limit: None,
     };
-    let committed = transact(
-        client,
-        &config.layout,
-        &config.retry,
-        &now_rfc3339(),
-        |state| {
-            match plan_drain(state, &request) {
-                // Registered but listed in no region: nothing to take away.
-                Err(Error::Invalid(_)) => Ok(Default::default()),
-                other => other,
-            }
-        },
+    // A refusal means the origin is registered but listed in no region: nothing to take.
+    let plan = |state: &State| plan_drain(state, &request);
+    report(
+        reporter,
+        "drained",
+        id,
+        transact_unless_invalid(config, client, plan).await,
     )
-    .await;
-    report(reporter, "drained", id, committed)
 }
 
 async fn restore(
@@ -199,21 +195,34 @@ async fn restore(
     client: &mut Client,
     id: &str,
 ) -> Result<(), Error> {
-    let committed = transact(
+    // A refusal means no drain is recorded for it: nothing to give back.
+    let plan = |state: &State| plan_restore(state, id, Some(SOURCE_REBALANCE));
+    report(
+        reporter,
+        "restored",
+        id,
+        transact_unless_invalid(config, client, plan).await,
+    )
+}
+
+/// Commits `plan`, taking its refusal as invalid (the origin has nothing to drain or to
+/// restore) to mean that there is nothing to change.
+async fn transact_unless_invalid(
+    config: &RebalanceConfig,
+    client: &mut Client,
+    mut plan: impl FnMut(&State) -> Result<Changes, Error>,
+) -> Result<Committed, Error> {
+    transact(
         client,
         &config.layout,
         &config.retry,
         &now_rfc3339(),
-        |state| {
-            match plan_restore(state, id, Some(SOURCE_REBALANCE)) {
-                // No drain recorded: nothing to give back.
-                Err(Error::Invalid(_)) => Ok(Default::default()),
-                other => other,
-            }
+        |state| match plan(state) {
+            Err(Error::Invalid(_)) => Ok(Changes::default()),
+            other => other,
         },
     )
-    .await;
-    report(reporter, "restored", id, committed)
+    .await
 }
 
 /// Reports a drain or restore. A conflict that outlived the retries ends the session (the
@@ -222,7 +231,7 @@ fn report(
     reporter: Reporter,
     event: &str,
     id: &str,
-    committed: Result<crate::state::Committed, Error>,
+    committed: Result<Committed, Error>,
 ) -> Result<(), Error> {
     let committed = committed?;
     let notes = committed.changes.notes.join("; ");

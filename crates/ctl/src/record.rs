@@ -20,25 +20,34 @@ pub const SOURCE_REBALANCE: &str = "rebalance";
 /// Who drained: `dwctl health`, after failed probes.
 pub const SOURCE_HEALTH: &str = "health";
 
+/// What a drain took, kept under the control prefix so that `restore` can give it back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DrainRecord {
+    /// The drained origin.
     pub origin: String,
+    /// Why it was drained.
     pub reason: String,
+    /// Who drained: [`SOURCE_CLI`], [`SOURCE_REBALANCE`] or [`SOURCE_HEALTH`].
     pub source: String,
+    /// The operator or automation instance that drained it.
     pub by: String,
+    /// When, RFC 3339 UTC.
     pub at: String,
+    /// geo → the region before and after the drain.
     pub regions: BTreeMap<String, DrainedRegion>,
 }
 
 /// One region's value around the drain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DrainedRegion {
+    /// The value before the drain.
     pub before: RegionValue,
     /// `None` when the drain deleted the region key (`--force` on its last origin).
     pub after: Option<RegionValue>,
 }
 
 impl DrainRecord {
+    /// The record of `origin` as stored; a malformed one fails the command.
     pub fn parse(origin: &str, raw: &[u8]) -> Result<DrainRecord, Error> {
         serde_json::from_slice(raw).map_err(|error| {
             Error::Failed(format!(

@@ -12,12 +12,14 @@ pub struct Shutdown(watch::Receiver<bool>);
 pub struct ShutdownTrigger(watch::Sender<bool>);
 
 impl ShutdownTrigger {
+    /// Triggers every [`Shutdown`] of this pair.
     pub fn trigger(&self) {
         let _ = self.0.send(true);
     }
 }
 
 impl Shutdown {
+    /// A trigger and the shutdown it triggers.
     pub fn new() -> (ShutdownTrigger, Shutdown) {
         let (sender, receiver) = watch::channel(false);
         (ShutdownTrigger(sender), Shutdown(receiver))
@@ -41,6 +43,7 @@ impl Shutdown {
         Ok(shutdown)
     }
 
+    /// Whether the trigger has fired.
     pub fn is_triggered(&self) -> bool {
         *self.0.borrow()
     }

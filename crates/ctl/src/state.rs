@@ -22,7 +22,9 @@ use crate::value::{PolicyValue, RegionValue};
 /// A key's raw value and the revision it was last modified at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
+    /// The value as stored.
     pub raw: Vec<u8>,
+    /// The revision of its last change (what a guarded write compares).
     pub mod_revision: i64,
 }
 
@@ -38,9 +40,11 @@ impl Entry {
 /// Regions, policy and drain records as of one etcd revision.
 #[derive(Debug, Clone, Default)]
 pub struct State {
+    /// The revision everything was read at.
     pub revision: i64,
     /// geo → value. Keys whose geo is not UTF-8 are left out: no command can name them.
     pub regions: BTreeMap<String, Entry>,
+    /// `policy/global`, when it exists.
     pub policy: Option<Entry>,
     /// origin → drain record.
     pub drains: BTreeMap<String, Entry>,
@@ -66,6 +70,7 @@ impl State {
             .collect()
     }
 
+    /// The policy's value, if the key exists: `Err` when the readers would reject it.
     pub fn policy(&self) -> Option<Result<PolicyValue, FieldError>> {
         self.policy
             .as_ref()
@@ -86,6 +91,7 @@ impl State {
 pub struct Changes {
     /// geo → new value, or `None` to delete the key.
     pub regions: BTreeMap<String, Option<RegionValue>>,
+    /// The new policy, when it changes (it is never deleted).
     pub policy: Option<PolicyValue>,
     /// origin → new drain record, or `None` to delete it.
     pub drains: BTreeMap<String, Option<DrainRecord>>,
@@ -101,6 +107,7 @@ pub struct Changes {
 }
 
 impl Changes {
+    /// Nothing to write (notes aside).
     pub fn is_empty(&self) -> bool {
         self.regions.is_empty() && self.policy.is_none() && self.drains.is_empty()
     }
@@ -274,8 +281,11 @@ fn explain_txn_error(error: etcd_client::Error, changes: &Changes) -> Error {
 /// How often and how patiently a guarded write is retried.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
+    /// How many times to try before exit code 3.
     pub attempts: u32,
+    /// The first pause's bound.
     pub base: Duration,
+    /// The largest pause's bound.
     pub cap: Duration,
 }
 
@@ -308,7 +318,9 @@ pub struct Committed {
     pub revision: Option<i64>,
     /// The state the successful plan was made from.
     pub state: State,
+    /// What the successful plan wrote.
     pub changes: Changes,
+    /// How many attempts it took (0 for a dry run).
     pub attempts: u32,
 }
 

@@ -23,8 +23,11 @@ pub const PICK_MODES: [&str; 2] = ["legacy", "rendezvous"];
 /// A valid `region/<geo>` value, without its `updated` stamp.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegionValue {
+    /// The shard the region's traffic belongs to.
     pub shard: String,
+    /// The origins, in order.
     pub origins: Vec<String>,
+    /// origin → weight (they sum to 100 in values dwctl writes).
     pub weight: BTreeMap<String, u32>,
     /// Fields dwctl does not know, kept as they are.
     #[serde(flatten, default, skip_serializing_if = "Map::is_empty")]
@@ -40,18 +43,7 @@ impl RegionValue {
 
     /// A value an operator wants written: the readers' rules, then dwctl's stricter ones.
     pub fn for_write(raw: &[u8]) -> Result<RegionValue, Vec<FieldError>> {
-        let region = RegionValue::from_stored(raw).map_err(|error| vec![error])?;
-        let errors = region.write_errors();
-        if errors.is_empty() {
-            Ok(region)
-        } else {
-            Err(errors)
-        }
-    }
-
-    /// [`RegionValue::for_write`] on a value that is already a JSON tree (from `apply`).
-    pub fn for_write_json(value: &Value) -> Result<RegionValue, Vec<FieldError>> {
-        RegionValue::for_write(value.to_string().as_bytes())
+        checked_for_write(RegionValue::from_stored(raw), RegionValue::write_errors)
     }
 
     /// The stricter rules for values dwctl writes.
@@ -190,6 +182,7 @@ fn extract_region(raw: &[u8]) -> Result<RegionValue, FieldError> {
 /// A `policy/global` value, without its `updated` stamp. Every field is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyValue {
+    /// Every field of the value, `updated` aside.
     pub fields: Map<String, Value>,
 }
 
@@ -207,9 +200,13 @@ impl PolicyValue {
 
     /// A value an operator wants written: the readers' rules, then dwctl's stricter ones.
     pub fn for_write(raw: &[u8]) -> Result<PolicyValue, Vec<FieldError>> {
-        let policy = PolicyValue::from_stored(raw).map_err(|error| vec![error])?;
+        checked_for_write(PolicyValue::from_stored(raw), PolicyValue::write_errors)
+    }
+
+    /// The stricter rules for values dwctl writes.
+    fn write_errors(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
-        match policy.fields.get("default") {
+        match self.fields.get("default") {
             None => {}
             Some(Value::String(geo)) if !geo.is_empty() => {}
             Some(_) => errors.push(FieldError::new(
@@ -217,7 +214,7 @@ impl PolicyValue {
                 "must be a non-empty string (a geo)",
             )),
         }
-        match policy.fields.get("failover") {
+        match self.fields.get("failover") {
             None => {}
             Some(Value::Array(items)) => {
                 for (index, item) in items.iter().enumerate() {
@@ -231,7 +228,7 @@ impl PolicyValue {
             }
             Some(_) => errors.push(FieldError::new("failover", "must be an array of geos")),
         }
-        match policy.fields.get("pick") {
+        match self.fields.get("pick") {
             None => {}
             Some(Value::String(mode)) if PICK_MODES.contains(&mode.as_str()) => {}
             Some(_) => errors.push(FieldError::new(
@@ -241,23 +238,14 @@ impl PolicyValue {
                 ),
             )),
         }
-        match policy.fields.get("honor_client_hints") {
+        match self.fields.get("honor_client_hints") {
             None | Some(Value::Bool(_)) => {}
             Some(_) => errors.push(FieldError::new(
                 "honor_client_hints",
                 "must be true or false",
             )),
         }
-        if errors.is_empty() {
-            Ok(policy)
-        } else {
-            Err(errors)
-        }
-    }
-
-    /// [`PolicyValue::for_write`] on a value that is already a JSON tree (from `apply`).
-    pub fn for_write_json(value: &Value) -> Result<PolicyValue, Vec<FieldError>> {
-        PolicyValue::for_write(value.to_string().as_bytes())
+        errors
     }
 
     /// Compact JSON: the known fields in a fixed order, the others, then `updated`.
@@ -276,6 +264,7 @@ impl PolicyValue {
         format!("{{{}}}", members.join(","))
     }
 
+    /// The fields as a JSON object.
     pub fn to_json(&self) -> Value {
         Value::Object(self.fields.clone())
     }
@@ -313,6 +302,21 @@ fn member(name: &str, value: &Value) -> String {
 
 fn json_string(text: &str) -> String {
     Value::from(text).to_string()
+}
+
+/// A value the readers accept (`parsed`) that also passes dwctl's stricter `rules`, or
+/// every error found.
+fn checked_for_write<T>(
+    parsed: Result<T, FieldError>,
+    rules: impl FnOnce(&T) -> Vec<FieldError>,
+) -> Result<T, Vec<FieldError>> {
+    let value = parsed.map_err(|error| vec![error])?;
+    let errors = rules(&value);
+    if errors.is_empty() {
+        Ok(value)
+    } else {
+        Err(errors)
+    }
 }
 
 #[cfg(test)]

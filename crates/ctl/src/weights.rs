@@ -44,10 +44,11 @@ pub fn renormalise(weights: &[(String, u32)], target: u32) -> Option<Vec<(String
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn named(weights: &[(&str, u32)]) -> Vec<(String, u32)> {
+    /// Owned (name, weight) pairs from literals.
+    pub(crate) fn named(weights: &[(&str, u32)]) -> Vec<(String, u32)> {
         weights
             .iter()
             .map(|(name, weight)| (name.to_string(), *weight))

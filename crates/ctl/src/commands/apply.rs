@@ -1,0 +1,64 @@
+//! `apply`: make etcd match a desired-state file, in one transaction.
+
+use serde_json::json;
+
+use crate::apply::{FileFormat, parse_desired, plan_apply};
+use crate::cli::ApplyArgs;
+use crate::clock::now_rfc3339;
+use crate::context::Context;
+use crate::error::Error;
+use crate::input::read_file_async;
+use crate::output::Outcome;
+use crate::state::{State, preview, transact};
+
+/// Runs `dwctl apply`.
+pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
+    let bytes = read_file_async(&args.file).await?;
+    let text = String::from_utf8(bytes).map_err(|_| Error::invalid("file", "is not UTF-8"))?;
+    let desired = parse_desired(&text, FileFormat::from_path(&args.file))?;
+    let mut client = context.etcd.connect().await?;
+    let mut diff = Vec::new();
+    let mut plan = |state: &State| {
+        let (changes, lines) = plan_apply(state, &desired, args.prune);
+        diff = lines;
+        Ok(changes)
+    };
+    let (revision, changes, attempts) = if args.dry_run {
+        let (_, changes) = preview(&mut client, &context.layout, &mut plan).await?;
+        (None, changes, 0)
+    } else {
+        let updated = now_rfc3339();
+        let committed = transact(
+            &mut client,
+            &context.layout,
+            &context.retry,
+            &updated,
+            &mut plan,
+        )
+        .await?;
+        (committed.revision, committed.changes, committed.attempts)
+    };
+    let mut lines: Vec<String> = diff
+        .iter()
+        .map(|line| format!("{} {} {}", line.op, line.key, line.detail))
+        .collect();
+    if diff.is_empty() {
+        lines.push("no changes: etcd already matches the file".into());
+    }
+    lines.extend(changes.notes.iter().map(|note| format!("note: {note}")));
+    match (args.dry_run, revision) {
+        (true, _) if !diff.is_empty() => lines.push("dry run: nothing written".into()),
+        (false, Some(revision)) => lines.push(format!("applied at revision {revision}")),
+        _ => {}
+    }
+    Ok(Outcome {
+        text: lines.join("\n"),
+        json: json!({
+            "dry_run": args.dry_run,
+            "revision": revision,
+            "attempts": attempts,
+            "diff": diff.iter().map(|line| json!({"op": line.op.to_string(), "key": line.key, "detail": line.detail})).collect::<Vec<_>>(),
+            "notes": changes.notes,
+        }),
+    })
+}

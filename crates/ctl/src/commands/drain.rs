@@ -1,0 +1,30 @@
+//! `drain`: take an origin out of its regions, recording what was taken.
+
+use crate::cli::DrainArgs;
+use crate::clock::{now_rfc3339, operator};
+use crate::context::Context;
+use crate::drain::{DrainRequest, plan_drain};
+use crate::error::Error;
+use crate::output::Outcome;
+use crate::plan::run_plan;
+use crate::record::SOURCE_CLI;
+use crate::state::State;
+
+/// Runs `dwctl drain`.
+pub async fn run(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {
+    let request = DrainRequest {
+        origin: args.origin.clone(),
+        regions: args.regions.clone(),
+        reason: args.reason.clone(),
+        source: SOURCE_CLI.into(),
+        by: operator(),
+        at: now_rfc3339(),
+        force: args.force,
+        skip_emptying: false,
+        fleet_limit: None,
+    };
+    let mut client = context.etcd.connect().await?;
+    let title = format!("drain {}", args.origin);
+    let plan = |state: &State| plan_drain(state, &request);
+    run_plan(context, &mut client, &title, args.dry_run, plan).await
+}

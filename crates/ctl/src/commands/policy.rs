@@ -1,0 +1,69 @@
+//! `policy get|set`.
+
+use serde_json::{Value, json};
+
+use crate::cli::PolicyCommand;
+use crate::context::Context;
+use crate::error::Error;
+use crate::input::read_input;
+use crate::output::Outcome;
+use crate::plan::run_plan;
+use crate::state::{Changes, read_state};
+use crate::value::PolicyValue;
+
+/// Runs `dwctl policy get|set`.
+pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, Error> {
+    let set_raw = match &command {
+        PolicyCommand::Set { value, file, .. } => Some(read_input(
+            value.as_deref(),
+            file.as_deref(),
+            "policy value",
+        )?),
+        PolicyCommand::Get => None,
+    };
+    let mut client = context.etcd.connect().await?;
+    match command {
+        PolicyCommand::Get => {
+            let state = read_state(&mut client, &context.layout).await?;
+            Ok(match &state.policy {
+                None => Outcome {
+                    text: "no policy: the defaults apply (default US, no failover, legacy pick)"
+                        .into(),
+                    json: json!({"exists": false}),
+                },
+                Some(entry) => {
+                    let raw = String::from_utf8_lossy(&entry.raw).into_owned();
+                    let error = PolicyValue::from_stored(&entry.raw)
+                        .err()
+                        .map(|error| error.to_string());
+                    Outcome {
+                        text: format!(
+                            "{raw}\nmod_revision {}{}",
+                            entry.mod_revision,
+                            error
+                                .as_ref()
+                                .map(|error| format!("\nINVALID (the defaults apply): {error}"))
+                                .unwrap_or_default()
+                        ),
+                        json: json!({
+                            "exists": true, "valid": error.is_none(), "error": error,
+                            "value": serde_json::from_slice::<Value>(&entry.raw).unwrap_or(Value::from(raw)),
+                            "mod_revision": entry.mod_revision,
+                        }),
+                    }
+                }
+            })
+        }
+        PolicyCommand::Set { .. } => {
+            let raw = set_raw.unwrap_or_default();
+            let policy = PolicyValue::for_write(&raw).map_err(Error::Invalid)?;
+            run_plan(context, &mut client, "policy set", false, |_| {
+                Ok(Changes {
+                    policy: Some(policy.clone()),
+                    ..Changes::default()
+                })
+            })
+            .await
+        }
+    }
+}

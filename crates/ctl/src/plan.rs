@@ -1,0 +1,146 @@
+//! Running a plan (a function of the state read from etcd to the changes to write): a dry
+//! run previews it, otherwise it is committed in one guarded transaction; either way the
+//! report lists each key that changes, before and after.
+
+use serde_json::{Value, json};
+
+use crate::apply::describe;
+use crate::clock::now_rfc3339;
+use crate::context::Context;
+use crate::error::Error;
+use crate::output::Outcome;
+use crate::state::{Changes, Committed, State, preview, transact};
+
+/// Previews or commits a plan and reports it.
+pub async fn run_plan<F>(
+    context: &Context,
+    client: &mut etcd_client::Client,
+    title: &str,
+    dry_run: bool,
+    mut plan: F,
+) -> Result<Outcome, Error>
+where
+    F: FnMut(&State) -> Result<Changes, Error>,
+{
+    if dry_run {
+        let (state, changes) = preview(client, &context.layout, &mut plan).await?;
+        let committed = Committed {
+            revision: None,
+            state,
+            changes,
+            attempts: 0,
+        };
+        return Ok(committed_outcome(title, &committed, true));
+    }
+    let updated = now_rfc3339();
+    let committed = transact(client, &context.layout, &context.retry, &updated, plan).await?;
+    Ok(committed_outcome(title, &committed, false))
+}
+
+/// The report of a (possibly dry-run) plan.
+fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> Outcome {
+    let (mut lines, mut json) = render_changes(&committed.state, &committed.changes);
+    lines.extend(
+        committed
+            .changes
+            .notes
+            .iter()
+            .map(|note| format!("note: {note}")),
+    );
+    let headline = match (dry_run, committed.revision) {
+        (true, _) => format!("{title}: dry run, nothing written"),
+        (false, Some(revision)) => format!("{title}: committed at revision {revision}"),
+        (false, None) => format!("{title}: nothing to change"),
+    };
+    lines.insert(0, headline);
+    if let Value::Object(object) = &mut json {
+        object.insert("dry_run".into(), Value::from(dry_run));
+        object.insert(
+            "revision".into(),
+            committed.revision.map_or(Value::Null, Value::from),
+        );
+        object.insert(
+            "read_revision".into(),
+            Value::from(committed.state.revision),
+        );
+        object.insert("attempts".into(), Value::from(committed.attempts));
+        object.insert("notes".into(), Value::from(committed.changes.notes.clone()));
+    }
+    Outcome {
+        text: lines.join("\n"),
+        json,
+    }
+}
+
+/// The lines and JSON of a plan: each key that changes, before and after.
+fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
+    let mut lines = Vec::new();
+    let mut regions = serde_json::Map::new();
+    for (geo, new) in &changes.regions {
+        let before = state.region(geo);
+        let before_json = match &before {
+            Some(Ok(value)) => value.to_json(),
+            Some(Err(_)) => {
+                Value::from(String::from_utf8_lossy(&state.regions[geo].raw).into_owned())
+            }
+            None => Value::Null,
+        };
+        let after_json = new.as_ref().map_or(Value::Null, |value| value.to_json());
+        lines.push(match (&before, new) {
+            (None, Some(value)) => format!("+ region/{geo} {}", value.to_json()),
+            (Some(Ok(old)), Some(value)) => format!(
+                "~ region/{geo} {}",
+                describe(&old.to_json(), &value.to_json())
+            ),
+            (Some(Err(error)), Some(value)) => format!(
+                "~ region/{geo} replaces an invalid value ({error}) with {}",
+                value.to_json()
+            ),
+            (_, None) => format!("- region/{geo}"),
+        });
+        regions.insert(
+            geo.clone(),
+            json!({"before": before_json, "after": after_json}),
+        );
+    }
+    let mut policy = Value::Null;
+    if let Some(new) = &changes.policy {
+        let old = state.policy();
+        lines.push(match &old {
+            Some(Ok(old)) => format!(
+                "~ policy/global {}",
+                describe(&old.to_json(), &new.to_json())
+            ),
+            _ => format!("+ policy/global {}", new.to_json()),
+        });
+        policy = json!({
+            "before": old.and_then(Result::ok).map(|value| value.to_json()),
+            "after": new.to_json(),
+        });
+    }
+    let mut drains = serde_json::Map::new();
+    for (origin, record) in &changes.drains {
+        let existed = state.drains.contains_key(origin);
+        lines.push(match (existed, record) {
+            (false, Some(record)) => format!(
+                "+ drain record {origin} (regions {:?})",
+                record.regions.keys().collect::<Vec<_>>()
+            ),
+            (true, Some(record)) => format!(
+                "~ drain record {origin} (regions {:?})",
+                record.regions.keys().collect::<Vec<_>>()
+            ),
+            (_, None) => format!("- drain record {origin}"),
+        });
+        drains.insert(
+            origin.clone(),
+            record.as_ref().map_or(Value::Null, |record| {
+                serde_json::to_value(record).unwrap_or(Value::Null)
+            }),
+        );
+    }
+    (
+        lines,
+        json!({"regions": regions, "policy": policy, "drains": drains}),
+    )
+}
