@@ -32,7 +32,6 @@ pub fn in_minit() {
     }
     registry::default_source().refresh();
     PRELOADED.store(true, Ordering::Relaxed);
-    fork::install_handlers();
 }
 
 /// From the fork `prepare` handler: in the process that preloaded (never in one of its
