@@ -82,8 +82,8 @@ plan='{"ext":20000,"ext_request":20000}'
 log "callgrind inside the extension's handlers, 250 regions: $plan"
 echo "$plan" >"$RAW/cg-handlers.plan.json"
 valgrind --tool=callgrind --dump-before=usleep --toggle-collect='*resolve_handler*' \
-  --toggle-collect='*construct_handler*' --toggle-collect='*router::get_constructor*' \
-  --toggle-collect='*router::create_object*' --toggle-collect='*router::free_object*' \
+  --toggle-collect='*construct_handler*' --toggle-collect='*objects::get_constructor*' \
+  --toggle-collect='*objects::create_object*' --toggle-collect='*objects::free_object*' \
   --callgrind-out-file="$RAW/cg-handlers.out" \
   php "${PHP_OPCACHE[@]}" "${PHP_EXT[@]}" -d "dw_router.snapshot_path=$WORK/snapshot-250.json" \
   "$HERE/resolve.php" --dir "$WORK" --size 250 callgrind "$plan" \
