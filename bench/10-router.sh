@@ -2,7 +2,8 @@
 # The RegionRouter extension against its userland alternatives (issue 2, section 8):
 #   1. resolve() per call at 10, 250 and 2,500 regions: extension, userland twin (APCu),
 #      compiled routing file (opcache), floor; wall clock and callgrind instructions
-#   2. new RegionRouter() + resolve() per request against the floors
+#   2. new RegionRouter() + resolve() per request against the floors, and what each engine
+#      shortcut buys (callgrind with each one off)
 #   3. reload latency: snapshots renamed into place while a worker keeps routing
 #   4. memory a worker process adds for a 2,500-region table
 # A bench/ plug-in (see bench/README.md): prints its Markdown section on stdout, logs on
@@ -81,13 +82,33 @@ plan='{"ext":20000,"ext_request":20000}'
 log "callgrind inside the extension's handlers, 250 regions: $plan"
 echo "$plan" >"$RAW/cg-handlers.plan.json"
 valgrind --tool=callgrind --dump-before=usleep --toggle-collect='*resolve_handler*' \
-  --toggle-collect='*construct_handler*' --toggle-collect='*router::get_constructor*' \
-  --toggle-collect='*router::create_object*' --toggle-collect='*router::free_object*' \
+  --toggle-collect='*construct_handler*' --toggle-collect='*objects::get_constructor*' \
+  --toggle-collect='*objects::create_object*' --toggle-collect='*objects::free_object*' \
   --callgrind-out-file="$RAW/cg-handlers.out" \
   php "${PHP_OPCACHE[@]}" "${PHP_EXT[@]}" -d "dw_router.snapshot_path=$WORK/snapshot-250.json" \
   "$HERE/resolve.php" --dir "$WORK" --size 250 callgrind "$plan" \
   >"$RAW/cg-handlers.order.json" 2>"$RAW/cg-handlers.valgrind.log" \
   || { tail -20 "$RAW/cg-handlers.valgrind.log" >&2; exit 1; }
+
+# What each engine shortcut buys (src/engine.rs): the same loops at 250 regions with that
+# shortcut alone turned off (ini dw_router.engine_shortcuts), and with every one off.
+SHORTCUTS=(bare_new lean_objects frame_arguments immutable_routes route_memo)
+plan='{"empty":20000,"ext":20000,"ext_request":20000}'
+echo "$plan" >"$RAW/cg-ablation.plan.json"
+for off in all "${SHORTCUTS[@]}" none; do
+  case $off in
+    all) setting=all ;;
+    none) setting=none ;;
+    *) setting=$(printf '%s\n' "${SHORTCUTS[@]}" | grep -vx "$off" | paste -sd,) ;;
+  esac
+  log "callgrind with engine shortcuts '$setting', 250 regions: $plan"
+  valgrind --tool=callgrind --dump-before=usleep --callgrind-out-file="$RAW/cg-ablation-$off.out" \
+    php "${PHP_OPCACHE[@]}" "${PHP_EXT[@]}" -d "dw_router.snapshot_path=$WORK/snapshot-250.json" \
+    -d "dw_router.engine_shortcuts=$setting" \
+    "$HERE/resolve.php" --dir "$WORK" --size 250 callgrind "$plan" \
+    >"$RAW/cg-ablation-$off.order.json" 2>"$RAW/cg-ablation-$off.valgrind.log" \
+    || { tail -20 "$RAW/cg-ablation-$off.valgrind.log" >&2; exit 1; }
+done
 
 # What a reload costs: the first router of a fresh process reads and parses the snapshot.
 log "cold loads"

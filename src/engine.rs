@@ -1,16 +1,17 @@
 //! What the fast paths assume about the Zend engine, and on which PHP versions that was
 //! checked.
 //!
-//! `router` and `route_array` go past the extension API in four places: the bare-`new`
-//! shortcut reads the executing frame and its oplines (`ZEND_NEW` followed by
+//! `objects`, `router` and `route_array` go past the extension API in four places: the
+//! bare-`new` shortcut reads the executing frame and its oplines (`ZEND_NEW` followed by
 //! `ZEND_DO_FCALL`, the result slot) from `get_constructor`; the lean `create_object` and
 //! `free_obj` size and free the object as `zend_object_alloc` does; the raw constructor
 //! and `resolve()` handlers read arguments straight from the frame; route arrays are
-//! persistent immutable arrays flagged as opcache flags its literals.
+//! persistent immutable arrays flagged as opcache flags its literals. A fifth shortcut,
+//! the memo of `resolve()`'s answers in `loaded`, relies on those arrays being immutable.
 //!
-//! Numbers and layouts come from the headers of the PHP being built against: the structs
-//! through ext-php-rs's bindgen, and the opcodes, type and GC flag values through
-//! `ext_php_rs::ffi` too (`.cargo/config.toml` adds their names to the bindings). What no
+//! Numbers, layouts and engine functions come from the headers of the PHP being built
+//! against, through ext-php-rs's bindgen (`ext_php_rs::ffi`; `.cargo/config.toml` adds the
+//! names it lacks to the bindings); none is written by hand. What no
 //! header says is how the engine behaves around them (`ZEND_NEW` saves its opline before
 //! it creates the object, asks `get_constructor`, and skips a following `ZEND_DO_FCALL`
 //! when there is no constructor and no argument; how `zend_object_alloc` sizes an object;
@@ -18,10 +19,15 @@
 //! `zend_vm_def.h`, `zend_objects_API.h` and `zend_types.h`, and is exercised by the phpt
 //! suite (086: every form of `new`) on each version in `TESTED_API_VERSIONS`.
 //!
+//! Each shortcut can also be turned off alone (`Shortcut`, ini `dw_router.engine_shortcuts`,
+//! SYSTEM), so that the benchmark shows what each buys per request.
+//!
 //! Built against any other PHP API version, every shortcut is off and the ordinary paths
 //! run: ext-php-rs's object handlers and constructor, the argument parsing of
 //! `resolve()`'s general path, and route arrays built per call. PHP refuses to load an
 //! extension built for another API version, so deciding at compile time is exact.
+
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use ext_php_rs::ffi;
 
@@ -47,40 +53,79 @@ const fn tested(api: u32) -> bool {
     false
 }
 
-// From the headers (Zend/zend_vm_opcodes.h, zend_types.h, zend_compile.h, zend_API.h),
-// narrowed to the width of the fields they are compared with; the asserts prove nothing
-// is lost in the narrowing.
-pub const ZEND_NEW: u8 = ffi::ZEND_NEW as u8;
-pub const ZEND_DO_FCALL: u8 = ffi::ZEND_DO_FCALL as u8;
-pub const IS_NULL: u8 = ffi::IS_NULL as u8;
-pub const IS_STRING: u8 = ffi::IS_STRING as u8;
-pub const IS_ARRAY: u8 = ffi::IS_ARRAY as u8;
-pub const IS_OBJECT: u8 = ffi::IS_OBJECT as u8;
-pub const ZEND_INTERNAL_FUNCTION: u8 = ffi::ZEND_INTERNAL_FUNCTION as u8;
-pub const GC_NOT_COLLECTABLE: u32 = ffi::GC_NOT_COLLECTABLE;
-pub const GC_IMMUTABLE: u32 = ffi::GC_IMMUTABLE;
-pub const GC_PERSISTENT: u32 = ffi::GC_PERSISTENT;
-pub const Z_EXPECTED_STRING: u32 = ffi::_zend_expected_type_Z_EXPECTED_STRING;
-pub const Z_EXPECTED_STRING_OR_NULL: u32 = ffi::_zend_expected_type_Z_EXPECTED_STRING_OR_NULL;
-
-const fn fits_u8(value: u32) -> bool {
-    value <= u8::MAX as u32
+/// One engine shortcut, for turning it off (ini `dw_router.engine_shortcuts`) to measure
+/// what it buys: `bench/10-router.sh` counts instructions per request with each one off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Shortcut {
+    /// `get_constructor` reads the caller's opline so that a bare `new` skips the
+    /// constructor call.
+    BareNew = 1,
+    /// The lean `create_object` and `free_obj` handlers.
+    LeanObjects = 2,
+    /// The raw `__construct()` and `resolve()` handlers read arguments from the frame.
+    FrameArguments = 4,
+    /// Route arrays are persistent immutable arrays, as opcache's literals.
+    ImmutableRoutes = 8,
+    /// Each table memoises `resolve($country)`'s route array per country and region.
+    RouteMemo = 16,
 }
 
-const _: () = {
-    assert!(fits_u8(ffi::ZEND_NEW));
-    assert!(fits_u8(ffi::ZEND_DO_FCALL));
-    assert!(fits_u8(ffi::IS_NULL));
-    assert!(fits_u8(ffi::IS_STRING));
-    assert!(fits_u8(ffi::IS_ARRAY));
-    assert!(fits_u8(ffi::IS_OBJECT));
-    assert!(fits_u8(ffi::ZEND_INTERNAL_FUNCTION));
-};
+impl Shortcut {
+    /// Every shortcut, with its name in `dw_router.engine_shortcuts`.
+    pub const ALL: [(Shortcut, &'static str); 5] = [
+        (Shortcut::BareNew, "bare_new"),
+        (Shortcut::LeanObjects, "lean_objects"),
+        (Shortcut::FrameArguments, "frame_arguments"),
+        (Shortcut::ImmutableRoutes, "immutable_routes"),
+        (Shortcut::RouteMemo, "route_memo"),
+    ];
+}
+
+/// The shortcuts in use, as bits; all of them until MINIT reads the ini entry.
+static ENABLED: AtomicU8 = AtomicU8::new(u8::MAX);
+
+/// Sets the shortcuts in use from `dw_router.engine_shortcuts`: `all` (the default), `none`,
+/// or a comma-separated list of names, which leaves every other one off. Unknown names
+/// are ignored. Called once, from MINIT, before any object or table exists.
+pub fn configure(setting: &str) {
+    let setting = setting.trim().to_ascii_lowercase();
+    let bits = match setting.as_str() {
+        "all" | "1" => u8::MAX,
+        // PHP's ini parser reads `none`, `off` and `no` as the empty string.
+        "" | "none" | "0" => 0,
+        list => list
+            .split(',')
+            .filter_map(|name| {
+                Shortcut::ALL
+                    .iter()
+                    .find(|(_, known)| *known == name.trim())
+            })
+            .fold(0, |bits, (shortcut, _)| bits | *shortcut as u8),
+    };
+    ENABLED.store(bits, Ordering::Relaxed);
+}
+
+/// Whether `shortcut` is in use: on a tested PHP version (`SHORTCUTS`) and not turned off.
+#[inline(always)]
+pub fn enabled(shortcut: Shortcut) -> bool {
+    SHORTCUTS && ENABLED.load(Ordering::Relaxed) & shortcut as u8 != 0
+}
 
 /// For `php --ri dw_router`: whether the shortcuts are on, and for which API version.
 pub fn describe() -> String {
-    if SHORTCUTS {
+    let off: Vec<&str> = Shortcut::ALL
+        .iter()
+        .filter(|(shortcut, _)| !enabled(*shortcut))
+        .map(|(_, name)| *name)
+        .collect();
+    if SHORTCUTS && off.is_empty() {
         format!("on (PHP API {API_VERSION})")
+    } else if SHORTCUTS {
+        format!(
+            "on (PHP API {API_VERSION}) except {} (dw_router.engine_shortcuts)",
+            off.join(", ")
+        )
     } else if tested(API_VERSION) {
         format!("off (built with no-engine-shortcuts, PHP API {API_VERSION})")
     } else {

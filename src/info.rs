@@ -1,13 +1,10 @@
 //! The phpinfo() / `php --ri dw_router` section.
 
+use ext_php_rs::ffi::display_ini_entries;
 use ext_php_rs::zend::ModuleEntry;
 use ext_php_rs::{info_table_end, info_table_header, info_table_row, info_table_start};
 
 use crate::registry;
-
-unsafe extern "C" {
-    fn display_ini_entries(module: *mut ModuleEntry);
-}
 
 pub extern "C" fn module_info(module: *mut ModuleEntry) {
     info_table_start!();
@@ -30,7 +27,8 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
         info_table_row!("snapshot", "none used in this process yet");
     }
     for source in sources {
-        let table = source.table();
+        let loaded = source.table();
+        let table = &loaded.table;
         info_table_row!("snapshot path", source.path().to_string_lossy().as_ref());
         info_table_row!("revision", table.revision().to_string());
         info_table_row!("regions", table.region_count().to_string());

@@ -1,7 +1,9 @@
 //! The ini settings. All are PHP_INI_SYSTEM, as in yaconf: they describe the node, not
 //! the request, and fixing them at startup lets the hot path cache what it derives.
 
-use std::ffi::{CStr, c_char, c_int};
+use std::ffi::CStr;
+
+use ext_php_rs::ffi::zend_ini_string_ex;
 
 use ext_php_rs::flags::IniEntryPermission;
 use ext_php_rs::zend::{IniEntryDef, IniEntryDefs};
@@ -13,13 +15,14 @@ pub const POLL_INTERVAL_MS: &CStr = c"dw_router.poll_interval_ms";
 pub const MAX_SNAPSHOT_BYTES: &CStr = c"dw_router.max_snapshot_bytes";
 pub const TRUSTED_OWNER: &CStr = c"dw_router.trusted_owner";
 pub const PRELOAD: &CStr = c"dw_router.preload";
+pub const ENGINE_SHORTCUTS: &CStr = c"dw_router.engine_shortcuts";
 
 /// dw-agent's default `--snapshot`: a directory of the agent's own (docs/snapshot-trust.md).
 pub const DEFAULT_SNAPSHOT_PATH: &str = "/run/dw-router/routing.json";
 const DEFAULT_POLL_INTERVAL_MS: u64 = 250;
 const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
 
-pub static ENTRIES: IniEntryDefs<8> = IniEntryDefs::new([
+pub static ENTRIES: IniEntryDefs<9> = IniEntryDefs::new([
     IniEntryDef::new(
         SNAPSHOT_PATH,
         c"/run/dw-router/routing.json",
@@ -33,17 +36,10 @@ pub static ENTRIES: IniEntryDefs<8> = IniEntryDefs::new([
     // uid: by root or that user, which also admits a sticky shared directory (/dev/shm).
     IniEntryDef::new(TRUSTED_OWNER, c"", IniEntryPermission::System),
     IniEntryDef::new(PRELOAD, c"auto", IniEntryPermission::System),
+    // For measuring what each shortcut buys (see `engine`): `all`, `none`, or a list.
+    IniEntryDef::new(ENGINE_SHORTCUTS, c"all", IniEntryPermission::System),
     IniEntryDef::end(),
 ]);
-
-unsafe extern "C" {
-    fn zend_ini_string_ex(
-        name: *const c_char,
-        name_length: usize,
-        orig: c_int,
-        exists: *mut bool,
-    ) -> *mut c_char;
-}
 
 /// The current value of a registered ini entry, if it has one.
 pub fn string(name: &CStr) -> Option<String> {
@@ -72,6 +68,11 @@ pub fn snapshot_path() -> String {
     string(SNAPSHOT_PATH)
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| DEFAULT_SNAPSHOT_PATH.to_owned())
+}
+
+/// `dw_router.engine_shortcuts`, for `engine::configure`.
+pub fn engine_shortcuts() -> String {
+    string(ENGINE_SHORTCUTS).unwrap_or_default()
 }
 
 pub fn trusted_owner() -> String {

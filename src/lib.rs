@@ -5,18 +5,27 @@
 //! parsed table per path per process fresh (inotify, or a throttled stat), and exposes it
 //! to PHP.
 //!
-//! Lifecycle, kept plain: MINIT registers ini entries and, outside the CLI, parses the
-//! default snapshot once so that forked workers start warm (`preload`; no thread, no fd
-//! kept: FPM and lsphp fork after MINIT); the first RINIT installs the object handlers of
-//! the per-request fast paths (see `router`); the first router used in a process, or in a
-//! forked child, sets up its watcher; MINFO prints the state. MSHUTDOWN is not needed: a
-//! watcher thread, if any, ends with its process, and a child whose MINIT ran in its
-//! parent has nothing of its own to tear down.
+//! The lifecycle is all here, kept plain (yaconf style):
+//!
+//! - MINIT (`startup`) registers the ini entries, sets which engine shortcuts are on,
+//!   hooks the router to the watcher's reloads, installs the fork handlers and, outside
+//!   the CLI, parses the default snapshot once so that forked workers start warm
+//!   (`preload`). It starts no thread and keeps no fd: FPM and lsphp fork after MINIT.
+//! - The first RINIT (`request_startup`) installs the object handlers and method handlers
+//!   of the per-request fast paths (see `router`).
+//! - MINFO prints the state (`info`).
+//! - MSHUTDOWN is not needed: a watcher thread, if any, ends with its process, and a
+//!   child whose MINIT ran in its parent has nothing of its own to tear down.
+//!
+//! The first router used in a process, or in a forked child, sets up its watcher.
 
+mod args;
 mod engine;
 mod fork;
 mod info;
 mod ini;
+mod loaded;
+mod objects;
 mod preload;
 mod registry;
 mod route_array;
@@ -34,6 +43,18 @@ pub use crate::router::RegionRouter;
 
 fn startup(_ty: i32, module_number: i32) -> i32 {
     IniEntryDef::register(ini::ENTRIES.as_slice(), module_number);
+    engine::configure(&ini::engine_shortcuts());
+    watch::after_reloads(router::refresh_default_reader);
+    // SAFETY: the handlers only take and release this crate's locks and bump a counter
+    // (and, in the process that preloaded, check the file). glibc removes them again if
+    // the extension is unloaded.
+    unsafe {
+        libc::pthread_atfork(
+            Some(before_fork),
+            Some(after_fork_parent),
+            Some(after_fork_child),
+        );
+    }
     preload::in_minit();
     0
 }
@@ -47,6 +68,39 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
 extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
     watch::after_request();
     0
+}
+
+/// The fork `prepare` handler: holds every lock of the crate across `fork`, so that a
+/// child never inherits one held by a thread that does not exist in it.
+extern "C" fn before_fork() {
+    // Before any lock is taken: it reloads under the reload lock itself.
+    preload::before_fork();
+    // Lock order: the shared default reader (held while a resolve() may set up a watch or
+    // reload), the watcher's state and its count of watches being set up, reload, registry.
+    router::lock_for_fork();
+    watch::lock_for_fork();
+    source::lock_for_fork();
+    registry::lock_for_fork();
+}
+
+extern "C" fn after_fork_parent() {
+    release_fork_locks();
+}
+
+extern "C" fn after_fork_child() {
+    fork::forked();
+    release_fork_locks();
+}
+
+fn release_fork_locks() {
+    // SAFETY: `before_fork` took them all and forgot the guards, in this thread (the
+    // child has only the forking thread).
+    unsafe {
+        registry::unlock_after_fork();
+        source::unlock_after_fork();
+        watch::unlock_after_fork();
+        router::unlock_after_fork();
+    }
 }
 
 #[php_module]

@@ -34,7 +34,6 @@ pub fn in_minit() {
     registry::default_source().refresh();
     PRELOADED.store(true, Ordering::Relaxed);
     watch::defer_set_up_in_children();
-    fork::install_handlers();
 }
 
 /// From the fork `prepare` handler: in the process that preloaded (never in one of its

@@ -14,13 +14,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 
 use crate::ini;
-use crate::source::Source;
+use crate::source::{self, Source};
 
 /// Every source in use, and two indexes over them.
-pub struct Registry {
+struct Registry {
     sources: Vec<Weak<Source>>,
     /// A file's path, as given and as the watcher reports it, to its sources.
     at: BTreeMap<PathBuf, Vec<Weak<Source>>>,
@@ -34,27 +34,27 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     in_directory: BTreeMap::new(),
 });
 
-/// Sources dropped since the registry last pruned its dead entries. Counted without a
-/// lock: a source may be dropped on any thread, the watcher's included, at any time.
-static DROPPED: AtomicUsize = AtomicUsize::new(0);
+/// `source::dropped()` when the registry last pruned its dead entries.
+static PRUNED_AT: AtomicUsize = AtomicUsize::new(0);
 
-/// Sources dropped since the watcher last looked for directories no longer in use.
-static DROPPED_SINCE_UNWATCH: AtomicUsize = AtomicUsize::new(0);
+/// `source::dropped()` when the watcher last looked for directories no longer in use.
+static UNWATCHED_AT: AtomicUsize = AtomicUsize::new(0);
 
-/// Called from `Source`'s `Drop`.
-pub fn source_dropped() {
-    DROPPED.fetch_add(1, Ordering::Relaxed);
-    DROPPED_SINCE_UNWATCH.fetch_add(1, Ordering::Relaxed);
+/// Prunes the registry if some source was dropped since it last did.
+fn prune_if_dropped() {
+    let dropped = source::dropped();
+    if PRUNED_AT.swap(dropped, Ordering::Relaxed) != dropped {
+        REGISTRY.lock().prune();
+    }
 }
 
 /// Whether some source was dropped since the last call (the registry is pruned first).
 pub fn take_dropped() -> bool {
-    if DROPPED_SINCE_UNWATCH.swap(0, Ordering::Relaxed) == 0 {
+    let dropped = source::dropped();
+    if UNWATCHED_AT.swap(dropped, Ordering::Relaxed) == dropped {
         return false;
     }
-    if DROPPED.swap(0, Ordering::Relaxed) > 0 {
-        REGISTRY.lock().prune();
-    }
+    prune_if_dropped();
     true
 }
 
@@ -94,9 +94,7 @@ pub fn source_for(path: &[u8]) -> Arc<Source> {
 
 fn source_for_path(path: &Path) -> Arc<Source> {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
-    if DROPPED.swap(0, Ordering::Relaxed) > 0 {
-        REGISTRY.lock().prune();
-    }
+    prune_if_dropped();
     let mut registry = REGISTRY.lock();
     let found = registry.at.get(&absolute).and_then(|candidates| {
         candidates
@@ -212,12 +210,14 @@ pub fn all() -> Vec<Arc<Source>> {
     registry.sources.iter().filter_map(Weak::upgrade).collect()
 }
 
-pub fn lock_for_fork() -> MutexGuard<'static, Registry> {
-    REGISTRY.lock()
+/// Takes the registry's lock and keeps it until [`unlock_after_fork`]: from the fork
+/// `prepare` handler, so that a child never inherits it held by a thread it does not have.
+pub fn lock_for_fork() {
+    std::mem::forget(REGISTRY.lock());
 }
 
 /// # Safety
-/// Only after `lock_for_fork` whose guard was forgotten, in the same thread.
+/// Only after `lock_for_fork`, in the same thread (or in the child it forked).
 pub unsafe fn unlock_after_fork() {
     // SAFETY: upheld by the caller.
     unsafe { REGISTRY.force_unlock() }

@@ -15,30 +15,15 @@
 use std::collections::HashMap;
 use std::mem::offset_of;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicPtr, Ordering};
 
-use dw_routing::{CountryCode, Table};
-use ext_php_rs::ffi::{HashTable, zend_array, zend_string, zval};
-use ext_php_rs::types::Zval;
+use ext_php_rs::ffi::{
+    _zend_hash_init, GC_IMMUTABLE, GC_NOT_COLLECTABLE, GC_PERSISTENT, IS_ARRAY, IS_STRING,
+    zend_array, zend_hash_update, zend_string, zend_string_hash_func, zval,
+};
+use ext_php_rs::types::{ZendHashTable, Zval};
 use parking_lot::Mutex;
 
-use crate::engine::{self, GC_IMMUTABLE, GC_NOT_COLLECTABLE, GC_PERSISTENT};
-use crate::source::Loaded;
-
-unsafe extern "C" {
-    fn _zend_hash_init(
-        ht: *mut HashTable,
-        size: u32,
-        destructor: Option<unsafe extern "C" fn(*mut zval)>,
-        persistent: bool,
-    );
-    fn zend_hash_update(ht: *mut HashTable, key: *mut zend_string, value: *mut zval) -> *mut zval;
-    fn zend_string_hash_func(s: *mut zend_string) -> u64;
-}
-
-// Zend's type and GC flag values, from the headers (see `engine`).
-const IS_STRING: u32 = engine::IS_STRING as u32;
-const IS_ARRAY: u32 = engine::IS_ARRAY as u32;
+use crate::engine::{self, Shortcut};
 
 /// Past this many distinct (shard, origin) pairs, stop interning (a hostile config must
 /// not grow memory without bound).
@@ -111,11 +96,11 @@ fn build(interned: &Interned, shard: &str, origin: &str) -> RouteArray {
     }
 }
 
-/// The immutable array for (shard, origin), or None past the interning bound, or on a
-/// PHP version the engine shortcuts were not checked on (`engine::SHORTCUTS`): routes are
+/// The immutable array for (shard, origin), or None past the interning bound, or when
+/// the shortcut is off (on a PHP version it was not checked on, see `engine`): routes are
 /// then built per call.
 fn intern(shard: &str, origin: &str) -> Option<RouteArray> {
-    if !engine::SHORTCUTS {
+    if !engine::enabled(Shortcut::ImmutableRoutes) {
         return None;
     }
     let mut guard = INTERNED.lock();
@@ -136,6 +121,7 @@ fn intern(shard: &str, origin: &str) -> Option<RouteArray> {
     Some(array)
 }
 
+#[inline(always)]
 fn set_array(retval: &mut Zval, array: RouteArray) {
     // An immutable array is returned without the refcounted flag (IS_ARRAY, not
     // IS_ARRAY_EX), as ZVAL_ARR on an opcache literal would.
@@ -143,103 +129,8 @@ fn set_array(retval: &mut Zval, array: RouteArray) {
     retval.u1.type_info = IS_ARRAY;
 }
 
-/// One slot per (region, origin) of a table: the route array handed out for it, filled
-/// on first use. And memos of `resolve($country)` with no sticky key, which is a function
-/// of the table and the country alone, so the common call skips the pick after the first
-/// time: one per country code (found by direct index, present or not) and one per region
-/// (for a country that names its region exactly). Atomic, so threads of a ZTS build can
-/// share them.
-pub struct RouteSlots {
-    first_slot: Box<[u32]>,
-    slots: Box<[AtomicPtr<zend_array>]>,
-    by_country: Box<[AtomicPtr<zend_array>]>,
-    by_region: Box<[AtomicPtr<zend_array>]>,
-}
-
-impl RouteSlots {
-    pub fn for_table(table: &Table) -> RouteSlots {
-        let mut first_slot = Vec::with_capacity(table.region_count());
-        let mut total = 0u32;
-        for index in 0..table.region_count() as u32 {
-            first_slot.push(total);
-            let origins = table.region_at(index).map_or(0, |r| r.origins().len());
-            total = total.saturating_add(origins as u32);
-        }
-        RouteSlots {
-            first_slot: first_slot.into_boxed_slice(),
-            slots: empty_slots(total as usize),
-            by_country: empty_slots(CountryCode::COUNT),
-            by_region: empty_slots(table.region_count()),
-        }
-    }
-
-    /// The memo of `resolve(country)` without a sticky key, if `country` has one: a
-    /// country code, or the exact geo of a region.
-    #[inline(always)]
-    pub fn memo(&self, table: &Table, country: &[u8]) -> Option<&AtomicPtr<zend_array>> {
-        match CountryCode::of(country) {
-            Some(code) => self.by_country.get(code.index()),
-            None => self.by_region.get(table.region_index(country)? as usize),
-        }
-    }
-
-    fn slot(&self, region: u32, origin: u32) -> Option<&AtomicPtr<zend_array>> {
-        let first = *self.first_slot.get(region as usize)?;
-        self.slots.get(first.checked_add(origin)? as usize)
-    }
-}
-
-fn empty_slots(count: usize) -> Box<[AtomicPtr<zend_array>]> {
-    (0..count)
-        .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-        .collect()
-}
-
-/// Sets `retval` to `array`, a route array this module handed out before (from a memo).
-#[inline(always)]
-pub fn set_memoized_route(retval: &mut Zval, array: *mut zend_array) {
-    set_array(retval, RouteArray(array));
-}
-
-/// Sets `retval` to the route for (`region`, `origin`) of `loaded`. Returns the immutable
-/// array it used, which lives as long as the process; None when the route was built for
-/// this call only (past the interning bound).
-#[inline(always)]
-pub fn set_table_route(
-    retval: &mut Zval,
-    loaded: &Loaded,
-    region: u32,
-    origin: u32,
-) -> Option<*mut zend_array> {
-    let slot = loaded.routes.slot(region, origin);
-    if let Some(slot) = slot {
-        let array = slot.load(Ordering::Acquire);
-        if !array.is_null() {
-            set_array(retval, RouteArray(array));
-            return Some(array);
-        }
-    }
-    let (shard, origin_name) = (
-        loaded.region_shard(region),
-        loaded.region_origin(region, origin),
-    );
-    match intern(shard, origin_name) {
-        Some(array) => {
-            if let Some(slot) = slot {
-                slot.store(array.0, Ordering::Release);
-            }
-            set_array(retval, array);
-            Some(array.0)
-        }
-        None => {
-            crate::values::set_route(retval, shard, origin_name);
-            None
-        }
-    }
-}
-
 /// Sets `retval` to the fail-open route from the ini settings; returns the array as
-/// [`set_table_route`] does.
+/// [`set_route`] does.
 pub fn set_fallback_route(retval: &mut Zval) -> Option<*mut zend_array> {
     static FALLBACK: OnceLock<Option<usize>> = OnceLock::new();
     let array = FALLBACK.get_or_init(|| {
@@ -254,8 +145,37 @@ pub fn set_fallback_route(retval: &mut Zval) -> Option<*mut zend_array> {
         }
         None => {
             let (shard, origin) = crate::ini::fallback();
-            crate::values::set_route(retval, shard, origin);
+            set_built_route(retval, shard, origin);
             None
         }
     }
+}
+
+/// Sets `retval` to the route array for (`shard`, `origin`): the immutable one, which is
+/// returned for the caller to remember, or one built for this call only (None).
+pub fn set_route(retval: &mut Zval, shard: &str, origin: &str) -> Option<*mut zend_array> {
+    match intern(shard, origin) {
+        Some(array) => {
+            set_array(retval, array);
+            Some(array.0)
+        }
+        None => {
+            set_built_route(retval, shard, origin);
+            None
+        }
+    }
+}
+
+/// Sets `retval` to `array`, an immutable route array [`set_route`] returned before.
+#[inline(always)]
+pub fn set_immutable_route(retval: &mut Zval, array: *mut zend_array) {
+    set_array(retval, RouteArray(array));
+}
+
+/// Sets `retval` to a new `['shard' => $shard, 'origin' => $origin]`.
+pub fn set_built_route(retval: &mut Zval, shard: &str, origin: &str) {
+    let mut route = ZendHashTable::with_capacity(2);
+    let _ = route.insert("shard", shard);
+    let _ = route.insert("origin", origin);
+    retval.set_hashtable(route);
 }

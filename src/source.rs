@@ -9,7 +9,7 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
@@ -17,43 +17,22 @@ use dw_routing::Table;
 use parking_lot::Mutex;
 
 use crate::fork;
-use crate::route_array::RouteSlots;
+use crate::loaded::Loaded;
+use crate::sigbus;
 use crate::trust;
 
-/// A parsed table with the route arrays handed out for it.
-pub struct Loaded {
-    pub table: Table,
-    pub routes: RouteSlots,
-}
+/// Serialises reloads (the watcher thread's and the requests'); held across `fork` (see
+/// `lock_for_fork`).
+static RELOAD_LOCK: Mutex<()> = Mutex::new(());
 
-/// How many `Loaded` tables exist in this process (see [`tables_in_process`]).
-static TABLES_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
+/// How many sources this process has dropped, ever: the registry compares it with what it
+/// last saw to know when to prune its entries. Counted without a lock: a source may be
+/// dropped on any thread, the watcher's included, at any time.
+static DROPPED: AtomicUsize = AtomicUsize::new(0);
 
-/// The parsed tables this process holds: each source's current one, plus any that a
-/// router still answers from after a reload replaced it (until its next call).
-pub fn tables_in_process() -> u64 {
-    TABLES_IN_PROCESS.load(Ordering::Relaxed)
-}
-
-impl Loaded {
-    fn new(table: Table) -> Loaded {
-        let routes = RouteSlots::for_table(&table);
-        TABLES_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
-        Loaded { table, routes }
-    }
-}
-
-impl Drop for Loaded {
-    fn drop(&mut self) {
-        TABLES_IN_PROCESS.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl std::ops::Deref for Loaded {
-    type Target = Table;
-    fn deref(&self) -> &Table {
-        &self.table
-    }
+/// See [`DROPPED`].
+pub fn dropped() -> usize {
+    DROPPED.load(Ordering::Relaxed)
 }
 
 /// How a source learns that its file changed.
@@ -129,8 +108,7 @@ pub struct Source {
 
 impl Drop for Source {
     fn drop(&mut self) {
-        // No lock here: a source may be dropped on any thread (see `registry`).
-        crate::registry::source_dropped();
+        DROPPED.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -230,7 +208,6 @@ impl Source {
         let parent = self.path.parent()?;
         let directory = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
         self.watched.store(Some(Arc::new(directory.clone())));
-        crate::registry::index_watched_directory(self, &directory);
         Some(directory)
     }
 
@@ -282,7 +259,7 @@ impl Source {
     /// Re-reads the file if it is not the version last looked at. A file that cannot be
     /// used keeps the table in use (last known good) and counts one failed load.
     pub fn refresh(&self) {
-        let _reload = crate::watch::RELOAD_LOCK.lock();
+        let _reload = RELOAD_LOCK.lock();
         self.refresh_locked();
     }
 
@@ -361,10 +338,23 @@ impl Source {
         let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| format!("mmap: {e}"))?;
         // Regions whose value did not change are reused, not parsed again.
         let previous = self.loaded.load();
-        crate::sigbus::read_guarded(&map, |bytes| Table::parse_after(bytes, &previous.table))
+        sigbus::read_guarded(&map, |bytes| Table::parse_after(bytes, &previous.table))
             .map_err(|_| {
                 "the file was truncated while being read (rewritten in place?)".to_string()
             })?
             .map_err(|e| e.to_string())
     }
+}
+
+/// Takes the reload lock and keeps it until [`unlock_after_fork`]: from the fork `prepare`
+/// handler, so that a child never inherits it held by a thread it does not have.
+pub fn lock_for_fork() {
+    std::mem::forget(RELOAD_LOCK.lock());
+}
+
+/// # Safety
+/// Only after `lock_for_fork`, in the same thread (or in the child it forked).
+pub unsafe fn unlock_after_fork() {
+    // SAFETY: upheld by the caller.
+    unsafe { RELOAD_LOCK.force_unlock() }
 }

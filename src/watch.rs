@@ -4,15 +4,18 @@
 //! would lose, so the watcher watches the file's directory and filters by name. Events
 //! that only report a read (an open, or a close after reading: every worker's own reloads
 //! make them) are ignored. One process-wide watcher (one thread, one inotify instance)
-//! serves every directory. When
-//! inotify cannot be had (`fs.inotify.max_user_instances` exhausted by many workers, a
-//! missing directory), the source falls back to a stat at most every
-//! `dw_router.poll_interval_ms`, checked by the requests themselves.
+//! serves every directory. When inotify cannot be had (`fs.inotify.max_user_instances`
+//! exhausted by many workers, a missing directory), the source falls back to a stat at
+//! most every `dw_router.poll_interval_ms`, checked by the requests themselves.
+//!
+//! After the watcher's thread has reloaded, it calls the hook set with [`after_reloads`]
+//! (the router moves its shared reader to the new table there), so this module knows
+//! nothing of what uses the sources.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use notify::{INotifyWatcher, RecursiveMode, Watcher as _};
@@ -22,7 +25,7 @@ use crate::fork;
 use crate::registry;
 use crate::source::{Mechanism, Source};
 
-pub struct WatchState {
+struct WatchState {
     generation: u64,
     epoch: u64,
     watcher: Option<INotifyWatcher>,
@@ -33,7 +36,7 @@ pub struct WatchState {
 
 /// The watcher state. Never held while a reload runs: `watch()` waits for the watcher's
 /// thread, which may itself be waiting for the reload lock inside `on_event`.
-pub static WATCH_STATE: Mutex<WatchState> = Mutex::new(WatchState {
+static WATCH_STATE: Mutex<WatchState> = Mutex::new(WatchState {
     generation: 0,
     epoch: 0,
     watcher: None,
@@ -44,13 +47,10 @@ pub static WATCH_STATE: Mutex<WatchState> = Mutex::new(WatchState {
 /// Bumped when a watched directory goes away: the watcher's list of directories is stale.
 static WATCH_EPOCH: AtomicU64 = AtomicU64::new(0);
 
-/// Serialises reloads (the watcher thread's and the requests'); held across `fork`.
-pub static RELOAD_LOCK: Mutex<()> = Mutex::new(());
-
 /// Watches being set up on a thread of their own, and those waiting for the end of the
 /// request (see `start_watching`), in the fork generation they belong to. Held across
-/// `fork` (see `fork`), like the other locks here.
-pub static SETTING_UP: Mutex<SetUps> = Mutex::new(SetUps {
+/// `fork` (see `lock_for_fork`), like the other locks here.
+static SETTING_UP: Mutex<SetUps> = Mutex::new(SetUps {
     generation: 0,
     running: 0,
     deferred: Vec::new(),
@@ -64,7 +64,7 @@ static DEFER_IN_CHILDREN: AtomicBool = AtomicBool::new(false);
 /// Whether some set-up waits for the end of the request: RSHUTDOWN reads only this.
 static DEFERRED_PENDING: AtomicBool = AtomicBool::new(false);
 
-pub struct SetUps {
+struct SetUps {
     generation: u64,
     /// Threads setting a watch up now.
     running: usize,
@@ -88,6 +88,33 @@ impl SetUps {
 /// at the end of their first request, not in its first `resolve()`.
 pub fn defer_set_up_in_children() {
     DEFER_IN_CHILDREN.store(true, Ordering::Relaxed);
+}
+
+/// Called on the watcher's thread after the reloads an event caused.
+static AFTER_RELOADS: OnceLock<fn()> = OnceLock::new();
+
+/// Sets the function the watcher's thread calls after the reloads of each event; once,
+/// from MINIT.
+pub fn after_reloads(hook: fn()) {
+    let _ = AFTER_RELOADS.set(hook);
+}
+
+/// Takes this module's locks (the watcher state, then the count of watches being set up)
+/// and keeps them until [`unlock_after_fork`]: from the fork `prepare` handler, so that a
+/// child never inherits one held by a thread it does not have.
+pub fn lock_for_fork() {
+    std::mem::forget(WATCH_STATE.lock());
+    std::mem::forget(SETTING_UP.lock());
+}
+
+/// # Safety
+/// Only after `lock_for_fork`, in the same thread (or in the child it forked).
+pub unsafe fn unlock_after_fork() {
+    // SAFETY: upheld by the caller.
+    unsafe {
+        SETTING_UP.force_unlock();
+        WATCH_STATE.force_unlock();
+    }
 }
 
 /// Makes sure `source` is fresh enough to answer: set up its watch in this process if
@@ -116,7 +143,6 @@ pub fn ensure_fresh(source: &Arc<Source>) {
 /// already parsed and was checked against the file just now.
 #[cold]
 fn start_watching(source: &Arc<Source>) {
-    fork::install_handlers();
     let generation = fork::generation();
     source.mark_watched_here(generation);
     source.set_mechanism(Mechanism::Poll);
@@ -170,8 +196,8 @@ fn set_up_finished(generation: u64) {
     SET_UP_DONE.notify_all();
 }
 
-/// Waits (up to two seconds) until the watches being set up in this process exist, so
-/// that `stats()`, `reload()` and phpinfo report the mechanism in use, not the interim poll.
+/// Waits (up to two seconds) until the watches being set up in this process exist, so that
+/// `stats()`, `reload()` and phpinfo report the mechanism in use, not the interim poll.
 pub fn settle() {
     after_request();
     let generation = fork::generation();
@@ -223,6 +249,7 @@ fn watch_directory(state: &mut WatchState, source: &Source) -> Mechanism {
     let Some(directory) = source.watched_directory() else {
         return Mechanism::Poll;
     };
+    registry::index_watched_directory(source, &directory);
     if state.directories.contains(&directory) {
         return Mechanism::Inotify;
     }
@@ -302,7 +329,9 @@ fn on_event(event: notify::Result<notify::Event>) {
         for source in sources {
             source.refresh();
         }
-        crate::router::refresh_default_reader();
+        if let Some(hook) = AFTER_RELOADS.get() {
+            hook();
+        }
     }));
 }
 

@@ -293,6 +293,41 @@ $p(sprintf(
     instr($irNet(250, 'floor_request')),
 ), '');
 
+// What each engine shortcut buys: parts 2-4 are the empty, resolve and per-request loops.
+$ablationPlan = read_json("$raw/cg-ablation.plan.json");
+$ablation = [];
+foreach (['all', 'bare_new', 'lean_objects', 'frame_arguments', 'immutable_routes', 'route_memo', 'none'] as $off) {
+    if (read_json("$raw/cg-ablation-$off.order.json") !== ['empty', 'ext', 'ext_request']) {
+        fail("unexpected cg-ablation-$off order");
+    }
+    $empty = callgrind_total("$raw/cg-ablation-$off.out.2") / $ablationPlan['empty'];
+    $ablation[$off] = [
+        'call' => callgrind_total("$raw/cg-ablation-$off.out.3") / $ablationPlan['ext'] - $empty,
+        'request' => callgrind_total("$raw/cg-ablation-$off.out.4") / $ablationPlan['ext_request'] - $empty,
+    ];
+}
+$p(
+    'What each engine shortcut buys (`src/engine.rs`; callgrind instructions, 250 regions, net of the empty '
+    . 'loop), measured by turning it off alone with `dw_router.engine_shortcuts`:',
+    '',
+    '| shortcuts | `resolve()` per call | per request | per request, cost of turning it off |',
+    '|---|---:|---:|---:|',
+);
+$names = [
+    'all' => 'all on',
+    'bare_new' => 'without `bare_new` (the constructor call is skipped by reading the caller\'s opline)',
+    'lean_objects' => 'without `lean_objects` (lean `create_object` and `free_obj`)',
+    'frame_arguments' => 'without `frame_arguments` (raw handlers read their arguments from the frame)',
+    'immutable_routes' => 'without `immutable_routes` (route arrays immutable, as opcache literals)',
+    'route_memo' => 'without `route_memo` (the route array memoised per country and region)',
+    'none' => 'none (the ordinary paths, as on an untested PHP version)',
+];
+foreach ($ablation as $off => $row) {
+    $cost = $off === 'all' ? '' : '+' . instr($row['request'] - $ablation['all']['request']);
+    $p(sprintf('| %s | %s | %s | %s |', $names[$off], instr($row['call']), instr($row['request']), $cost));
+}
+$p('');
+
 if ($jit !== null) {
     $jm = static fn (string $v): float => (float) $jit['median'][$v] - (float) $jit['median']['empty'];
     $p(

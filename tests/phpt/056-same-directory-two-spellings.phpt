@@ -12,14 +12,15 @@ symlink("$dir/real", "$dir/link");
 foreach (['a', 'b', 'c'] as $name) {
     dw_publish("$dir/real/$name.json", 1, []);
 }
-// (A pause between constructions lets the watcher drain its events: a router for another
-// directory while it is busy is 059's subject, not this test's.)
+// Each router's watch exists before the next router is made (a router for another
+// directory while the watcher is busy is 059's subject, not this test's).
+$watched = fn (RegionRouter $router) => dw_wait_until(fn () => $router->stats()['reload_mechanism'] === 'inotify');
 $a = new RegionRouter("$dir/real/a.json");
-usleep(100000);
+var_dump($watched($a));
 $b = new RegionRouter("$dir/link/b.json");        // the same directory through a symlink
-usleep(100000);
+var_dump($watched($b));
 $c = new RegionRouter("$dir/real/sub/../c.json"); // and with a ".." segment
-var_dump($a->stats()['reload_mechanism'], $b->stats()['reload_mechanism'], $c->stats()['reload_mechanism']);
+var_dump($watched($c));
 foreach (['a', 'b', 'c'] as $name) {
     dw_publish("$dir/real/$name.json", 2, []);
 }
@@ -33,9 +34,9 @@ require __DIR__ . '/fixtures/helpers.inc';
 dw_clean(__FILE__);
 ?>
 --EXPECT--
-string(7) "inotify"
-string(7) "inotify"
-string(7) "inotify"
+bool(true)
+bool(true)
+bool(true)
 a: true
 b: true
 c: true

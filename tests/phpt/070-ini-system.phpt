@@ -12,6 +12,7 @@ $defaults = [
     'dw_router.max_snapshot_bytes' => '67108864',
     'dw_router.trusted_owner' => '',
     'dw_router.preload' => 'auto',
+    'dw_router.engine_shortcuts' => 'all',
 ];
 $all = ini_get_all('dw_router');
 $names = array_keys($all);
@@ -53,6 +54,8 @@ dw_router.trusted_owner        get=true global=true local=true access=SYSTEM
 dw_router.trusted_owner        ini_set=false still=true
 dw_router.preload              get=true global=true local=true access=SYSTEM
 dw_router.preload              ini_set=false still=true
+dw_router.engine_shortcuts     get=true global=true local=true access=SYSTEM
+dw_router.engine_shortcuts     ini_set=false still=true
 string(4) "us-1"
 string(27) "/run/dw-router/routing.json"
 string(27) "/run/dw-router/routing.json"

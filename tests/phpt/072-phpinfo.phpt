@@ -76,6 +76,7 @@ loads => 2
 failed loads => 1
 last error => snapshot: unsupported format 2 (this reader knows 1)
 Directive => Local Value => Master Value
+dw_router.engine_shortcuts => all => all
 dw_router.fallback_origin => iad-a => iad-a
 dw_router.fallback_shard => info-shard => info-shard
 dw_router.max_snapshot_bytes => 67108864 => 67108864

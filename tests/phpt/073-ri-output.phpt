@@ -44,4 +44,5 @@ dw_router.poll_interval_ms => 75 => 75
 dw_router.max_snapshot_bytes => 67108864 => 67108864
 dw_router.trusted_owner => no value => no value
 dw_router.preload => auto => auto
+dw_router.engine_shortcuts => all => all
 bool(true)

@@ -32,22 +32,19 @@ pub struct Policy {
     /// `"rendezvous"` selects [`PickMode::Rendezvous`]; anything else, unknown modes
     /// included, keeps [`PickMode::Legacy`] so a typo moves no traffic.
     pub pick: PickMode,
-    /// The whole object as written, known fields and unknown ones, in document order, read
-    /// as PHP's `json_decode()` reads it, except that a number beyond the double range
-    /// (PHP: ±INF) is null here; [`Policy::source`] has the exact text.
-    pub raw: Map<String, Value>,
-    /// The value's JSON text as the snapshot holds it; empty for the defaults.
+    /// The value's JSON text as the snapshot holds it, known fields and unknown ones;
+    /// empty for the defaults.
     source: String,
 }
 
-/// Equal when they mean the same: the source text's spelling (spaces, escapes) is not
-/// compared.
+/// Equal when they mean the same: the whole object is compared as read, not the source
+/// text's spelling (spaces, escapes).
 impl PartialEq for Policy {
     fn eq(&self, other: &Policy) -> bool {
         self.default == other.default
             && self.failover == other.failover
             && self.pick == other.pick
-            && self.raw == other.raw
+            && self.object() == other.object()
     }
 }
 
@@ -57,7 +54,6 @@ impl Default for Policy {
             default: DEFAULT_GEO.to_owned(),
             failover: Vec::new(),
             pick: PickMode::Legacy,
-            raw: Map::new(),
             source: String::new(),
         }
     }
@@ -89,15 +85,10 @@ impl Policy {
             Some(mode) if mode == "rendezvous" => PickMode::Rendezvous,
             _ => PickMode::Legacy,
         };
-        let raw = members
-            .iter()
-            .map(|(name, member)| (name.clone(), json::to_value(member.get())))
-            .collect();
         Ok(Policy {
             default,
             failover,
             pick,
-            raw,
             source: text.to_owned(),
         })
     }
@@ -106,6 +97,15 @@ impl Policy {
     /// defaults apply), for a reader that wants to decode it with PHP itself.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The whole object, in document order, read as PHP's `json_decode()` reads it, except
+    /// that a number beyond the double range (PHP: ±INF) is null here.
+    fn object(&self) -> Value {
+        if self.source.is_empty() {
+            return Value::Object(Map::new());
+        }
+        json::to_value(&self.source)
     }
 }
 
@@ -123,7 +123,7 @@ mod tests {
         assert_eq!(policy.default, "US");
         assert!(policy.failover.is_empty());
         assert_eq!(policy.pick, PickMode::Legacy);
-        assert!(policy.raw.is_empty());
+        assert_eq!(policy.object(), serde_json::json!({}));
         let empty = self::policy("{}");
         assert_eq!(empty, Policy::default());
     }
@@ -137,7 +137,13 @@ mod tests {
         assert_eq!(policy.default, "DE");
         assert_eq!(policy.failover, ["GB", "US"]);
         assert_eq!(policy.pick, PickMode::Rendezvous);
-        let names: Vec<&str> = policy.raw.keys().map(String::as_str).collect();
+        let object = policy.object();
+        let names: Vec<&str> = object
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(
             names,
             [
@@ -149,8 +155,8 @@ mod tests {
                 "aa"
             ]
         );
-        assert_eq!(policy.raw["zz"], serde_json::json!({"nested": [1, 2]}));
-        assert_eq!(policy.raw["honor_client_hints"], Value::Bool(false));
+        assert_eq!(object["zz"], serde_json::json!({"nested": [1, 2]}));
+        assert_eq!(object["honor_client_hints"], Value::Bool(false));
         assert!(policy.source().starts_with(r#"{"default":"DE""#));
         assert_eq!(Policy::default().source(), "");
     }
@@ -161,7 +167,11 @@ mod tests {
         assert_eq!(policy.default, "US");
         assert!(policy.failover.is_empty());
         assert_eq!(policy.pick, PickMode::Legacy);
-        assert_eq!(policy.raw.len(), 3, "the raw object keeps them as written");
+        assert_eq!(
+            policy.object().as_object().unwrap().len(),
+            3,
+            "the whole object keeps them as written"
+        );
         for default in ["null", "true", "[\"DE\"]", "{}"] {
             assert_eq!(
                 self::policy(&format!(r#"{{"default":{default}}}"#)).default,

@@ -1,0 +1,144 @@
+//! A parsed table with the route arrays handed out for it, and `resolve()`'s answer from
+//! the two.
+//!
+//! The answer to `resolve($country)` without a sticky key is a function of the table and
+//! the country alone, so each table memoises it (an immutable route array from
+//! `route_array`) per country code and per region: after the first time, the common call is
+//! one index and one load.
+
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use dw_routing::{CountryCode, Route, Table};
+use ext_php_rs::ffi::zend_array;
+use ext_php_rs::types::Zval;
+
+use crate::engine::{self, Shortcut};
+use crate::route_array;
+
+/// A parsed table with the route arrays handed out for it.
+pub struct Loaded {
+    pub table: Table,
+    routes: RouteSlots,
+}
+
+/// How many `Loaded` tables exist in this process (see [`tables_in_process`]).
+static TABLES_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
+
+/// The parsed tables this process holds: each source's current one, plus any that a
+/// router still answers from after a reload replaced it (until its next call).
+pub fn tables_in_process() -> u64 {
+    TABLES_IN_PROCESS.load(Ordering::Relaxed)
+}
+
+impl Loaded {
+    pub fn new(table: Table) -> Loaded {
+        let routes = RouteSlots::for_table(&table);
+        TABLES_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
+        Loaded { table, routes }
+    }
+
+    /// Sets `retval` to the route array for `country`: the memo's when there is one, else
+    /// the one the core resolves (remembered in the memo when it is immutable).
+    #[inline(always)]
+    pub fn answer(&self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
+        let memo = match sticky_key {
+            None => self.routes.memo(&self.table, country),
+            Some(_) => None,
+        };
+        if let Some(memo) = memo {
+            let array = memo.load(Ordering::Acquire);
+            if !array.is_null() {
+                route_array::set_immutable_route(retval, array);
+                return;
+            }
+        }
+        let array = match self.table.resolve(country, sticky_key) {
+            Some(route) => self.set_route(retval, &route),
+            None => route_array::set_fallback_route(retval),
+        };
+        if let (Some(memo), Some(array)) = (memo, array) {
+            memo.store(array, Ordering::Release);
+        }
+    }
+
+    /// Sets `retval` to `route`'s array, from its slot once it has been handed out. Returns
+    /// the immutable array it used, which lives as long as the process; None when the
+    /// route was built for this call only.
+    #[inline(always)]
+    fn set_route(&self, retval: &mut Zval, route: &Route<'_>) -> Option<*mut zend_array> {
+        let slot = self.routes.slot(route.region_index, route.origin_index);
+        if let Some(slot) = slot {
+            let array = slot.load(Ordering::Acquire);
+            if !array.is_null() {
+                route_array::set_immutable_route(retval, array);
+                return Some(array);
+            }
+        }
+        let array = route_array::set_route(retval, route.shard, route.origin)?;
+        if let Some(slot) = slot {
+            slot.store(array, Ordering::Release);
+        }
+        Some(array)
+    }
+}
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        TABLES_IN_PROCESS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One slot per (region, origin) of a table: the route array handed out for it, filled
+/// on first use. And memos of `resolve($country)` with no sticky key, which is a function
+/// of the table and the country alone, so the common call skips the pick after the first
+/// time: one per country code (found by direct index, present or not) and one per region
+/// (for a country that names its region exactly). Atomic, so threads of a ZTS build can
+/// share them.
+struct RouteSlots {
+    first_slot: Box<[u32]>,
+    slots: Box<[AtomicPtr<zend_array>]>,
+    by_country: Box<[AtomicPtr<zend_array>]>,
+    by_region: Box<[AtomicPtr<zend_array>]>,
+}
+
+impl RouteSlots {
+    fn for_table(table: &Table) -> RouteSlots {
+        let mut first_slot = Vec::with_capacity(table.region_count());
+        let mut total = 0u32;
+        for index in 0..table.region_count() as u32 {
+            first_slot.push(total);
+            let origins = table.region_at(index).map_or(0, |r| r.origins().len());
+            total = total.saturating_add(origins as u32);
+        }
+        // With the memo off, both memos are empty: `memo` then finds nothing, at no cost
+        // to the path that checks it.
+        let memo = engine::enabled(Shortcut::RouteMemo);
+        RouteSlots {
+            first_slot: first_slot.into_boxed_slice(),
+            slots: empty_slots(total as usize),
+            by_country: empty_slots(if memo { CountryCode::COUNT } else { 0 }),
+            by_region: empty_slots(if memo { table.region_count() } else { 0 }),
+        }
+    }
+
+    /// The memo of `resolve(country)` without a sticky key, if `country` has one: a
+    /// country code, or the exact geo of a region.
+    #[inline(always)]
+    fn memo(&self, table: &Table, country: &[u8]) -> Option<&AtomicPtr<zend_array>> {
+        match CountryCode::of(country) {
+            Some(code) => self.by_country.get(code.index()),
+            None => self.by_region.get(table.region_index(country)? as usize),
+        }
+    }
+
+    fn slot(&self, region: u32, origin: u32) -> Option<&AtomicPtr<zend_array>> {
+        let first = *self.first_slot.get(region as usize)?;
+        self.slots.get(first.checked_add(origin)? as usize)
+    }
+}
+
+fn empty_slots(count: usize) -> Box<[AtomicPtr<zend_array>]> {
+    (0..count)
+        .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+        .collect()
+}
