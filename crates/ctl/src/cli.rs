@@ -1,9 +1,9 @@
 //! The command line: every subcommand, its flags, and help that shows how to use it.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Arg, Args, Parser, Subcommand, ValueEnum};
+use dw_etcd::EtcdArgs;
 
 use crate::etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
 use crate::fleet::{Wait, parse_wait};
@@ -36,10 +36,13 @@ Examples:
   dwctl drain fra-a --wait=30s --quorum 95
   dwctl status --labels dc=fra
 
-Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_USER, DWCTL_PASSWORD,\nDWCTL_CACERT, DWCTL_CERT, DWCTL_KEY. Guide: docs/dwctl.md.";
+Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_NODES_PREFIX,
+DWCTL_USER, DWCTL_PASSWORD, DWCTL_PASSWORD_FILE, DWCTL_CACERT, DWCTL_CERT, DWCTL_KEY,
+DWCTL_DIAL_TIMEOUT, DWCTL_REQUEST_TIMEOUT. Guide: docs/dwctl.md.";
 
 #[derive(Debug, Parser)]
 #[command(name = "dwctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
+#[command(mut_args(EtcdArgs::env("DWCTL_")), mut_args(dwctl_connection_flag))]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -47,17 +50,28 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The shared connection flags as dwctl takes them: on every subcommand, a local etcd by
+/// default, a 5 s request deadline (`--timeout` is its older name, in seconds).
+fn dwctl_connection_flag(arg: Arg) -> Arg {
+    match arg.get_id().as_str() {
+        "endpoints" => arg
+            .required(false)
+            .default_value("http://127.0.0.1:2379")
+            .global(true),
+        "request_timeout" => arg
+            .default_value("5s")
+            .visible_alias("timeout")
+            .global(true),
+        id if EtcdArgs::IDS.contains(&id) => arg.global(true),
+        _ => arg,
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// etcd endpoints, comma-separated.
-    #[arg(
-        long,
-        env = "DWCTL_ENDPOINTS",
-        value_delimiter = ',',
-        default_value = "http://127.0.0.1:2379",
-        global = true
-    )]
-    pub endpoints: Vec<String>,
+    /// How to reach etcd (the flags `dw-agent` takes too).
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
     /// The routing prefix the edge agents mirror.
     #[arg(long, env = "DWCTL_PREFIX", default_value = dw_routing::DEFAULT_PREFIX, global = true)]
     pub prefix: String,
@@ -67,30 +81,12 @@ pub struct GlobalArgs {
     /// Where the agents report (outside --prefix).
     #[arg(long, env = "DWCTL_NODES_PREFIX", default_value = DEFAULT_NODES_PREFIX, global = true)]
     pub nodes_prefix: String,
-    /// etcd user (with --password).
-    #[arg(long, env = "DWCTL_USER", global = true)]
-    pub user: Option<String>,
-    /// etcd password (with --user).
-    #[arg(long, env = "DWCTL_PASSWORD", hide_env_values = true, global = true)]
-    pub password: Option<String>,
-    /// CA bundle (PEM) to verify etcd's TLS certificate; switches to TLS.
-    #[arg(long, env = "DWCTL_CACERT", global = true)]
-    pub cacert: Option<PathBuf>,
-    /// Client certificate (PEM) for mutual TLS, with --key.
-    #[arg(long, env = "DWCTL_CERT", global = true)]
-    pub cert: Option<PathBuf>,
-    /// Client private key (PEM) for mutual TLS, with --cert.
-    #[arg(long, env = "DWCTL_KEY", global = true)]
-    pub key: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text", global = true)]
     pub output: OutputFormat,
     /// Attempts of a guarded write before giving up with exit code 3.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100), global = true)]
     pub retries: u32,
-    /// Deadline of each etcd request, in seconds.
-    #[arg(long, default_value_t = 5.0, global = true)]
-    pub timeout: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,7 +1,6 @@
 //! The one-shot commands: read etcd, plan, write one guarded transaction, report.
 
 use std::io::Read;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -13,7 +12,7 @@ use crate::cli::{
 use crate::clock::{now_rfc3339, operator};
 use crate::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::error::Error;
-use crate::etcd::{EtcdConfig, Layout};
+use crate::etcd::Layout;
 use crate::output::{Outcome, Reporter, render_changes};
 use crate::record::SOURCE_CLI;
 use crate::shutdown::Shutdown;
@@ -23,7 +22,7 @@ use crate::value::{PolicyValue, RegionValue};
 /// What every command needs: how to reach etcd, where the keys are, how to retry.
 #[derive(Debug, Clone)]
 pub struct Context {
-    pub etcd: EtcdConfig,
+    pub etcd: dw_etcd::EtcdOptions,
     pub layout: Layout,
     pub retry: RetryPolicy,
     pub output: OutputFormat,
@@ -31,21 +30,8 @@ pub struct Context {
 
 impl Context {
     pub fn from_args(global: &GlobalArgs) -> Result<Context, Error> {
-        if !(global.timeout.is_finite() && global.timeout > 0.0) {
-            return Err(Error::Usage(
-                "--timeout must be a positive number of seconds".into(),
-            ));
-        }
         Ok(Context {
-            etcd: EtcdConfig {
-                endpoints: global.endpoints.clone(),
-                user: global.user.clone(),
-                password: global.password.clone(),
-                cacert: global.cacert.clone(),
-                cert: global.cert.clone(),
-                key: global.key.clone(),
-                timeout: Duration::from_secs_f64(global.timeout),
-            },
+            etcd: global.etcd.clone().into_options()?,
             layout: Layout::new(&global.prefix, &global.control_prefix)?
                 .with_nodes(&global.nodes_prefix)?,
             retry: RetryPolicy {

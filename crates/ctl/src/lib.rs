@@ -21,7 +21,6 @@
 //!   [`run_health`]); the binary only wires SIGTERM/SIGINT to [`Shutdown`].
 
 mod apply;
-mod backoff;
 mod cli;
 mod clock;
 mod commands;
@@ -41,6 +40,8 @@ mod state;
 mod value;
 mod weights;
 
+pub use dw_etcd::EtcdOptions;
+
 pub use crate::{
     apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
     cli::{Cli, Command, OutputFormat, WaitArgs},
@@ -48,7 +49,7 @@ pub use crate::{
     commands::{Context, run_command},
     drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
     error::{Error, FieldError},
-    etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, EtcdConfig, Layout},
+    etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
     fleet::{EXIT_LAGGING, NodeReport, Wait, needed, read_nodes, routing_revision},
     health::{HealthConfig, run as run_health},
     history::{HistoryEntry, read_history},

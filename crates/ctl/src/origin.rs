@@ -13,13 +13,14 @@ use std::time::Duration;
 use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
 use serde_json::{Map, Value, json};
 
-use crate::backoff::Backoff;
 use crate::cli::OriginCommand;
 use crate::clock::now_rfc3339;
 use crate::commands::{Context, json_object_arg};
 use crate::drain::check_origin_name;
 use crate::error::Error;
-use crate::etcd::{EtcdConfig, Layout, strip};
+use dw_etcd::{Backoff, EtcdOptions};
+
+use crate::etcd::{Layout, strip};
 use crate::output::{Outcome, Reporter};
 use crate::record::DrainRecord;
 use crate::shutdown::Shutdown;
@@ -27,7 +28,7 @@ use crate::shutdown::Shutdown;
 /// What `origin register` keeps alive.
 #[derive(Debug, Clone)]
 pub struct RegisterConfig {
-    pub etcd: EtcdConfig,
+    pub etcd: EtcdOptions,
     pub layout: Layout,
     pub id: String,
     /// Lease time-to-live, seconds.
@@ -111,7 +112,7 @@ pub async fn register(
                     &format!("{}: {error}; retrying", config.id),
                     json!({"origin": config.id, "error": error.to_string()}),
                 );
-                if !shutdown.sleep(backoff.pause()).await {
+                if !shutdown.sleep(backoff.next_delay()).await {
                     return Ok(());
                 }
             }

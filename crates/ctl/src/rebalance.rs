@@ -13,12 +13,13 @@ use std::time::Duration;
 use etcd_client::{Client, EventType, WatchOptions};
 use serde_json::json;
 
-use crate::backoff::Backoff;
 use crate::clock::{now_rfc3339, operator};
 use crate::commands::Context;
 use crate::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::error::Error;
-use crate::etcd::{EtcdConfig, Layout, strip};
+use dw_etcd::{Backoff, EtcdOptions};
+
+use crate::etcd::{Layout, strip};
 use crate::origin::{list_origins, mark_registered};
 use crate::output::{Outcome, Reporter};
 use crate::record::SOURCE_REBALANCE;
@@ -30,7 +31,7 @@ pub const LEASE_EXPIRED: &str = "lease-expired";
 
 #[derive(Debug, Clone)]
 pub struct RebalanceConfig {
-    pub etcd: EtcdConfig,
+    pub etcd: EtcdOptions,
     pub layout: Layout,
     pub retry: RetryPolicy,
     /// `by` of the drain records it writes.
@@ -70,7 +71,7 @@ pub async fn run(
                     &format!("{error}; re-listing after a pause"),
                     json!({"error": error.to_string()}),
                 );
-                if !shutdown.sleep(backoff.pause()).await {
+                if !shutdown.sleep(backoff.next_delay()).await {
                     return Ok(());
                 }
             }

@@ -15,12 +15,15 @@
 //!   one hash lookup, one pick and no allocation. An invalid key never fails the table: it
 //!   is left out and listed in [`Table::invalid_keys`].
 //!
+//! - [`keys`]: the etcd key layout (prefixes and key kinds) the agent and `dwctl` share.
+//!
 //! The crate does no I/O and knows nothing of PHP, etcd or tokio: the extension, the agent
 //! (`dw-agent`) and the control CLI (`dwctl`) bring the bytes and use the answers.
 
 mod crc;
 mod error;
 mod json;
+pub mod keys;
 mod literal_scan;
 mod pick;
 mod policy;
@@ -30,9 +33,10 @@ mod table;
 
 pub use crate::{
     error::{Error, MAX_QUOTED_BYTES, quoted},
+    keys::DEFAULT_PREFIX,
     pick::{legacy_pick, rendezvous_pick},
     policy::{PickMode, Policy},
     region::{MAX_WEIGHT, Region},
-    snapshot::{DEFAULT_PREFIX, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
+    snapshot::{SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
     table::{CountryCode, InvalidKey, Route, Table},
 };

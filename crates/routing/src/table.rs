@@ -5,11 +5,9 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::keys::{POLICY as POLICY_KEY, REGION as REGION_KIND};
 use crate::pick::{legacy_index, rendezvous_index};
 use crate::{Error, PickMode, Policy, Region, Snapshot};
-
-const REGION_KIND: &str = "region/";
-const POLICY_KEY: &str = "policy/global";
 
 /// A key of the snapshot that is left out of routing, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

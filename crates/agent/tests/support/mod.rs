@@ -467,8 +467,6 @@ pub async fn converged(client: &mut Client, snapshot: &Path) -> Snapshot {
 /// Timings short enough for tests; keepalive stays at etcd's 5 s minimum.
 pub fn fast_timing() -> Timing {
     Timing {
-        dial_timeout: Duration::from_secs(1),
-        request_timeout: Duration::from_secs(3),
         keepalive_interval: Duration::from_secs(5),
         keepalive_timeout: Duration::from_secs(2),
         progress_interval: Duration::from_millis(500),
@@ -482,6 +480,8 @@ pub fn fast_timing() -> Timing {
 pub fn test_config(endpoints: Vec<String>, snapshot: &Path) -> Config {
     let mut config = Config::new(endpoints, snapshot);
     config.timing = fast_timing();
+    config.etcd.dial_timeout = Duration::from_secs(1);
+    config.etcd.request_timeout = Duration::from_secs(3);
     config
 }
 
