@@ -11,8 +11,6 @@ use std::time::Duration;
 
 use support::*;
 
-const REGION: &str = r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":1}}"#;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_a_write_storm_never_leaves_a_torn_file() {
     let dir = tempfile::tempdir().unwrap();

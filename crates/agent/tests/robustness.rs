@@ -16,8 +16,6 @@ use std::time::{Duration, Instant};
 use support::*;
 use tokio::net::TcpStream;
 
-const REGION: &str = r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":1}}"#;
-
 /// Keeps `count` connections to `addr` open that never send a byte, reconnecting each one
 /// the server closes, until `stop` is set. Returns how many connections it made.
 fn flood(addr: SocketAddr, count: usize, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<u64> {

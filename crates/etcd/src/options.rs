@@ -320,34 +320,21 @@ mod tests {
 
     #[test]
     fn inconsistent_flags_are_refused() {
-        assert!(
-            parse(&["--user", "root"])
-                .unwrap_err()
-                .contains("--password")
-        );
-        assert!(parse(&["--password", "x"]).unwrap_err().contains("--user"));
-        assert!(parse(&["--cert", "/c.pem"]).is_err());
-        assert!(
-            parse(&["--cert", "/c.pem", "--key", "/k.pem"])
-                .unwrap_err()
-                .contains("--cacert")
-        );
-        assert!(
-            parse(&["--request-timeout", "0"])
-                .unwrap_err()
-                .contains("greater than zero")
-        );
-        assert!(
-            parse(&["--endpoints", "https://a:2379"])
-                .unwrap_err()
-                .contains("--cacert")
-        );
-        assert!(
-            parse(&["--endpoints", " "])
-                .unwrap_err()
-                .contains("--endpoints")
-        );
-        assert!(parse(&["--password", "x", "--password-file", "/p"]).is_err());
+        let refused: &[(&[&str], &str)] = &[
+            (&["--user", "root"], "--password"),
+            (&["--password", "x"], "--user"),
+            (&["--cert", "/c.pem"], "--key"),
+            (&["--cert", "/c.pem", "--key", "/k.pem"], "--cacert"),
+            (&["--request-timeout", "0"], "greater than zero"),
+            (&["--dial-timeout", "soon"], "soon"),
+            (&["--endpoints", "https://a:2379"], "--cacert"),
+            (&["--endpoints", " "], "--endpoints"),
+            (&["--password", "x", "--password-file", "/p"], "--password"),
+        ];
+        for (args, expected) in refused {
+            let err = parse(args).unwrap_err();
+            assert!(err.contains(expected), "{args:?}: {err}");
+        }
     }
 
     #[test]

@@ -26,5 +26,8 @@ pub use {
 
 pub const PREFIX: &str = dw_routing::DEFAULT_PREFIX;
 
+/// A valid region value with one origin.
+pub const REGION: &str = r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":1}}"#;
+
 /// How long "eventually" may take. Generous: the suite shares two cores with others.
 pub const EVENTUALLY: Duration = Duration::from_secs(60);

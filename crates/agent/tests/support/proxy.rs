@@ -74,17 +74,8 @@ async fn pump(
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         // Hold still while frozen; give up when cut.
-        loop {
-            let current = *mode.borrow_and_update();
-            match current {
-                Mode::Pass => break,
-                Mode::Cut => return,
-                Mode::Freeze => {
-                    if mode.changed().await.is_err() {
-                        return;
-                    }
-                }
-            }
+        if !passing(&mut mode).await {
+            return;
         }
         let n = tokio::select! {
             read = from.read(&mut buf) => match read {
@@ -96,20 +87,28 @@ async fn pump(
                 continue;
             }
         };
-        loop {
-            let current = *mode.borrow_and_update();
-            match current {
-                Mode::Pass => break,
-                Mode::Cut => return,
-                Mode::Freeze => {
-                    if mode.changed().await.is_err() {
-                        return;
-                    }
-                }
-            }
+        if !passing(&mut mode).await {
+            return;
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;
+        }
+    }
+}
+
+/// Waits while traffic is frozen: true once it passes, false when it is cut (or the proxy
+/// is gone).
+async fn passing(mode: &mut watch::Receiver<Mode>) -> bool {
+    loop {
+        let current = *mode.borrow_and_update();
+        match current {
+            Mode::Pass => return true,
+            Mode::Cut => return false,
+            Mode::Freeze => {
+                if mode.changed().await.is_err() {
+                    return false;
+                }
+            }
         }
     }
 }
