@@ -5,8 +5,8 @@ use std::time::Duration;
 use clap::{Arg, Args, Parser, Subcommand, ValueEnum};
 use dw_etcd::EtcdArgs;
 
-use crate::etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
 use crate::fleet::{Wait, parse_wait};
+use dw_routing::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 

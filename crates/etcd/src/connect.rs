@@ -10,6 +10,7 @@ use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
+use crate::error::describe;
 use crate::{Error, EtcdOptions, TlsFiles};
 
 /// How long a member may take to answer the status request that picks it.
@@ -149,28 +150,6 @@ pub fn is_transport(error: &etcd_client::Error) -> bool {
         etcd_client::Error::TransportError(_) => true,
         _ => false,
     }
-}
-
-/// An etcd-client error with its whole source chain: the top-level message of a transport
-/// error is just "transport error", the useful part ("connection refused") is underneath.
-pub fn describe(error: &etcd_client::Error) -> String {
-    let (mut text, mut source) = match error {
-        etcd_client::Error::GRpcStatus(status) => (
-            format!("{:?}: {}", status.code(), status.message()),
-            status.source(),
-        ),
-        etcd_client::Error::TransportError(e) => (e.to_string(), e.source()),
-        other => (other.to_string(), None),
-    };
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// The end of the key range holding every key that starts with `prefix` (etcd's rule:

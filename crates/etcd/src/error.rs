@@ -1,5 +1,6 @@
 //! The crate's one error type.
 
+use std::error::Error as _;
 use std::fmt;
 use std::time::Duration;
 
@@ -53,7 +54,7 @@ impl Error {
     pub fn detail(&self) -> String {
         match self {
             Error::Usage(message) | Error::File { message, .. } => message.clone(),
-            Error::Etcd { source, .. } => crate::describe(source),
+            Error::Etcd { source, .. } => describe(source),
             Error::Timeout { after, .. } => format!("no answer within {} ms", after.as_millis()),
             Error::NoLeader { .. } => "the member knows no leader".into(),
         }
@@ -78,4 +79,26 @@ impl std::error::Error for Error {
             _ => None,
         }
     }
+}
+
+/// An etcd-client error with its whole source chain: the top-level message of a transport
+/// error is just "transport error", the useful part ("connection refused") is underneath.
+pub fn describe(error: &etcd_client::Error) -> String {
+    let (mut text, mut source) = match error {
+        etcd_client::Error::GRpcStatus(status) => (
+            format!("{:?}: {}", status.code(), status.message()),
+            status.source(),
+        ),
+        etcd_client::Error::TransportError(e) => (e.to_string(), e.source()),
+        other => (other.to_string(), None),
+    };
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }

@@ -44,7 +44,7 @@ mod options;
 
 pub use crate::{
     backoff::Backoff,
-    connect::{connect_endpoint, describe, is_transport, prefix_range_end, within},
-    error::Error,
+    connect::{connect_endpoint, is_transport, prefix_range_end, within},
+    error::{Error, describe},
     options::{Credentials, EtcdArgs, EtcdOptions, TlsFiles, parse_duration},
 };
