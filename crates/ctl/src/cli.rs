@@ -51,7 +51,7 @@ pub struct Cli {
 }
 
 /// The shared connection flags as dwctl takes them: on every subcommand, a local etcd by
-/// default, a 5 s request deadline (`--timeout` is its older name, in seconds).
+/// default, a 5 s request deadline (`--timeout` is its older name).
 fn dwctl_connection_flag(arg: Arg) -> Arg {
     match arg.get_id().as_str() {
         "endpoints" => arg
