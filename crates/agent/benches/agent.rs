@@ -89,7 +89,7 @@ fn save_raw(name: &str, latencies: &[Duration]) {
 
 fn bench_config(endpoints: Vec<String>, snapshot: &std::path::Path) -> Config {
     let mut config = Config::new(endpoints, snapshot);
-    config.timing.request_timeout = Duration::from_secs(30);
+    config.etcd.request_timeout = Duration::from_secs(30);
     config
 }
 

@@ -22,7 +22,6 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 use tracing::{error, info, warn};
 
-use crate::backoff::Backoff;
 use crate::config::Config;
 use crate::error::Error;
 use crate::etcd::{Connector, classify, within};
@@ -31,6 +30,7 @@ use crate::metrics::{Metrics, State, StatusHandle};
 use crate::mirror::Mirror;
 use crate::publish::{Hold, Outcome, Publication, Publisher};
 use crate::report::{Condition, Report, Reporter, rejected_keys, unix_ms};
+use dw_etcd::Backoff;
 
 /// A started agent: configuration checked, snapshot directory usable, metrics bound.
 pub struct Agent {
@@ -91,10 +91,10 @@ impl Agent {
                 let (sender, receiver) = watch::channel(None);
                 let reporter = Reporter {
                     connector: connector.clone(),
-                    endpoints: config.endpoints.clone(),
+                    endpoints: config.etcd.endpoints.clone(),
                     config: report.clone(),
                     snapshot: config.snapshot.display().to_string(),
-                    request_timeout: config.timing.request_timeout,
+                    request_timeout: config.etcd.request_timeout,
                     reports: receiver,
                     metrics: metrics.clone(),
                     lease: report_lease.clone().unwrap_or_default(),
@@ -142,7 +142,7 @@ impl Agent {
     /// not yield to the scheduler).
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
         info!(
-            endpoints = ?self.config.endpoints,
+            endpoints = ?self.config.etcd.endpoints,
             prefix = %self.config.prefix,
             snapshot = %self.config.snapshot.display(),
             metrics = ?self.metrics_addr(),
@@ -186,7 +186,7 @@ impl Agent {
         // stays): `dwctl --wait` stops waiting for it without waiting out the lease.
         if let Some(lease) = lease {
             // Bounded: with etcd away, stopping must not hang on it.
-            let deadline = self.config.timing.dial_timeout.min(Duration::from_secs(1));
+            let deadline = self.config.etcd.dial_timeout.min(Duration::from_secs(1));
             crate::report::revoke(&lease, deadline).await;
         }
         Ok(())
@@ -196,7 +196,7 @@ impl Agent {
     async fn supervise(&mut self) -> Infallible {
         let timing = self.config.timing.clone();
         let mut backoff = Backoff::new(timing.backoff_initial, timing.backoff_max);
-        let endpoints = self.config.endpoints.clone();
+        let endpoints = self.config.etcd.endpoints.clone();
         // Start at a different member on each node so a fleet spreads over the cluster.
         let mut index = std::process::id() as usize % endpoints.len();
         loop {
@@ -350,7 +350,7 @@ impl Agent {
                         };
                     }
                     if let Err(message) =
-                        within(timing.request_timeout, stream.request_progress()).await
+                        within(self.config.etcd.request_timeout, stream.request_progress()).await
                     {
                         return classify(endpoint, format!("progress request failed: {message}"));
                     }

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use dw_etcd::{EtcdArgs, EtcdOptions, parse_duration};
 use dw_routing::DEFAULT_PREFIX;
+use dw_routing::keys::{DEFAULT_NODES_PREFIX, seen_prefix};
 
 use crate::Error;
 
@@ -21,14 +23,12 @@ pub const DEFAULT_METRICS_MAX_CONNECTIONS: usize = 64;
 /// Where `/metrics` and `/healthz` listen when `--metrics-addr` is not given.
 pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9731";
 
-/// Where node reports go when `--nodes-prefix` is not given (outside the routing prefix).
-pub const DEFAULT_NODES_PREFIX: &str = "/dw/nodes/";
-
 /// Everything `run` needs. Build it with [`Cli::into_config`] or by hand (tests do).
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// etcd client URLs (`http://host:port`, `https://host:port`, or `host:port`), tried in turn.
-    pub endpoints: Vec<String>,
+    /// How to reach etcd: endpoints (tried in turn), credentials, TLS, connect and
+    /// request timeouts.
+    pub etcd: EtcdOptions,
     /// The etcd prefix mirrored into the snapshot.
     pub prefix: String,
     /// The snapshot file.
@@ -37,10 +37,6 @@ pub struct Config {
     pub metrics_addr: Option<SocketAddr>,
     /// Connections the metrics port holds at once (each costs a descriptor).
     pub metrics_max_connections: usize,
-    /// etcd user name and password.
-    pub credentials: Option<Credentials>,
-    /// TLS material; when present, endpoints without a scheme use https.
-    pub tls: Option<TlsFiles>,
     /// Publish a snapshot without region keys over one that has some.
     pub allow_empty: bool,
     /// Timeouts, intervals and backoff.
@@ -126,12 +122,6 @@ impl ReportConfig {
     }
 }
 
-/// `/dw/nodes/` → `/dw/nodes-seen/`: the home of last-seen records, next to (not inside)
-/// the live reports, so that listing live reports does not list them.
-pub fn seen_prefix(nodes_prefix: &str) -> String {
-    format!("{}-seen/", nodes_prefix.trim_end_matches('/'))
-}
-
 /// A node id: 1 to 128 characters of letters, digits, `.`, `_`, `-` (host names fit).
 pub fn check_node_id(id: &str) -> Result<(), String> {
     if id.is_empty() || id.len() > 128 {
@@ -199,40 +189,9 @@ pub fn host_name() -> Option<String> {
     (!name.is_empty()).then(|| name.to_owned())
 }
 
-/// An etcd user and password. `Debug` does not show the password.
-#[derive(Clone)]
-pub struct Credentials {
-    pub user: String,
-    pub password: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("user", &self.user)
-            .field("password", &"…")
-            .finish()
-    }
-}
-
-/// Paths to PEM files for TLS to etcd.
-#[derive(Debug, Clone, Default)]
-pub struct TlsFiles {
-    /// CA bundle that signs the etcd members' certificates.
-    pub cacert: Option<PathBuf>,
-    /// Client certificate (needs `key`).
-    pub cert: Option<PathBuf>,
-    /// Client private key (needs `cert`).
-    pub key: Option<PathBuf>,
-}
-
 /// The agent's clocks. The defaults suit production; tests shorten them.
 #[derive(Debug, Clone)]
 pub struct Timing {
-    /// TCP (and TLS) connect timeout per endpoint.
-    pub dial_timeout: Duration,
-    /// Deadline for one unary request (a list page, authentication, creating the watch).
-    pub request_timeout: Duration,
     /// HTTP/2 ping interval. etcd refuses pings more often than every 5 s by default.
     pub keepalive_interval: Duration,
     /// How long a ping may go unanswered before the connection is dropped.
@@ -252,8 +211,6 @@ pub struct Timing {
 impl Default for Timing {
     fn default() -> Timing {
         Timing {
-            dial_timeout: Duration::from_secs(3),
-            request_timeout: Duration::from_secs(10),
             keepalive_interval: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(5),
             progress_interval: Duration::from_secs(5),
@@ -269,13 +226,11 @@ impl Config {
     /// A configuration with every default, for the given endpoints and snapshot path.
     pub fn new(endpoints: Vec<String>, snapshot: impl Into<PathBuf>) -> Config {
         Config {
-            endpoints,
+            etcd: EtcdOptions::new(endpoints),
             prefix: DEFAULT_PREFIX.to_owned(),
             snapshot: snapshot.into(),
             metrics_addr: None,
             metrics_max_connections: DEFAULT_METRICS_MAX_CONNECTIONS,
-            credentials: None,
-            tls: None,
             allow_empty: false,
             timing: Timing::default(),
             page_size: 1000,
@@ -285,11 +240,7 @@ impl Config {
 
     /// Checks what can be checked without touching etcd or the file system.
     pub(crate) fn validate(&self) -> Result<(), Error> {
-        if self.endpoints.is_empty() || self.endpoints.iter().any(|e| e.trim().is_empty()) {
-            return Err(Error::Config(
-                "--endpoints needs at least one non-empty endpoint".into(),
-            ));
-        }
+        self.etcd.validate()?;
         if self.prefix.is_empty() {
             return Err(Error::Config("--prefix must not be empty".into()));
         }
@@ -306,8 +257,6 @@ impl Config {
         }
         let t = &self.timing;
         for (name, value) in [
-            ("--dial-timeout", t.dial_timeout),
-            ("--request-timeout", t.request_timeout),
             ("--keepalive-interval", t.keepalive_interval),
             ("--keepalive-timeout", t.keepalive_timeout),
             ("--progress-interval", t.progress_interval),
@@ -327,13 +276,6 @@ impl Config {
         if let Some(report) = &self.report {
             report.validate(&self.prefix)?;
         }
-        if let Some(tls) = &self.tls
-            && tls.cert.is_some() != tls.key.is_some()
-        {
-            return Err(Error::Config(
-                "--cert and --key must be given together".into(),
-            ));
-        }
         Ok(())
     }
 }
@@ -349,6 +291,7 @@ pub enum LogFormat {
 
 /// The command line of `dw-agent`. Every flag falls back to a `DW_AGENT_*` variable.
 #[derive(Debug, Parser)]
+#[command(mut_args(EtcdArgs::env("DW_AGENT_")))]
 #[command(
     name = "dw-agent",
     version,
@@ -358,14 +301,9 @@ pub enum LogFormat {
         from the next revision. While etcd is unreachable the last snapshot stays as it is."
 )]
 pub struct Cli {
-    /// etcd endpoints, comma separated (http://host:port, https://host:port or host:port)
-    #[arg(
-        long,
-        env = "DW_AGENT_ENDPOINTS",
-        value_delimiter = ',',
-        required = true
-    )]
-    pub endpoints: Vec<String>,
+    /// How to reach etcd (the flags `dwctl` takes too).
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
 
     /// etcd prefix to mirror
     #[arg(long, env = "DW_AGENT_PREFIX", default_value = DEFAULT_PREFIX)]
@@ -379,30 +317,6 @@ pub struct Cli {
     #[arg(long, env = "DW_AGENT_METRICS_ADDR", default_value = DEFAULT_METRICS_ADDR)]
     pub metrics_addr: String,
 
-    /// etcd user name
-    #[arg(long, env = "DW_AGENT_USER")]
-    pub user: Option<String>,
-
-    /// etcd password (prefer --password-file or the environment over the command line)
-    #[arg(long, env = "DW_AGENT_PASSWORD", hide_env_values = true)]
-    pub password: Option<String>,
-
-    /// File holding the etcd password (a trailing newline is ignored)
-    #[arg(long, env = "DW_AGENT_PASSWORD_FILE", conflicts_with = "password")]
-    pub password_file: Option<PathBuf>,
-
-    /// PEM CA bundle for the etcd members' certificates (turns on TLS)
-    #[arg(long, env = "DW_AGENT_CACERT")]
-    pub cacert: Option<PathBuf>,
-
-    /// PEM client certificate (with --key)
-    #[arg(long, env = "DW_AGENT_CERT", requires = "key")]
-    pub cert: Option<PathBuf>,
-
-    /// PEM client private key (with --cert)
-    #[arg(long, env = "DW_AGENT_KEY", requires = "cert")]
-    pub key: Option<PathBuf>,
-
     /// Allow replacing a snapshot that has region keys with one that has none
     #[arg(long, env = "DW_AGENT_ALLOW_EMPTY")]
     pub allow_empty: bool,
@@ -414,14 +328,6 @@ pub struct Cli {
     /// Log filter (tracing EnvFilter syntax, e.g. "info" or "dw_agent=debug")
     #[arg(long, env = "DW_AGENT_LOG", default_value = "info")]
     pub log: String,
-
-    /// TCP/TLS connect timeout per endpoint (e.g. 3s, 500ms)
-    #[arg(long, env = "DW_AGENT_DIAL_TIMEOUT", default_value = "3s", value_parser = parse_duration)]
-    pub dial_timeout: Duration,
-
-    /// Deadline for one request to etcd (list page, authentication, watch creation)
-    #[arg(long, env = "DW_AGENT_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
-    pub request_timeout: Duration,
 
     /// HTTP/2 keepalive ping interval (etcd enforces at least 5s by default)
     #[arg(long, env = "DW_AGENT_KEEPALIVE_INTERVAL", default_value = "10s", value_parser = parse_duration)]
@@ -489,38 +395,6 @@ impl Cli {
                 ))
             })?),
         };
-        let password = match (&self.password, &self.password_file) {
-            (Some(password), _) => Some(password.clone()),
-            (None, Some(path)) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    Error::Config(format!(
-                        "cannot read --password-file {}: {e}",
-                        path.display()
-                    ))
-                })?;
-                Some(text.trim_end_matches(['\r', '\n']).to_owned())
-            }
-            (None, None) => None,
-        };
-        let credentials = match (self.user, password) {
-            (Some(user), Some(password)) => Some(Credentials { user, password }),
-            (Some(_), None) => {
-                return Err(Error::Config(
-                    "--user needs --password or --password-file".into(),
-                ));
-            }
-            (None, Some(_)) => return Err(Error::Config("a password needs --user".into())),
-            (None, None) => None,
-        };
-        let tls = if self.cacert.is_some() || self.cert.is_some() || self.key.is_some() {
-            Some(TlsFiles {
-                cacert: self.cacert,
-                cert: self.cert,
-                key: self.key,
-            })
-        } else {
-            None
-        };
         let report = if self.nodes_prefix.trim() == "off" {
             None
         } else {
@@ -537,21 +411,13 @@ impl Cli {
             Some(report)
         };
         let config = Config {
-            endpoints: self
-                .endpoints
-                .into_iter()
-                .map(|e| e.trim().to_owned())
-                .collect(),
+            etcd: self.etcd.into_options()?,
             prefix: self.prefix,
             snapshot: self.snapshot,
             metrics_addr,
             metrics_max_connections: self.metrics_max_connections,
-            credentials,
-            tls,
             allow_empty: self.allow_empty,
             timing: Timing {
-                dial_timeout: self.dial_timeout,
-                request_timeout: self.request_timeout,
                 keepalive_interval: self.keepalive_interval,
                 keepalive_timeout: self.keepalive_timeout,
                 progress_interval: self.progress_interval,
@@ -568,38 +434,9 @@ impl Cli {
     }
 }
 
-/// Parses `250ms`, `3s`, `2m` or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 500ms, 3s or 1m"))?;
-    match unit.trim() {
-        "ms" => Ok(Duration::from_millis(value)),
-        "" | "s" => Ok(Duration::from_secs(value)),
-        "m" => Ok(Duration::from_secs(value.saturating_mul(60))),
-        _ => Err(format!("{text:?} has an unknown unit (use ms, s or m)")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("1h").is_err());
-        assert!(parse_duration("ms").is_err());
-        assert!(parse_duration("-1s").is_err());
-    }
 
     #[test]
     fn flags_become_a_config() {
@@ -615,11 +452,14 @@ mod tests {
         ])
         .unwrap();
         let config = cli.into_config().unwrap();
-        assert_eq!(config.endpoints, ["http://10.0.0.1:2379", "10.0.0.2:2379"]);
+        assert_eq!(
+            config.etcd.endpoints,
+            ["http://10.0.0.1:2379", "10.0.0.2:2379"]
+        );
         assert_eq!(config.prefix, DEFAULT_PREFIX);
         assert_eq!(config.metrics_addr, Some("127.0.0.1:9731".parse().unwrap()));
         assert!(config.allow_empty);
-        assert!(config.credentials.is_none());
+        assert!(config.etcd.credentials.is_none());
         assert_eq!(config.timing.stall_timeout, Duration::from_secs(30));
     }
 

@@ -159,3 +159,15 @@ impl std::error::Error for Error {
         }
     }
 }
+
+impl From<dw_etcd::Error> for Error {
+    fn from(error: dw_etcd::Error) -> Self {
+        match error.endpoint() {
+            Some(endpoint) => Error::Connect {
+                endpoint: endpoint.to_owned(),
+                message: error.detail(),
+            },
+            None => Error::Config(error.detail()),
+        }
+    }
+}

@@ -36,10 +36,6 @@
 #![deny(missing_docs)]
 
 mod agent;
-mod backoff;
-// The flags and the etcd connection settings are documented where they are moving to
-// (the shared crates/etcd crate).
-#[allow(missing_docs)]
 mod config;
 mod error;
 mod etcd;
@@ -54,13 +50,14 @@ use std::future::Future;
 
 pub use crate::agent::Agent;
 pub use crate::config::{
-    Cli, Config, Credentials, DEFAULT_METRICS_ADDR, DEFAULT_NODES_PREFIX, DEFAULT_SNAPSHOT_PATH,
-    LogFormat, ReportConfig, Timing, TlsFiles, check_node_id, host_name, parse_duration,
-    parse_labels, seen_prefix,
+    Cli, Config, DEFAULT_METRICS_ADDR, DEFAULT_SNAPSHOT_PATH, LogFormat, ReportConfig, Timing,
+    check_node_id, host_name, parse_labels,
 };
 pub use crate::error::Error;
 pub use crate::metrics::{State, Status, StatusHandle};
 pub use crate::publish::Publication;
+pub use dw_etcd::{Credentials, EtcdOptions, TlsFiles, parse_duration};
+pub use dw_routing::keys::{DEFAULT_NODES_PREFIX, seen_prefix};
 
 /// Runs an agent until `shutdown` completes. Returns an error only for problems retrying
 /// cannot fix (bad flags, unusable snapshot directory, metrics address in use); etcd being

@@ -11,22 +11,6 @@ use std::time::Duration;
 
 use support::*;
 
-const REGION: &str = r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":1}}"#;
-
-/// Flags for a test agent; `extra` may set `--metrics-addr` (it is off otherwise).
-fn agent_args(endpoints: &[String], snapshot: &Path, extra: &[&str]) -> Vec<String> {
-    let mut args = vec![
-        format!("--endpoints={}", endpoints.join(",")),
-        format!("--snapshot={}", snapshot.display()),
-    ];
-    if !extra.iter().any(|arg| arg.starts_with("--metrics-addr")) {
-        args.push("--metrics-addr=off".to_owned());
-    }
-    args.extend(fast_flags());
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_a_write_storm_never_leaves_a_torn_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -275,9 +259,7 @@ fn environment_variables_stand_in_for_flags() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_client_certificates_and_a_certificate_from_the_wrong_ca() {
     let dir = tempfile::tempdir().unwrap();
-    let certs = dir.path().join("certs");
-    fs::create_dir(&certs).unwrap();
-    let tls = TestTls::generate(&certs);
+    let tls = TestTls::shared().clone();
     let cluster = Cluster::start_with(dir.path(), 1, Some(tls.clone())).await;
     let mut client = cluster.client().await;
     put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
@@ -324,23 +306,7 @@ async fn authenticates_with_a_password_file_and_retries_a_wrong_password() {
     let cluster = Cluster::start(dir.path(), 1).await;
     let mut admin = cluster.client().await;
     put(&mut admin, &format!("{PREFIX}region/DE"), REGION).await;
-    admin.user_add("root", "root-pw", None).await.unwrap();
-    admin.user_grant_role("root", "root").await.unwrap();
-    admin.role_add("reader").await.unwrap();
-    admin
-        .role_grant_permission(
-            "reader",
-            etcd_client::Permission::read(PREFIX).with_prefix(),
-        )
-        .await
-        .unwrap();
-    admin.user_add("agent", "agent-pw", None).await.unwrap();
-    admin.user_grant_role("agent", "reader").await.unwrap();
-    admin.auth_enable().await.unwrap();
-    let options = etcd_client::ConnectOptions::new().with_user("root", "root-pw");
-    let mut root = etcd_client::Client::connect(cluster.endpoints(), Some(options))
-        .await
-        .unwrap();
+    let mut root = enable_auth_with_a_reader(&cluster).await;
 
     let snapshot = dir.path().join("dw-routing.json");
     let password_file = dir.path().join("password");

@@ -31,17 +31,15 @@ async fn dwctl(endpoints: &[String], args: &[&str]) -> (u8, Value) {
     }
 }
 
-fn agent_args(endpoints: &[String], snapshot: &Path, node: &str, extra: &[&str]) -> Vec<String> {
-    let mut args = vec![
-        format!("--endpoints={}", endpoints.join(",")),
-        format!("--snapshot={}", snapshot.display()),
-        format!("--node-id={node}"),
-    ];
-    if !extra.iter().any(|arg| arg.starts_with("--metrics-addr")) {
-        args.push("--metrics-addr=off".to_owned());
-    }
-    args.extend(fast_flags());
-    args.extend(extra.iter().map(|s| s.to_string()));
+/// Flags for a test agent that reports as `node`.
+fn node_agent_args(
+    endpoints: &[String],
+    snapshot: &Path,
+    node: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut args = agent_args(endpoints, snapshot, extra);
+    args.push(format!("--node-id={node}"));
     args
 }
 
@@ -85,7 +83,7 @@ async fn five_agents_report_and_wait_follows_the_live_ones() {
             let snapshot = dir.path().join(format!("routing-{i}.json"));
             let labels = format!("--labels=dc={},ring={i}", if i < 3 { "fra" } else { "iad" });
             AgentProcess::spawn(
-                &agent_args(&endpoints, &snapshot, &format!("node-{i}"), &[&labels]),
+                &node_agent_args(&endpoints, &snapshot, &format!("node-{i}"), &[&labels]),
                 &dir.path().join(format!("agent-{i}.log")),
             )
         })
@@ -213,7 +211,7 @@ async fn a_burst_of_changes_costs_a_handful_of_report_writes() {
     put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
     let snapshot = dir.path().join("routing.json");
     let mut agent = AgentProcess::spawn(
-        &agent_args(&endpoints, &snapshot, "burst", &[]),
+        &node_agent_args(&endpoints, &snapshot, "burst", &[]),
         &dir.path().join("agent.log"),
     );
     let key = "/dw/nodes/burst";
@@ -259,27 +257,11 @@ async fn a_report_refused_by_rbac_does_not_stop_publication() {
     let cluster = Cluster::start(dir.path(), 1).await;
     let mut admin = cluster.client().await;
     put(&mut admin, &format!("{PREFIX}region/DE"), REGION).await;
-    admin.user_add("root", "root-pw", None).await.unwrap();
-    admin.user_grant_role("root", "root").await.unwrap();
-    admin.role_add("reader").await.unwrap();
-    admin
-        .role_grant_permission(
-            "reader",
-            etcd_client::Permission::read(PREFIX).with_prefix(),
-        )
-        .await
-        .unwrap();
-    admin.user_add("agent", "agent-pw", None).await.unwrap();
-    admin.user_grant_role("agent", "reader").await.unwrap();
-    admin.auth_enable().await.unwrap();
-    let options = etcd_client::ConnectOptions::new().with_user("root", "root-pw");
-    let mut root = etcd_client::Client::connect(cluster.endpoints(), Some(options))
-        .await
-        .unwrap();
+    let mut root = enable_auth_with_a_reader(&cluster).await;
 
     let snapshot = dir.path().join("routing.json");
     let port = free_port();
-    let args = agent_args(
+    let args = node_agent_args(
         &cluster.endpoints(),
         &snapshot,
         "no-write",
@@ -389,7 +371,7 @@ async fn agents_work_through_etcd_grpc_proxy_and_its_restart() {
         .enumerate()
         .map(|(i, snapshot)| {
             AgentProcess::spawn(
-                &agent_args(&proxied, snapshot, &format!("proxied-{i}"), &[]),
+                &node_agent_args(&proxied, snapshot, &format!("proxied-{i}"), &[]),
                 &dir.path().join(format!("agent-{i}.log")),
             )
         })

@@ -9,8 +9,6 @@ use dw_agent::State;
 use etcd_client::{CompactionOptions, Txn, TxnOp};
 use support::*;
 
-const REGION: &str = r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":1}}"#;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrors_list_put_delete_transactions_and_large_values() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,7 +8,6 @@ mod support;
 use std::fs;
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,21 +15,6 @@ use std::time::{Duration, Instant};
 
 use support::*;
 use tokio::net::TcpStream;
-
-const REGION: &str = r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":1}}"#;
-
-fn agent_args(endpoints: &[String], snapshot: &Path, extra: &[&str]) -> Vec<String> {
-    let mut args = vec![
-        format!("--endpoints={}", endpoints.join(",")),
-        format!("--snapshot={}", snapshot.display()),
-    ];
-    if !extra.iter().any(|arg| arg.starts_with("--metrics-addr")) {
-        args.push("--metrics-addr=off".to_owned());
-    }
-    args.extend(fast_flags());
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
 
 /// Keeps `count` connections to `addr` open that never send a byte, reconnecting each one
 /// the server closes, until `stop` is set. Returns how many connections it made.

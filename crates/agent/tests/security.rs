@@ -16,8 +16,6 @@ use dw_routing::Snapshot;
 use support::*;
 use tokio::net::{TcpListener, TcpStream};
 
-const REGION: &str = r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":1}}"#;
-
 /// What an attacker plants: a valid snapshot routing DE to itself, at revision i64::MAX.
 fn hostile_bytes() -> Vec<u8> {
     let mut hostile = Snapshot::new(i64::MAX as u64, PREFIX);

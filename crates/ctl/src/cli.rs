@@ -1,11 +1,11 @@
 //! The command line: every subcommand, its flags, and help that shows how to use it.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, Args, Parser, Subcommand};
+use dw_etcd::EtcdArgs;
+use dw_routing::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
 
-use crate::etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
 use crate::output::OutputFormat;
 use crate::wait::{Wait, parse_wait};
 
@@ -37,11 +37,14 @@ Examples:
   dwctl drain fra-a --wait=30s --quorum 95
   dwctl status --labels dc=fra
 
-Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_USER, DWCTL_PASSWORD,\nDWCTL_CACERT, DWCTL_CERT, DWCTL_KEY. Guide: docs/dwctl.md.";
+Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_NODES_PREFIX,
+DWCTL_USER, DWCTL_PASSWORD, DWCTL_PASSWORD_FILE, DWCTL_CACERT, DWCTL_CERT, DWCTL_KEY,
+DWCTL_DIAL_TIMEOUT, DWCTL_REQUEST_TIMEOUT. Guide: docs/dwctl.md.";
 
 /// The parsed command line: global flags, then one command.
 #[derive(Debug, Parser)]
 #[command(name = "dwctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
+#[command(mut_args(EtcdArgs::env("DWCTL_")), mut_args(dwctl_connection_flag))]
 pub struct Cli {
     /// Flags every command takes (etcd, prefixes, output, retries).
     #[command(flatten)]
@@ -51,17 +54,28 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The shared connection flags as dwctl takes them: on every subcommand, a local etcd by
+/// default, a 5 s request deadline (`--timeout` is its older name).
+fn dwctl_connection_flag(arg: Arg) -> Arg {
+    match arg.get_id().as_str() {
+        "endpoints" => arg
+            .required(false)
+            .default_value("http://127.0.0.1:2379")
+            .global(true),
+        "request_timeout" => arg
+            .default_value("5s")
+            .visible_alias("timeout")
+            .global(true),
+        id if EtcdArgs::IDS.contains(&id) => arg.global(true),
+        _ => arg,
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// etcd endpoints, comma-separated.
-    #[arg(
-        long,
-        env = "DWCTL_ENDPOINTS",
-        value_delimiter = ',',
-        default_value = "http://127.0.0.1:2379",
-        global = true
-    )]
-    pub endpoints: Vec<String>,
+    /// How to reach etcd (the flags `dw-agent` takes too).
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
     /// The routing prefix the edge agents mirror.
     #[arg(long, env = "DWCTL_PREFIX", default_value = dw_routing::DEFAULT_PREFIX, global = true)]
     pub prefix: String,
@@ -71,30 +85,12 @@ pub struct GlobalArgs {
     /// Where the agents report (outside --prefix).
     #[arg(long, env = "DWCTL_NODES_PREFIX", default_value = DEFAULT_NODES_PREFIX, global = true)]
     pub nodes_prefix: String,
-    /// etcd user (with --password).
-    #[arg(long, env = "DWCTL_USER", global = true)]
-    pub user: Option<String>,
-    /// etcd password (with --user).
-    #[arg(long, env = "DWCTL_PASSWORD", hide_env_values = true, global = true)]
-    pub password: Option<String>,
-    /// CA bundle (PEM) to verify etcd's TLS certificate; switches to TLS.
-    #[arg(long, env = "DWCTL_CACERT", global = true)]
-    pub cacert: Option<PathBuf>,
-    /// Client certificate (PEM) for mutual TLS, with --key.
-    #[arg(long, env = "DWCTL_CERT", global = true)]
-    pub cert: Option<PathBuf>,
-    /// Client private key (PEM) for mutual TLS, with --cert.
-    #[arg(long, env = "DWCTL_KEY", global = true)]
-    pub key: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text", global = true)]
     pub output: OutputFormat,
     /// Attempts of a guarded write before giving up with exit code 3.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100), global = true)]
     pub retries: u32,
-    /// Deadline of each etcd request, in seconds.
-    #[arg(long, default_value_t = 5.0, global = true)]
-    pub timeout: f64,
 }
 
 /// Every dwctl command.
@@ -461,5 +457,39 @@ mod tests {
         );
         assert!(wait(&["--wait", "--quorum", "0"]).is_err());
         assert!(wait(&["--wait=never"]).is_err());
+    }
+
+    /// The shared connection flags, as dwctl adapts them: its own variables, a local etcd
+    /// by default, 5 s per request, `--timeout` as the older name, on every subcommand.
+    #[test]
+    fn connection_flags_keep_dwctls_names_and_defaults() {
+        use clap::Parser;
+        use std::time::Duration;
+        let command = super::Cli::command();
+        for (id, variable) in [
+            ("endpoints", "DWCTL_ENDPOINTS"),
+            ("user", "DWCTL_USER"),
+            ("password", "DWCTL_PASSWORD"),
+            ("password_file", "DWCTL_PASSWORD_FILE"),
+            ("cacert", "DWCTL_CACERT"),
+            ("request_timeout", "DWCTL_REQUEST_TIMEOUT"),
+        ] {
+            let arg = command.get_arguments().find(|a| a.get_id() == id).unwrap();
+            assert_eq!(arg.get_env(), Some(std::ffi::OsStr::new(variable)), "{id}");
+            assert!(arg.is_global_set(), "{id} is global");
+        }
+        let parse = |args: &[&str]| {
+            let mut argv = vec!["dwctl", "region", "list"];
+            argv.extend_from_slice(args);
+            super::Cli::try_parse_from(argv).map(|cli| cli.global.etcd)
+        };
+        let defaults = parse(&[]).unwrap();
+        assert_eq!(defaults.endpoints, ["http://127.0.0.1:2379"]);
+        assert_eq!(defaults.request_timeout, Duration::from_secs(5));
+        assert_eq!(defaults.dial_timeout, Duration::from_secs(3));
+        let older = parse(&["--timeout", "2.5"]).unwrap();
+        assert_eq!(older.request_timeout, Duration::from_millis(2500));
+        assert!(parse(&["--timeout", "soon"]).is_err());
+        assert!(parse(&["--cert", "c.pem"]).is_err(), "--cert needs --key");
     }
 }

@@ -1,10 +1,8 @@
 //! [`Context`]: what every command is given, built from the global flags.
 
-use std::time::Duration;
-
 use crate::cli::GlobalArgs;
 use crate::error::Error;
-use crate::etcd::{EtcdConfig, Layout};
+use crate::etcd::Layout;
 use crate::output::{OutputFormat, Reporter};
 use crate::state::RetryPolicy;
 
@@ -12,7 +10,7 @@ use crate::state::RetryPolicy;
 #[derive(Debug, Clone)]
 pub struct Context {
     /// How to reach etcd (the global connection flags).
-    pub etcd: EtcdConfig,
+    pub etcd: dw_etcd::EtcdOptions,
     /// Where the routing, control and node keys are.
     pub layout: Layout,
     /// How often a guarded write is retried after a conflict.
@@ -24,21 +22,8 @@ pub struct Context {
 impl Context {
     /// The context the global flags describe; a usage error for a malformed one.
     pub fn from_args(global: &GlobalArgs) -> Result<Context, Error> {
-        if !(global.timeout.is_finite() && global.timeout > 0.0) {
-            return Err(Error::Usage(
-                "--timeout must be a positive number of seconds".into(),
-            ));
-        }
         Ok(Context {
-            etcd: EtcdConfig {
-                endpoints: global.endpoints.clone(),
-                user: global.user.clone(),
-                password: global.password.clone(),
-                cacert: global.cacert.clone(),
-                cert: global.cert.clone(),
-                key: global.key.clone(),
-                timeout: Duration::from_secs_f64(global.timeout),
-            },
+            etcd: global.etcd.clone().into_options()?,
             layout: Layout::new(&global.prefix, &global.control_prefix)?
                 .with_nodes(&global.nodes_prefix)?,
             retry: RetryPolicy {

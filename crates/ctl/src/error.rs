@@ -148,6 +148,18 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl From<dw_etcd::Error> for Error {
+    fn from(error: dw_etcd::Error) -> Self {
+        match error {
+            dw_etcd::Error::Usage(message) => Error::Usage(message),
+            dw_etcd::Error::File { message, .. } => Error::Failed(message),
+            dw_etcd::Error::Etcd { source, .. } => Error::Etcd(source),
+            // Still an etcd failure (exit 1, kind "etcd"), as when the client said so.
+            other => Error::Etcd(etcd_client::Error::InvalidArgs(other.to_string())),
+        }
+    }
+}
+
 impl From<etcd_client::Error> for Error {
     fn from(source: etcd_client::Error) -> Self {
         Error::Etcd(source)

@@ -12,6 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use etcd_client::{Client, GetOptions, SortOrder, SortTarget, WatchOptions};
 use serde_json::{Value, json};
 
+use dw_routing::keys::seen_prefix;
+
 use crate::context::Context;
 use crate::error::Error;
 use crate::output::{Outcome, OutputFormat};
@@ -88,20 +90,8 @@ impl NodeReport {
     }
 }
 
-/// The `-seen/` prefix next to the nodes prefix (`/dw/nodes/` → `/dw/nodes-seen/`).
-pub fn seen_prefix(nodes_prefix: &str) -> String {
-    format!("{}-seen/", nodes_prefix.trim_end_matches('/'))
-}
-
 fn range_end(prefix: &str) -> Vec<u8> {
-    let mut end = prefix.as_bytes().to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
+    dw_etcd::prefix_range_end(prefix.as_bytes())
 }
 
 /// Every node report, live ones and gone ones, sorted by id.

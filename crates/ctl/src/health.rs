@@ -19,7 +19,9 @@ use crate::clock::{now_rfc3339, operator};
 use crate::context::Context;
 use crate::drain::{DrainRequest, FleetLimit, check_origin_name, plan_drain, plan_restore};
 use crate::error::{Error, FieldError};
-use crate::etcd::{EtcdConfig, Layout};
+use dw_etcd::EtcdOptions;
+
+use crate::etcd::Layout;
 use crate::output::{Outcome, Reporter};
 use crate::probe::{ProbeTarget, probe};
 use crate::record::SOURCE_HEALTH;
@@ -30,7 +32,7 @@ use crate::state::{RetryPolicy, read_state, transact};
 #[derive(Debug, Clone)]
 pub struct HealthConfig {
     /// How to reach etcd.
-    pub etcd: EtcdConfig,
+    pub etcd: EtcdOptions,
     /// Where the keys are.
     pub layout: Layout,
     /// Retries of each guarded drain or restore.

@@ -37,7 +37,6 @@
 #![deny(missing_docs)]
 
 mod apply;
-mod backoff;
 mod cli;
 mod clock;
 mod commands;
@@ -65,6 +64,8 @@ mod value;
 mod wait;
 mod weights;
 
+pub use dw_etcd::EtcdOptions;
+
 pub use crate::{
     apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
     cli::{Cli, Command, WaitArgs},
@@ -73,7 +74,7 @@ pub use crate::{
     context::Context,
     drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
     error::{Error, FieldError},
-    etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, EtcdConfig, Layout},
+    etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
     fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
     health::{HealthConfig, run as run_health},
     history::{HistoryEntry, read_history},

@@ -13,13 +13,14 @@ use std::time::Duration;
 use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
 use serde_json::{Map, Value, json};
 
-use crate::backoff::Backoff;
 use crate::cli::OriginCommand;
 use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::drain::check_origin_name;
 use crate::error::Error;
-use crate::etcd::{EtcdConfig, Layout, strip};
+use dw_etcd::{Backoff, EtcdOptions};
+
+use crate::etcd::{Layout, strip};
 use crate::input::json_object_arg;
 use crate::output::{Outcome, Reporter, listing_text};
 use crate::record::DrainRecord;
@@ -30,7 +31,7 @@ use crate::shutdown::Shutdown;
 #[derive(Debug, Clone)]
 pub struct RegisterConfig {
     /// How to reach etcd.
-    pub etcd: EtcdConfig,
+    pub etcd: EtcdOptions,
     /// Where the keys are.
     pub layout: Layout,
     /// The origin's name.

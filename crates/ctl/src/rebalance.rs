@@ -13,12 +13,13 @@ use std::time::Duration;
 use etcd_client::{Client, EventType, WatchOptions};
 use serde_json::{Value, json};
 
-use crate::backoff::Backoff;
 use crate::clock::{now_rfc3339, operator};
 use crate::context::Context;
 use crate::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::error::Error;
-use crate::etcd::{EtcdConfig, Layout, strip};
+use dw_etcd::{Backoff, EtcdOptions};
+
+use crate::etcd::{Layout, strip};
 use crate::origin::{list_origins, mark_registered};
 use crate::output::{Outcome, Reporter};
 use crate::record::SOURCE_REBALANCE;
@@ -33,7 +34,7 @@ pub const LEASE_EXPIRED: &str = "lease-expired";
 #[derive(Debug, Clone)]
 pub struct RebalanceConfig {
     /// How to reach etcd.
-    pub etcd: EtcdConfig,
+    pub etcd: EtcdOptions,
     /// Where the keys are.
     pub layout: Layout,
     /// Retries of each guarded drain or restore.

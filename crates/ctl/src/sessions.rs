@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::backoff::Backoff;
 use crate::error::Error;
 use crate::output::Reporter;
 use crate::shutdown::Shutdown;
+use dw_etcd::Backoff;
 
 /// One session, borrowing the shutdown and the backoff for its length.
 pub type Session<'a> = Pin<Box<dyn Future<Output = Result<bool, Error>> + Send + 'a>>;
@@ -53,7 +53,7 @@ impl Sessions {
                 Err(error) => {
                     let (text, fields) = describe(&error);
                     self.reporter.event("error", &text, fields);
-                    if !self.shutdown.sleep(self.backoff.pause()).await {
+                    if !self.shutdown.sleep(self.backoff.next_delay()).await {
                         return;
                     }
                 }

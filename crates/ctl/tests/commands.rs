@@ -478,14 +478,7 @@ async fn drain_never_empties_a_region_unless_forced_and_restore_adapts_to_change
     assert_eq!(code, 0, "{stderr}");
     assert!(etcd.get(&region_key("LU")).await.is_none());
     let record = etcd.get_json(&drain_key("fra-a")).await.unwrap();
-    assert_eq!(
-        record["regions"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect::<Vec<_>>(),
-        ["DE", "LU"]
-    );
+    assert_eq!(drained_regions(&record), ["DE", "LU"]);
 
     // DE changes while fra-a is drained.
     seed(&etcd, &[("DE", r#"{"shard":"eu-1","origins":["fra-b","ams-a","ams-b"],"weight":{"fra-b":1,"ams-a":1,"ams-b":2}}"#)]).await;
@@ -538,14 +531,7 @@ async fn writing_a_drained_origin_back_updates_its_drain_record() {
         "the record changes with the region"
     );
     let record: Value = serde_json::from_str(&record).unwrap();
-    assert_eq!(
-        record["regions"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect::<Vec<_>>(),
-        ["DE"]
-    );
+    assert_eq!(drained_regions(&record), ["DE"]);
     // Setting DE back with fra-a closes the record entirely.
     seed(&etcd, &[("DE", DE)]).await;
     assert!(etcd.get(&drain_key("fra-a")).await.is_none());
@@ -868,4 +854,13 @@ async fn a_dead_endpoint_among_several_does_not_fail_commands() {
     command.env("DWCTL_ENDPOINTS", format!("{dead},{dead}"));
     let run = run(command);
     assert_eq!(run.code, 1, "{}", run.stderr);
+}
+
+/// The regions a drain record holds, in key order.
+fn drained_regions(record: &Value) -> Vec<&String> {
+    record["regions"]
+        .as_object()
+        .expect("a drain record's regions")
+        .keys()
+        .collect()
 }

@@ -2,11 +2,10 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Etcd, eventually};
+use common::{Etcd, TestTls, eventually};
 
 const DE: &str = r#"{"shard":"eu-1","origins":["a"],"weight":{"a":100}}"#;
 
@@ -54,99 +53,14 @@ async fn user_and_password() {
     assert!(got.stdout.contains("eu-1"));
 }
 
-/// A CA, and a certificate for 127.0.0.1 (server) and for a client, made with openssl.
-fn make_certificates(dir: &Path) {
-    let openssl = |args: &[&str]| {
-        let output = Command::new("openssl")
-            .current_dir(dir)
-            .args(args)
-            .output()
-            .expect("openssl on PATH");
-        assert!(
-            output.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    };
-    let key = |name: &str| {
-        openssl(&[
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-            name,
-        ])
-    };
-    key("ca.key");
-    openssl(&[
-        "req",
-        "-x509",
-        "-new",
-        "-key",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=dwctl-test-ca",
-    ]);
-    for (name, usage) in [("server", "serverAuth"), ("client", "clientAuth")] {
-        key(&format!("{name}.key"));
-        openssl(&[
-            "req",
-            "-new",
-            "-key",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.csr"),
-            "-subj",
-            &format!("/CN={name}"),
-        ]);
-        std::fs::write(
-            dir.join(format!("{name}.ext")),
-            format!("subjectAltName=IP:127.0.0.1\nextendedKeyUsage={usage}\n"),
-        )
-        .unwrap();
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            &format!("{name}.csr"),
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            &format!("{name}.crt"),
-            "-days",
-            "2",
-            "-extfile",
-            &format!("{name}.ext"),
-        ]);
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls() {
-    let flags = [
-        "--cert-file",
-        "{dir}/server.crt",
-        "--key-file",
-        "{dir}/server.key",
-        "--trusted-ca-file",
-        "{dir}/ca.crt",
-        "--client-cert-auth",
-    ];
-    let etcd = Etcd::start_with("https", flags.map(String::from).to_vec(), make_certificates).await;
-    let dir = etcd.data_dir.display().to_string();
+    let certificates = TestTls::shared();
+    let etcd = Etcd::start_tls(certificates).await;
     let (cacert, cert, key) = (
-        format!("{dir}/ca.crt"),
-        format!("{dir}/client.crt"),
-        format!("{dir}/client.key"),
+        certificates.ca.display().to_string(),
+        certificates.client_cert.display().to_string(),
+        certificates.client_key.display().to_string(),
     );
     let tls = [
         "--cacert",

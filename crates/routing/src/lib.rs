@@ -18,6 +18,8 @@
 //!   in [`Table::invalid_keys`]. [`Table::parse_after`] builds the next table from a new
 //!   file, reusing the regions whose value did not change.
 //!
+//! - [`keys`]: the etcd key layout (prefixes and key kinds) the agent and `dwctl` share.
+//!
 //! The crate does no I/O and knows nothing of PHP, etcd or tokio: the extension, the agent
 //! (`dw-agent`) and the control CLI (`dwctl`) bring the bytes and use the answers.
 //!
@@ -46,6 +48,7 @@ mod crc;
 mod error;
 mod geo_index;
 mod json;
+pub mod keys;
 mod literal_scan;
 mod pick;
 mod policy;
@@ -57,10 +60,11 @@ mod table;
 pub use crate::{
     error::{Error, MAX_QUOTED_BYTES, quoted},
     geo_index::CountryCode,
+    keys::DEFAULT_PREFIX,
     pick::{legacy_pick, rendezvous_pick},
     policy::{PickMode, Policy},
     rebuild::invalid_keys,
     region::{MAX_WEIGHT, Region},
-    snapshot::{DEFAULT_PREFIX, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
+    snapshot::{SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
     table::{InvalidKey, Route, Table},
 };

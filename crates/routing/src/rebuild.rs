@@ -6,14 +6,12 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::error::Error;
+use crate::keys::{DEFAULT_PREFIX, POLICY as POLICY_KEY, REGION as REGION_KIND};
 use crate::literal_scan;
 use crate::policy::Policy;
 use crate::region::Region;
-use crate::snapshot::{self, DEFAULT_PREFIX, Snapshot};
+use crate::snapshot::{self, Snapshot};
 use crate::table::{Compiled, InvalidKey, Table};
-
-const REGION_KIND: &str = "region/";
-const POLICY_KEY: &str = "policy/global";
 
 /// A position in a table's regions, moved forward only: readings meet geos in key order,
 /// as the table holds them, so finding each one is a step, not a lookup.

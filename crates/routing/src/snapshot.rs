@@ -13,8 +13,7 @@ use crate::quoted;
 /// The only snapshot format this crate reads or writes.
 pub const SNAPSHOT_FORMAT: u64 = 1;
 
-/// The etcd prefix mirrored when a snapshot does not name one.
-pub const DEFAULT_PREFIX: &str = "/dw/routing/";
+use crate::keys::DEFAULT_PREFIX;
 
 /// A parsed snapshot: every key under the prefix and its raw value, at one revision.
 ///

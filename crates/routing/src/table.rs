@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use crate::error::Error;
 use crate::geo_index::GeoIndex;
+use crate::keys::DEFAULT_PREFIX;
 use crate::pick::{legacy_index, rendezvous_index};
 use crate::policy::{PickMode, Policy};
 use crate::region::Region;
-use crate::snapshot::DEFAULT_PREFIX;
 
 /// A key of the snapshot that is left out of routing, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

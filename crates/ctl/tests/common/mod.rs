@@ -1,12 +1,14 @@
-//! Test harness: a real etcd on loopback (free ports, a temporary data dir, killed on
-//! drop) and the `dwctl` binary run against it.
+//! Test harness: a real etcd on loopback (dw-etcd-testkit: free ports, a temporary data
+//! dir, killed on drop) and the `dwctl` binary run against it.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use dw_etcd_testkit::Cluster;
+#[allow(unused_imports)]
+pub use dw_etcd_testkit::TestTls;
 
 use etcd_client::{Client, GetOptions};
 use serde_json::Value;
@@ -14,134 +16,52 @@ use serde_json::Value;
 pub const PREFIX: &str = "/dw/routing/";
 pub const CONTROL: &str = "/dw/control/";
 
+/// A single-member etcd (from dw-etcd-testkit, as the agent's tests use) in a private
+/// directory, removed with it.
 pub struct Etcd {
-    child: Option<Child>,
-    /// Extra etcd flags (TLS files).
-    extra: Vec<String>,
-    /// `http` or `https`.
-    scheme: &'static str,
+    cluster: Cluster,
+    /// The directory of etcd's data and log, and of the test's own files.
     pub data_dir: PathBuf,
-    pub client_port: u16,
-    pub peer_port: u16,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free loopback port")
+    // Declared last so that it is removed after etcd has stopped.
+    _dir: tempfile::TempDir,
 }
 
 impl Etcd {
     /// Starts a single-member etcd and waits until it answers.
     pub async fn start() -> Etcd {
-        Etcd::start_with("http", Vec::new(), |_| {}).await
+        Etcd::start_with(None).await
     }
 
-    /// Starts etcd with `scheme` client URLs and extra flags; `prepare` runs on the data
-    /// dir first (to write certificates the flags name).
-    pub async fn start_with(
-        scheme: &'static str,
-        extra: Vec<String>,
-        prepare: impl FnOnce(&std::path::Path),
-    ) -> Etcd {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.subsec_nanos())
-            .unwrap_or(0);
-        let data_dir = std::env::temp_dir().join(format!(
-            "dwctl-test-{}-{}-{nanos}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&data_dir).expect("temp dir");
-        prepare(&data_dir);
-        let extra = extra
-            .into_iter()
-            .map(|flag| flag.replace("{dir}", &data_dir.display().to_string()))
-            .collect();
-        let mut etcd = Etcd {
-            child: None,
-            extra,
-            scheme,
-            data_dir,
-            client_port: free_port(),
-            peer_port: free_port(),
-        };
-        etcd.spawn().await;
-        etcd
+    /// Starts etcd serving https and requiring a client certificate signed by `tls.ca`.
+    pub async fn start_tls(tls: &TestTls) -> Etcd {
+        Etcd::start_with(Some(tls.clone())).await
     }
 
-    async fn spawn(&mut self) {
-        let client_url = self.endpoint();
-        let peer_url = format!("http://127.0.0.1:{}", self.peer_port);
-        let child = Command::new("etcd")
-            .args(["--name", "test", "--data-dir"])
-            .arg(self.data_dir.join("etcd"))
-            .args([
-                "--listen-client-urls",
-                &client_url,
-                "--advertise-client-urls",
-                &client_url,
-            ])
-            .args([
-                "--listen-peer-urls",
-                &peer_url,
-                "--initial-advertise-peer-urls",
-                &peer_url,
-            ])
-            .args(["--initial-cluster", &format!("test={peer_url}")])
-            .args(["--log-level", "error", "--unsafe-no-fsync"])
-            .args(&self.extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("etcd on PATH (run the tests inside scripts/devenv)");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        if self.scheme == "https" {
-            // The plain client cannot talk TLS: wait for the port, callers retry dwctl.
-            while std::net::TcpStream::connect(("127.0.0.1", self.client_port)).is_err() {
-                assert!(Instant::now() < deadline, "etcd did not start");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            return;
-        }
-        loop {
-            let connect = Client::connect([self.endpoint()], None);
-            if let Ok(Ok(mut client)) = tokio::time::timeout(Duration::from_secs(2), connect).await
-                && let Ok(Ok(_)) =
-                    tokio::time::timeout(Duration::from_secs(2), client.get("/", None)).await
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "etcd did not start");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    async fn start_with(tls: Option<TestTls>) -> Etcd {
+        let dir = tempfile::Builder::new()
+            .prefix("dwctl-test-")
+            .tempdir()
+            .expect("temp dir");
+        let cluster = Cluster::start_with(dir.path(), 1, tls).await;
+        Etcd {
+            cluster,
+            data_dir: dir.path().to_path_buf(),
+            _dir: dir,
         }
     }
 
     pub fn endpoint(&self) -> String {
-        format!("{}://127.0.0.1:{}", self.scheme, self.client_port)
-    }
-
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.cluster.endpoints().remove(0)
     }
 
     /// Kills etcd and starts it again on the same data and ports.
     pub async fn restart(&mut self) {
-        self.kill();
-        self.spawn().await;
+        self.cluster.members[0].restart();
+        assert!(self.cluster.wait_ready().await, "etcd did not come back");
     }
 
     pub async fn client(&self) -> Client {
-        Client::connect([self.endpoint()], None)
-            .await
-            .expect("connect")
+        self.cluster.client().await
     }
 
     /// A key's value and mod_revision.
@@ -223,19 +143,15 @@ impl Etcd {
             .env_remove("DWCTL_CACERT")
             .env_remove("DWCTL_CERT")
             .env_remove("DWCTL_KEY")
+            .env_remove("DWCTL_PASSWORD_FILE")
+            .env_remove("DWCTL_DIAL_TIMEOUT")
+            .env_remove("DWCTL_REQUEST_TIMEOUT")
             .args(args);
         command
     }
 
     pub fn tokio_command(&self, args: &[&str]) -> tokio::process::Command {
         tokio::process::Command::from(self.command(args))
-    }
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.data_dir);
     }
 }
 

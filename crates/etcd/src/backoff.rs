@@ -1,71 +1,50 @@
-//! Exponential backoff with full jitter: after the n-th consecutive failure the agent
+//! Exponential backoff with full jitter: after the n-th consecutive failure the caller
 //! sleeps a uniformly random time in `[0, min(max, initial * 2^n))`.
 //!
-//! Full jitter matters for a fleet: when an etcd member restarts, thousands of agents lose
-//! their watch at the same instant, and without jitter they would all come back in lockstep.
+//! Full jitter matters for a fleet: when an etcd member restarts, thousands of agents (or
+//! `dwctl` daemons) lose their session at the same instant, and without jitter they would
+//! all come back in lockstep.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-/// The backoff state of one agent.
-#[derive(Debug)]
-pub(crate) struct Backoff {
+/// The backoff state of one retrying loop.
+#[derive(Debug, Clone)]
+pub struct Backoff {
     initial: Duration,
     max: Duration,
     failures: u32,
-    random: SplitMix64,
 }
 
 impl Backoff {
-    pub(crate) fn new(initial: Duration, max: Duration) -> Backoff {
+    /// A backoff whose first ceiling is `initial`, doubling up to `max`.
+    pub fn new(initial: Duration, max: Duration) -> Backoff {
         Backoff {
             initial,
             max,
             failures: 0,
-            random: SplitMix64::seeded(),
         }
     }
 
     /// The ceiling the next delay is drawn under.
-    pub(crate) fn ceiling(&self) -> Duration {
+    pub fn ceiling(&self) -> Duration {
         let factor = 1u32.checked_shl(self.failures.min(31)).unwrap_or(u32::MAX);
         self.initial.saturating_mul(factor).min(self.max)
     }
 
     /// Records a failure and returns how long to wait before the next attempt.
-    pub(crate) fn next_delay(&mut self) -> Duration {
+    pub fn next_delay(&mut self) -> Duration {
         let ceiling = self.ceiling();
         self.failures = self.failures.saturating_add(1);
         let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
         if nanos == 0 {
             return Duration::ZERO;
         }
-        Duration::from_nanos(self.random.next() % nanos)
+        Duration::from_nanos(fastrand::u64(..nanos))
     }
 
-    /// Forgets past failures (called after a healthy period).
-    pub(crate) fn reset(&mut self) {
+    /// Forgets past failures (after a success, or a healthy period).
+    pub fn reset(&mut self) {
         self.failures = 0;
-    }
-}
-
-/// A small non-cryptographic generator; jitter needs spread, not secrecy.
-#[derive(Debug)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn seeded() -> SplitMix64 {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        SplitMix64(now ^ (u64::from(std::process::id()) << 32))
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 
@@ -102,5 +81,11 @@ mod tests {
         backoff.failures = u32::MAX;
         assert_eq!(backoff.ceiling(), Duration::from_secs(5));
         assert!(backoff.next_delay() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_zero_ceiling_waits_not_at_all() {
+        let mut backoff = Backoff::new(Duration::ZERO, Duration::from_secs(5));
+        assert_eq!(backoff.next_delay(), Duration::ZERO);
     }
 }

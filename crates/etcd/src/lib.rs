@@ -1,0 +1,50 @@
+//! dw-etcd: the one etcd layer of `dw-agent` and `dwctl`.
+//!
+//! Both binaries reach etcd the same way, so they take the same flags and check them the
+//! same way:
+//!
+//! - [`EtcdArgs`]: the connection flags (`--endpoints`, `--user`, `--password`,
+//!   `--password-file`, `--cacert`, `--cert`, `--key`, `--dial-timeout`,
+//!   `--request-timeout`), a clap `Args` struct each binary flattens into its command line
+//!   and gives its own environment variables.
+//! - [`EtcdOptions`]: what the flags become once checked; [`EtcdOptions::connect_options`]
+//!   reads and checks the TLS files, [`EtcdOptions::connect`] finds one live member among
+//!   several endpoints, [`connect_endpoint`] dials exactly one.
+//! - [`Backoff`]: capped exponential backoff with full jitter for every retry loop.
+//! - [`describe`], [`within`], [`prefix_range_end`]: small helpers around `etcd-client`.
+//!
+//! ```
+//! use clap::Parser;
+//! use dw_etcd::EtcdArgs;
+//!
+//! #[derive(Parser)]
+//! #[command(mut_arg("user", |arg| arg.env("EXAMPLE_USER")))]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     etcd: EtcdArgs,
+//! }
+//!
+//! let cli = Cli::parse_from(["example", "--endpoints", "10.0.0.1:2379,10.0.0.2:2379"]);
+//! let options = cli.etcd.into_options().unwrap();
+//! assert_eq!(options.endpoints.len(), 2);
+//! assert_eq!(options.display_endpoint("10.0.0.1:2379"), "http://10.0.0.1:2379");
+//!
+//! let mut backoff = dw_etcd::Backoff::new(
+//!     std::time::Duration::from_millis(100),
+//!     std::time::Duration::from_secs(5),
+//! );
+//! assert!(backoff.next_delay() < std::time::Duration::from_millis(100));
+//! ```
+#![deny(missing_docs)]
+
+mod backoff;
+mod connect;
+mod error;
+mod options;
+
+pub use crate::{
+    backoff::Backoff,
+    connect::{connect_endpoint, is_transport, prefix_range_end, within},
+    error::{Error, describe},
+    options::{Credentials, EtcdArgs, EtcdOptions, TlsFiles, parse_duration},
+};
