@@ -93,9 +93,8 @@ fn bench_config(endpoints: Vec<String>, snapshot: &std::path::Path) -> Config {
     config
 }
 
-/// One agent; sequential writes; time from sending each put until its revision's file
-/// was renamed into place.
-async fn propagation(cluster: &Cluster, dir: &std::path::Path, keys: usize, writes: usize) -> Row {
+/// A client of `cluster`, with the routing prefix emptied.
+async fn emptied(cluster: &Cluster) -> etcd_client::Client {
     let mut client = cluster.client().await;
     client
         .delete(
@@ -104,6 +103,13 @@ async fn propagation(cluster: &Cluster, dir: &std::path::Path, keys: usize, writ
         )
         .await
         .unwrap();
+    client
+}
+
+/// One agent; sequential writes; time from sending each put until its revision's file
+/// was renamed into place.
+async fn propagation(cluster: &Cluster, dir: &std::path::Path, keys: usize, writes: usize) -> Row {
+    let mut client = emptied(cluster).await;
     load_regions(&mut client, keys).await;
     let snapshot = dir.join(format!("propagation-{keys}.json"));
     let mut agent = RunningAgent::start(bench_config(cluster.endpoints(), &snapshot)).await;
@@ -148,14 +154,7 @@ async fn propagation(cluster: &Cluster, dir: &std::path::Path, keys: usize, writ
 /// `fleet` agents, each with its own connection and watch stream, on one etcd; for each
 /// write, the time from sending it until the last agent renamed its file.
 async fn fan_out(cluster: &Cluster, dir: &std::path::Path, fleet: usize, writes: usize) -> Row {
-    let mut client = cluster.client().await;
-    client
-        .delete(
-            PREFIX,
-            Some(etcd_client::DeleteOptions::new().with_prefix()),
-        )
-        .await
-        .unwrap();
+    let mut client = emptied(cluster).await;
     load_regions(&mut client, 50).await;
     let (merged_tx, mut merged) = mpsc::unbounded_channel::<Publication>();
     let mut agents = Vec::with_capacity(fleet);
@@ -273,16 +272,9 @@ async fn published_at(snapshot: &std::path::Path, revision: u64, keys: usize) {
 /// serialised file coexist); plus, at the first size, how long it takes to start and to
 /// exit on SIGTERM.
 async fn memory(cluster: &mut Cluster, dir: &std::path::Path, sizes: &[usize]) -> Vec<Row> {
-    let mut client = cluster.client().await;
     let mut rows = Vec::new();
     for (index, &keys) in sizes.iter().enumerate() {
-        client
-            .delete(
-                PREFIX,
-                Some(etcd_client::DeleteOptions::new().with_prefix()),
-            )
-            .await
-            .unwrap();
+        let mut client = emptied(cluster).await;
         load_regions(&mut client, keys).await;
         let snapshot = dir.join(format!("memory-{keys}.json"));
         let args = vec![

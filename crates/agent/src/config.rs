@@ -463,15 +463,17 @@ mod tests {
         assert_eq!(config.timing.stall_timeout, Duration::from_secs(30));
     }
 
+    /// The configuration `dw-agent --endpoints 127.0.0.1:2379 ARGS` gives, or its error.
+    fn parse(args: &[&str]) -> Result<Config, String> {
+        let mut argv = vec!["dw-agent", "--endpoints", "127.0.0.1:2379"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())
+            .and_then(|cli| cli.into_config().map_err(|e| e.to_string()))
+    }
+
     #[test]
     fn node_ids_and_labels_are_checked() {
-        let parse = |args: &[&str]| {
-            let mut argv = vec!["dw-agent", "--endpoints", "127.0.0.1:2379"];
-            argv.extend_from_slice(args);
-            Cli::try_parse_from(argv)
-                .map_err(|e| e.to_string())
-                .and_then(|cli| cli.into_config().map_err(|e| e.to_string()))
-        };
         let config = parse(&["--node-id", "edge-1", "--labels", "dc=fra, tier=edge"]).unwrap();
         let report = config.report.unwrap();
         assert_eq!(report.key(), "/dw/nodes/edge-1");
@@ -480,31 +482,20 @@ mod tests {
         assert_eq!(report.labels["tier"], "edge");
         assert!(parse(&["--node-id", "a/b"]).unwrap_err().contains("'/'"));
         assert!(parse(&["--node-id", ""]).unwrap_err().contains("--node-id"));
-        assert!(
-            parse(&["--labels", "dc"])
-                .unwrap_err()
-                .contains("key=value")
-        );
-        assert!(
-            parse(&["--labels", "=x"])
-                .unwrap_err()
-                .contains("label name")
-        );
-        assert!(
-            parse(&["--labels", "a=1,a=2"])
-                .unwrap_err()
-                .contains("twice")
-        );
-        assert!(
-            parse(&["--labels", "a=x y"])
-                .unwrap_err()
-                .contains("value of a")
-        );
-        assert!(
-            parse(&["--node-id", "n", "--nodes-prefix", "/dw/routing/nodes/"])
-                .unwrap_err()
-                .contains("inside the routing prefix")
-        );
+        let refused: [(&[&str], &str); 5] = [
+            (&["--labels", "dc"], "key=value"),
+            (&["--labels", "=x"], "label name"),
+            (&["--labels", "a=1,a=2"], "twice"),
+            (&["--labels", "a=x y"], "value of a"),
+            (
+                &["--node-id", "n", "--nodes-prefix", "/dw/routing/nodes/"],
+                "inside the routing prefix",
+            ),
+        ];
+        for (args, why) in refused {
+            let error = parse(args).unwrap_err();
+            assert!(error.contains(why), "{args:?}: {error}");
+        }
         assert!(parse(&["--nodes-prefix", "off"]).unwrap().report.is_none());
         // The default id is the host name.
         assert_eq!(parse(&[]).unwrap().report.map(|r| r.node_id), host_name());
@@ -512,13 +503,6 @@ mod tests {
 
     #[test]
     fn inconsistent_flags_are_refused() {
-        let parse = |args: &[&str]| {
-            let mut argv = vec!["dw-agent", "--endpoints", "127.0.0.1:2379"];
-            argv.extend_from_slice(args);
-            Cli::try_parse_from(argv)
-                .map_err(|e| e.to_string())
-                .and_then(|cli| cli.into_config().map_err(|e| e.to_string()))
-        };
         assert!(
             parse(&["--user", "root"])
                 .unwrap_err()
