@@ -19,6 +19,8 @@
 //!
 //! The first router used in a process, or in a forked child, sets up its watcher.
 
+#![deny(missing_docs)]
+
 mod args;
 mod engine;
 mod fork;
@@ -36,7 +38,6 @@ mod trust;
 mod values;
 mod watch;
 
-use ext_php_rs::prelude::*;
 use ext_php_rs::zend::IniEntryDef;
 
 pub use crate::router::RegionRouter;
@@ -103,14 +104,22 @@ fn release_fork_locks() {
     }
 }
 
-#[php_module]
-#[php(startup = startup)]
-pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
-    // The crate is dw-router; PHP knows the extension as dw_router.
-    module
-        .name("dw_router")
-        .class::<RegionRouter>()
-        .request_startup_function(request_startup)
-        .request_shutdown_function(request_shutdown)
-        .info_function(info::module_info)
+/// The module entry PHP loads: `get_module`, exported by `#[php_module]`. In a module of its
+/// own because the function the macro generates carries no doc comment.
+mod entry {
+    use ext_php_rs::prelude::*;
+
+    use super::{RegionRouter, info, request_shutdown, request_startup, startup};
+
+    #[php_module]
+    #[php(startup = startup)]
+    pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
+        // The crate is dw-router; PHP knows the extension as dw_router.
+        module
+            .name("dw_router")
+            .class::<RegionRouter>()
+            .request_startup_function(request_startup)
+            .request_shutdown_function(request_shutdown)
+            .info_function(info::module_info)
+    }
 }
