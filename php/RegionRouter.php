@@ -19,6 +19,8 @@ declare(strict_types=1);
 
 namespace DwRouter;
 
+require_once __DIR__ . '/TypedJson.php';
+
 final class RegionRouter
 {
     public const DEFAULT_SNAPSHOT_PATH = '/run/dw-router/routing.json';
@@ -30,7 +32,7 @@ final class RegionRouter
     public const WEIGHT_MAX = 1_000_000;
 
     /** Nesting limit for every json_decode: a value nested deeper is invalid JSON here. */
-    private const JSON_DEPTH = 512;
+    private const JSON_DEPTH = TypedJson::DEPTH;
 
     private const APCU_TABLE = 'dw_router:table:';
     private const APCU_LAST_GOOD = 'dw_router:last_good:';
@@ -340,7 +342,7 @@ final class RegionRouter
         if ($raw === '') {
             return 'snapshot is empty';
         }
-        $document = self::decodeTyped($raw);
+        $document = TypedJson::decode($raw);
         if (!$document instanceof JsonObject) {
             return 'snapshot is not a JSON object';
         }
@@ -403,7 +405,7 @@ final class RegionRouter
      */
     private static function compileRegion(string $raw): ?array
     {
-        $region = self::decodeTyped($raw);
+        $region = TypedJson::decode($raw);
         if (!$region instanceof JsonObject) {
             return null;
         }
@@ -459,7 +461,7 @@ final class RegionRouter
         $policy = ['default' => 'US', 'failover' => [], 'rendezvous' => false, 'valid' => true, 'object' => []];
         $raw = $this->table['kvs'][$this->table['prefix'] . 'policy/global'] ?? null;
         if ($raw !== null) {
-            $object = self::decodeTyped($raw);
+            $object = TypedJson::decode($raw);
             if (!$object instanceof JsonObject) {
                 $policy['valid'] = false;
             } else {
@@ -534,82 +536,6 @@ final class RegionRouter
         return $best ?? $origins[0];
     }
 
-    // ---- JSON --------------------------------------------------------------------------
-
-    /**
-     * Decodes JSON keeping the distinction PHP's associative decoding loses: objects
-     * become JsonObject (so `{}` is not `[]` and `{"0":1}` is not `[1]`), arrays become
-     * lists. Returns null for invalid JSON (and for the JSON `null`: no caller accepts it).
-     *
-     * Object keys starting with NUL are legal JSON but PHP refuses them as property names;
-     * for those documents every string is first re-encoded as hex, then decoded back.
-     */
-    private static function decodeTyped(string $json): mixed
-    {
-        $value = json_decode($json, false, self::JSON_DEPTH);
-        $error = json_last_error();
-        if ($error === JSON_ERROR_NONE) {
-            return self::typed($value, false);
-        }
-        if ($error !== JSON_ERROR_INVALID_PROPERTY_NAME) {
-            return null;
-        }
-        $stringsValid = true;
-        $hexed = preg_replace_callback(
-            '/"(?:[^"\\\\]++|\\\\.)*+"/s',
-            static function (array $token) use (&$stringsValid): string {
-                $string = json_decode($token[0], false, 1);
-                if (!\is_string($string)) {
-                    $stringsValid = false;
-
-                    return '""';
-                }
-
-                return '"x' . bin2hex($string) . '"';
-            },
-            $json,
-        );
-        if (!\is_string($hexed) || !$stringsValid) {
-            return null;
-        }
-        $value = json_decode($hexed, false, self::JSON_DEPTH);
-        if (json_last_error() !== JSON_ERROR_NONE) {
-            return null;
-        }
-
-        return self::typed($value, true);
-    }
-
-    private static function typed(mixed $value, bool $hexStrings): mixed
-    {
-        if ($value instanceof \stdClass) {
-            $members = [];
-            foreach (get_object_vars($value) as $key => $member) {
-                $key = $hexStrings ? self::unhex((string) $key) : $key;
-                $members[$key] = self::typed($member, $hexStrings);
-            }
-
-            return new JsonObject($members);
-        }
-        if (\is_array($value)) {
-            foreach ($value as $index => $element) {
-                $value[$index] = self::typed($element, $hexStrings);
-            }
-
-            return $value;
-        }
-        if ($hexStrings && \is_string($value)) {
-            return self::unhex($value);
-        }
-
-        return $value;
-    }
-
-    private static function unhex(string $hexed): string
-    {
-        return (string) hex2bin(substr($hexed, 1));
-    }
-
     // ---- configuration -----------------------------------------------------------------
 
     /** @param array<string, mixed> $options */
@@ -636,17 +562,5 @@ final class RegionRouter
         $shift = ['' => 0, 'k' => 10, 'm' => 20, 'g' => 30][strtolower($m[2])];
 
         return (int) $m[1] << $shift;
-    }
-}
-
-/**
- * @internal A decoded JSON object: members keyed as PHP keys them (numeric strings
- *           become ints, which lookups by string still find).
- */
-final class JsonObject
-{
-    /** @param array<array-key, mixed> $members */
-    public function __construct(public readonly array $members)
-    {
     }
 }
