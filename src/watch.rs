@@ -139,7 +139,7 @@ pub fn ensure_fresh(source: &Arc<Source>) {
 ///
 /// In a child of a preloading parent even starting that thread waits for the end of the
 /// request (`after_request`, from RSHUTDOWN): creating a thread took most of a fresh
-/// child's first `resolve()` (about 150 of 210 µs), while the table it answers from is
+/// child's first `resolve()` (BENCHMARKS.md, lsphp section), while the table it answers from is
 /// already parsed and was checked against the file just now.
 #[cold]
 fn start_watching(source: &Arc<Source>) {
