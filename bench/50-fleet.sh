@@ -34,7 +34,6 @@ WORK=$(mktemp -d /dev/shm/dw-fleet.XXXXXX) # tmpfs: snapshots, etcd's data, logs
 mkdir -p "$WORK/logs"
 
 AGENT_PIDS=()
-AGENT_TUNING=()
 PROXY_PIDS=()
 ETCD_PID=
 stop_pids() { # SIGTERM, then SIGKILL after 10 s: every pid given
@@ -132,7 +131,7 @@ grow_fleet() { # TO ENDPOINTS: start agents up to TO, BATCH at a time, each batc
     for ((i = from; i < from + BATCH && i < to; i++)); do
       mkdir -p "$WORK/a/$i"
       "$AGENT" --endpoints "$endpoints" --snapshot "$WORK/a/$i/routing.json" \
-        --metrics-addr 127.0.0.1:0 --node-id "fleet-$i" --labels bench=fleet --log warn "${AGENT_TUNING[@]}" \
+        --metrics-addr 127.0.0.1:0 --node-id "fleet-$i" --labels bench=fleet --log warn \
         2>>"$WORK/logs/agents.log" &
       AGENT_PIDS+=($!)
       echo "$WORK/a/$i/routing.json" >>"$SNAPSHOTS"
@@ -205,12 +204,6 @@ for mode in $MODES; do
     proxy1) start_proxies 1; endpoints=${PROXIES[0]} ;;
     proxy3) start_proxies 3; endpoints=$(IFS=,; echo "${PROXIES[*]}") ;;
   esac
-  # etcd 3.5's grpc-proxy does not answer watch progress requests (etcd issue 19710): with
-  # the defaults an agent behind it ends its session as stalled after 15 s without a change
-  # and relists after a backoff, and a change meanwhile waits seconds. Measured here with
-  # the watchdog out of the way; HTTP/2 keepalive still catches a dead proxy.
-  AGENT_TUNING=()
-  [[ $mode == direct ]] || AGENT_TUNING=(--progress-interval 10m --stall-timeout 60m)
   for size in $SIZES; do
     [[ -n $MAX_AGENTS ]] && ((size > MAX_AGENTS)) && size=$MAX_AGENTS
     ((size > ${#AGENT_PIDS[@]})) || continue
@@ -231,6 +224,11 @@ for mode in $MODES; do
     fi
     measure "$mode" "$size" "$endpoints"
   done
+  # Sessions the agents ended in this mode, by cause (their warn lines), for the section.
+  ended=$(grep -o 'session with etcd ended cause="[a-z_]*"' "$WORK/logs/agents.log" 2>/dev/null |
+    sed 's/.*cause="//; s/"$//' | sort | uniq -c | awk '{printf "%s%s=%s", sep, $2, $1; sep=","}')
+  printf '%s\t%s\n' "$mode" "${ended:-none}" >>"$RAW/sessions.tsv"
+  : >"$WORK/logs/agents.log"
   stop_fleet
   stop_proxies
 done

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use etcd_client::WatchStream;
+use etcd_client::{Client, WatchStream};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::watch;
@@ -286,16 +286,19 @@ impl Agent {
         self.metrics.response_received();
         info!(endpoint, from_revision = revision + 1, "watching");
         let watching_since = Instant::now();
-        let error = self.follow(&mut stream, endpoint).await;
+        let error = self.follow(&client, &mut stream, endpoint).await;
         Ended {
             error,
             watched_for: Some(watching_since.elapsed()),
         }
     }
 
-    /// Applies watch responses until the watch fails; the watchdog asks for progress
-    /// every interval and gives up on a watch silent for the stall timeout.
-    async fn follow(&mut self, stream: &mut WatchStream, endpoint: &str) -> Error {
+    /// Applies watch responses until the watch fails. The watchdog asks for progress every
+    /// interval. A watch that stays silent (no events, no progress) until the stall timeout
+    /// is checked with one read of the prefix: etcd's grpc-proxy never answers progress
+    /// requests, so silence alone proves nothing there. The watch ends if the read fails, or
+    /// if a change the read shows is still undelivered at the next tick.
+    async fn follow(&mut self, client: &Client, stream: &mut WatchStream, endpoint: &str) -> Error {
         let timing = self.config.timing.clone();
         let mut ticker = tokio::time::interval_at(
             tokio::time::Instant::now() + timing.progress_interval,
@@ -303,6 +306,8 @@ impl Agent {
         );
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut last_response = Instant::now();
+        // A revision a read showed that the watch had not delivered yet.
+        let mut undelivered: Option<u64> = None;
         loop {
             tokio::select! {
                 message = stream.message() => {
@@ -343,11 +348,33 @@ impl Agent {
                 }
                 _ = ticker.tick() => {
                     let silent_for = last_response.elapsed();
-                    if silent_for >= timing.stall_timeout {
-                        return Error::Stalled {
-                            endpoint: endpoint.to_owned(),
-                            silent_for_ms: silent_for.as_millis(),
-                        };
+                    let stalled = |why: String| Error::Stalled {
+                        endpoint: endpoint.to_owned(),
+                        silent_for_ms: silent_for.as_millis(),
+                        why,
+                    };
+                    if let Some(revision) = undelivered.take()
+                        && self.mirror.revision() < revision
+                    {
+                        return stalled(format!(
+                            "a read of the prefix shows revision {revision}, which the watch \
+                             has not delivered (it is at {})",
+                            self.mirror.revision()
+                        ));
+                    }
+                    // Checked at the last tick before the stall timeout, so a quiet but
+                    // live watch never looks unhealthy in between.
+                    if silent_for + timing.progress_interval >= timing.stall_timeout {
+                        match self.connector.prefix_state(client).await {
+                            Ok(read) => match self.mirror.lacks(read) {
+                                None => {
+                                    last_response = Instant::now();
+                                    self.metrics.silent_watch_confirmed();
+                                }
+                                Some(revision) => undelivered = Some(revision),
+                            },
+                            Err(e) => return stalled(format!("a read of the prefix failed: {e}")),
+                        }
                     }
                     if let Err(message) =
                         within(self.config.etcd.request_timeout, stream.request_progress()).await

@@ -70,12 +70,15 @@ pub enum Error {
         /// etcd's or the transport's words.
         message: String,
     },
-    /// No watch response (events or progress) arrived within the stall timeout.
+    /// The watch was silent (no events, no answer to progress requests) and a read of the
+    /// prefix failed or showed changes the watch had not delivered.
     Stalled {
         /// The endpoint of the session.
         endpoint: String,
         /// How long the watch had been silent, in milliseconds.
         silent_for_ms: u128,
+        /// What the read found.
+        why: String,
     },
 }
 
@@ -141,9 +144,10 @@ impl fmt::Display for Error {
             Error::Stalled {
                 endpoint,
                 silent_for_ms,
+                why,
             } => write!(
                 f,
-                "watch at {endpoint} stalled: no response to progress requests for {silent_for_ms} ms"
+                "watch at {endpoint} stalled: silent for {silent_for_ms} ms and {why}"
             ),
         }
     }

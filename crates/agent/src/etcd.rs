@@ -5,11 +5,13 @@ use std::time::Duration;
 
 pub(crate) use dw_etcd::{describe, within};
 use dw_etcd::{is_transport, prefix_range_end};
-use etcd_client::{Client, ConnectOptions, GetOptions, WatchOptions, WatchStream};
+use etcd_client::{
+    Client, ConnectOptions, GetOptions, SortOrder, SortTarget, WatchOptions, WatchStream,
+};
 
 use crate::Error;
 use crate::config::Config;
-use crate::mirror::Listing;
+use crate::mirror::{Listing, PrefixState};
 
 /// Responses larger than this are refused by the client. etcd caps one request at
 /// 1.5 MiB by default, but a list page or a catch-up watch batch holds many of them.
@@ -173,6 +175,29 @@ impl Connector {
                 "the watch stream closed before it was created".into(),
             )),
         }
+    }
+
+    /// Reads the prefix's key count and newest modification in one request (keys only,
+    /// one key back): how a silent watch is checked where progress requests go unanswered.
+    pub(crate) async fn prefix_state(&self, client: &Client) -> Result<PrefixState, String> {
+        let options = GetOptions::new()
+            .with_range(self.range_end.clone())
+            .with_keys_only()
+            .with_limit(1)
+            .with_sort(SortTarget::Mod, SortOrder::Descend);
+        let mut kv = client.kv_client();
+        let response = within(
+            self.request_timeout(),
+            kv.get(self.prefix.as_bytes().to_vec(), Some(options)),
+        )
+        .await?;
+        Ok(PrefixState {
+            keys: u64::try_from(response.count()).unwrap_or(0),
+            last_modified: response
+                .kvs()
+                .first()
+                .map_or(0, |kv| u64::try_from(kv.mod_revision()).unwrap_or(0)),
+        })
     }
 }
 

@@ -107,6 +107,7 @@ pub(crate) struct Metrics {
     write_errors: AtomicU64,
     reconnects: AtomicU64,
     stale_events: AtomicU64,
+    silent_watch_checks: AtomicU64,
     untrusted_replaced: AtomicU64,
     metrics_evicted: AtomicU64,
     metrics_refused: AtomicU64,
@@ -154,6 +155,7 @@ impl Metrics {
             write_errors: AtomicU64::new(0),
             reconnects: AtomicU64::new(0),
             stale_events: AtomicU64::new(0),
+            silent_watch_checks: AtomicU64::new(0),
             untrusted_replaced: AtomicU64::new(0),
             metrics_evicted: AtomicU64::new(0),
             metrics_refused: AtomicU64::new(0),
@@ -268,6 +270,12 @@ impl Metrics {
         self.metrics_refused.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A silent watch was checked with a read, which showed nothing it had missed.
+    pub(crate) fn silent_watch_confirmed(&self) {
+        self.silent_watch_checks.fetch_add(1, Ordering::Relaxed);
+        self.response_received();
+    }
+
     pub(crate) fn stale_events(&self, count: usize) {
         self.stale_events.fetch_add(count as u64, Ordering::Relaxed);
     }
@@ -370,6 +378,10 @@ impl Metrics {
             ("dw_agent_reconnects_total", status.reconnects.to_string()),
             ("dw_agent_stale_events_total", load(&self.stale_events)),
             (
+                "dw_agent_silent_watch_checks_total",
+                load(&self.silent_watch_checks),
+            ),
+            (
                 "dw_agent_untrusted_snapshot_replaced_total",
                 load(&self.untrusted_replaced),
             ),
@@ -457,6 +469,7 @@ dw_agent_snapshot_writes_total counter Snapshot files published (renamed into pl
 dw_agent_snapshot_write_errors_total counter Failed attempts to publish the snapshot file.
 dw_agent_reconnects_total counter Sessions with etcd that ended and were retried.
 dw_agent_stale_events_total counter Watch events at or below the state's revision, skipped.
+dw_agent_silent_watch_checks_total counter Reads of the prefix that showed a silent watch had missed nothing (behind etcd grpc-proxy, which ignores progress requests).
 dw_agent_untrusted_snapshot_replaced_total counter Files at the snapshot path the agent did not trust (not its own, a symlink or FIFO, another etcd cluster's, a revision beyond etcd's), replaced.
 dw_agent_metrics_connections_evicted_total counter Idle connections to the metrics port closed to make room (--metrics-max-connections reached).
 dw_agent_metrics_connections_refused_total counter Connections to the metrics port closed at once: every slot was answering.

@@ -34,6 +34,15 @@ impl Listing {
     }
 }
 
+/// What one ranged read says of the prefix: enough to tell whether a watch missed anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PrefixState {
+    /// Keys under the prefix.
+    pub(crate) keys: u64,
+    /// The highest `mod_revision` among them (0 when there are none).
+    pub(crate) last_modified: u64,
+}
+
 /// The state of the prefix as the agent knows it.
 #[derive(Debug)]
 pub(crate) struct Mirror {
@@ -96,6 +105,21 @@ impl Mirror {
 
     pub(crate) fn unrepresentable_keys(&self) -> usize {
         self.unrepresentable.len()
+    }
+
+    /// Whether a read of the prefix (made after this mirror's revision) shows a change the
+    /// mirror lacks: `None` when it shows nothing newer, else the revision the mirror must
+    /// reach for the read to be explained. Any put raises the newest `mod_revision`; deletes
+    /// alone change the key count.
+    pub(crate) fn lacks(&self, read: PrefixState) -> Option<u64> {
+        let keys = (self.snapshot.kvs.len() + self.unrepresentable.len()) as u64;
+        if read.last_modified > self.snapshot.revision {
+            Some(read.last_modified)
+        } else if read.keys != keys {
+            Some(self.snapshot.revision + 1)
+        } else {
+            None
+        }
     }
 
     /// Replaces the state with a fresh listing.
@@ -189,6 +213,30 @@ mod tests {
             }),
             prev_kv: None,
         })
+    }
+
+    #[test]
+    fn a_read_explained_by_the_mirror_shows_nothing_lacking() {
+        let mut mirror = published_a_at_10();
+        let read = |keys, last_modified| PrefixState {
+            keys,
+            last_modified,
+        };
+        // Listed at 10, /p/a last written at 7: nothing newer.
+        assert_eq!(mirror.lacks(read(1, 7)), None);
+        // A put the watch has not delivered.
+        assert_eq!(mirror.lacks(read(1, 12)), Some(12));
+        assert_eq!(mirror.lacks(read(2, 12)), Some(12));
+        // A delete alone: same newest revision, one key fewer.
+        assert_eq!(mirror.lacks(read(0, 0)), Some(11));
+        // Once delivered, the same reads are explained.
+        mirror.apply(&[put("/p/b", b"2", 12)]);
+        assert_eq!(mirror.lacks(read(2, 12)), None);
+        mirror.apply(&[event(1, b"/p/a", b"", 13), event(1, b"/p/b", b"", 13)]);
+        assert_eq!(mirror.lacks(read(0, 0)), None);
+        // Keys JSON cannot carry count too.
+        mirror.apply(&[put("/p/c", b"\xff", 14)]);
+        assert_eq!(mirror.lacks(read(1, 14)), None);
     }
 
     /// A mirror of prefix `/p/` that listed `/p/a` = `1` at revision 10 and published it.

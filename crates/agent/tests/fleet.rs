@@ -366,12 +366,18 @@ async fn agents_work_through_etcd_grpc_proxy_and_its_restart() {
     let snapshots: Vec<_> = (0..2)
         .map(|i| dir.path().join(format!("routing-{i}.json")))
         .collect();
+    let metrics: Vec<String> = snapshots
+        .iter()
+        .map(|_| format!("127.0.0.1:{}", free_port()))
+        .collect();
     let mut agents: Vec<AgentProcess> = snapshots
         .iter()
+        .zip(&metrics)
         .enumerate()
-        .map(|(i, snapshot)| {
+        .map(|(i, (snapshot, metrics))| {
+            let metrics = format!("--metrics-addr={metrics}");
             AgentProcess::spawn(
-                &node_agent_args(&proxied, snapshot, &format!("proxied-{i}"), &[]),
+                &node_agent_args(&proxied, snapshot, &format!("proxied-{i}"), &[&metrics]),
                 &dir.path().join(format!("agent-{i}.log")),
             )
         })
@@ -387,6 +393,45 @@ async fn agents_work_through_etcd_grpc_proxy_and_its_restart() {
     assert_eq!(status["current"], 2, "{status}");
     let (code, set) = dwctl(&proxied, &["region", "set", "FR", REGION, "--wait=10s"]).await;
     assert_eq!(code, 0, "{set}");
+
+    // The proxy never answers progress requests: a watch quiet for twice the stall timeout
+    // (3 s) is checked by reads and kept, not ended as stalled.
+    let scrape = |address: &String| {
+        let address = address.parse().unwrap();
+        async move {
+            let (code, text) = http_get(address, "/metrics")
+                .await
+                .expect("the agent's metrics answer");
+            assert_eq!(code, 200);
+            text
+        }
+    };
+    let mut reconnects = Vec::new();
+    for address in &metrics {
+        reconnects.push(metric(&scrape(address).await, "dw_agent_reconnects_total"));
+    }
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    for ((agent, address), before) in agents.iter().zip(&metrics).zip(reconnects) {
+        let text = scrape(address).await;
+        let log = agent.log();
+        assert_eq!(metric(&text, "dw_agent_reconnects_total"), before, "{log}");
+        assert!(text.contains("cause=\"stalled\"} 0"), "{text}");
+        let checks = metric(&text, "dw_agent_silent_watch_checks_total").unwrap_or(0.0);
+        assert!(checks >= 1.0, "{text}");
+        assert_eq!(metric(&text, "dw_agent_healthy"), Some(1.0), "{text}");
+    }
+    put(&mut client, &format!("{PREFIX}region/ES"), REGION).await;
+    for snapshot in &snapshots {
+        let published = converged(&mut client, snapshot).await;
+        assert!(published.kvs.contains_key(&format!("{PREFIX}region/ES")));
+    }
+    // A delete after the newest put, then the reports: status finds the delete through the
+    // proxy too (its replay cannot count on progress notifications there).
+    let (code, deleted) = dwctl(&proxied, &["region", "delete", "ES", "--wait=10s"]).await;
+    assert_eq!(code, 0, "{deleted}");
+    let (code, status) = dwctl(&proxied, &["status"]).await;
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(status["revision"], deleted["revision"], "{status}");
 
     // The proxy restarts: the agents re-list and follow changes made meanwhile.
     proxy.restart();

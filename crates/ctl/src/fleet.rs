@@ -132,10 +132,20 @@ pub async fn read_nodes(client: &mut Client, nodes_prefix: &str) -> Result<Vec<N
 
 /// The revision of the routing prefix: its last change. The newest `mod_revision` under it
 /// is that change unless a delete came later (a delete leaves no key); deletes after it are
-/// found by replaying the prefix's history from there to the current revision (a watch,
-/// until a progress notification says it caught up). If that history is compacted or the
-/// replay takes more than 2 s, the newest `mod_revision` is used.
-pub async fn routing_revision(client: &mut Client, prefix: &str) -> Result<i64, Error> {
+/// found by replaying the history from there to the current revision. If that history is
+/// compacted or the replay takes more than 2 s, the newest `mod_revision` is used.
+///
+/// The replay needs to know when it has reached the current revision. A member says so in
+/// answer to a progress request; etcd's grpc-proxy never answers them. So the replay
+/// watches the smallest range holding both the routing prefix and `nodes_prefix` (`/dw/` by
+/// default): the newest write is usually a node report, and its event ends the replay as a
+/// progress notification would. Where that range cannot be watched (permissions), the
+/// routing prefix alone is.
+pub async fn routing_revision(
+    client: &mut Client,
+    prefix: &str,
+    nodes_prefix: &str,
+) -> Result<i64, Error> {
     let newest = client
         .get(
             prefix,
@@ -153,25 +163,43 @@ pub async fn routing_revision(client: &mut Client, prefix: &str) -> Result<i64, 
     if newest_put >= head {
         return Ok(newest_put);
     }
-    let replay = last_delete(client, prefix, newest_put + 1, head);
+    let parent = common_prefix(prefix, nodes_prefix);
+    let replay = async {
+        if parent.len() > 1
+            && parent != prefix
+            && let Ok(found) = last_event(client, parent, prefix, newest_put + 1, head).await
+        {
+            return Ok(found);
+        }
+        last_event(client, prefix, prefix, newest_put + 1, head).await
+    };
     match tokio::time::timeout(Duration::from_secs(2), replay).await {
         Ok(Ok(Some(deleted))) => Ok(deleted.max(newest_put)),
         _ => Ok(newest_put),
     }
 }
 
-/// The revision of the last event under `prefix` in `from..=head`, if any.
-async fn last_delete(
+/// The longest common leading part of two key prefixes, cut after its last `/`.
+fn common_prefix<'a>(a: &'a str, b: &str) -> &'a str {
+    let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    a[..same].rfind('/').map_or("", |slash| &a[..=slash])
+}
+
+/// The revision of the last event under `prefix` in `from..=head`, if any, replaying the
+/// history of `watched` (which holds `prefix`) until an event or a progress notification
+/// at `head` or later.
+async fn last_event(
     client: &mut Client,
+    watched: &str,
     prefix: &str,
     from: i64,
     head: i64,
 ) -> Result<Option<i64>, Error> {
     let options = WatchOptions::new()
-        .with_range(range_end(prefix))
+        .with_range(range_end(watched))
         .with_start_revision(from)
         .with_progress_notify();
-    let mut stream = client.watch(prefix, Some(options)).await?;
+    let mut stream = client.watch(watched, Some(options)).await?;
     let mut last = None;
     let mut ticker = tokio::time::interval(Duration::from_millis(50));
     loop {
@@ -179,17 +207,25 @@ async fn last_delete(
             message = stream.message() => {
                 let Some(response) = message? else { return Ok(last) };
                 if response.canceled() {
-                    return Err(Error::Failed("the prefix's history is compacted".into()));
+                    return Err(Error::Failed(format!(
+                        "replaying {watched}: {}",
+                        if response.compact_revision() > 0 {
+                            "its history is compacted".to_owned()
+                        } else {
+                            response.cancel_reason().to_owned()
+                        }
+                    )));
                 }
+                let mut reached = false;
                 for event in response.events() {
-                    if let Some(kv) = event.kv()
-                        && kv.mod_revision() <= head
-                    {
+                    let Some(kv) = event.kv() else { continue };
+                    reached |= kv.mod_revision() >= head;
+                    if kv.mod_revision() <= head && kv.key().starts_with(prefix.as_bytes()) {
                         last = Some(kv.mod_revision());
                     }
                 }
                 let progress = response.events().is_empty() && !response.created();
-                if progress && response.header().is_some_and(|h| h.revision() >= head) {
+                if reached || progress && response.header().is_some_and(|h| h.revision() >= head) {
                     return Ok(last);
                 }
             }
@@ -270,7 +306,8 @@ pub async fn status(
     selector: &BTreeMap<String, String>,
 ) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
-    let target = routing_revision(&mut client, &context.layout.prefix).await?;
+    let target =
+        routing_revision(&mut client, &context.layout.prefix, &context.layout.nodes).await?;
     let nodes: Vec<NodeReport> = read_nodes(&mut client, &context.layout.nodes)
         .await?
         .into_iter()
@@ -426,6 +463,18 @@ pub fn parse_selector(text: &str) -> Result<BTreeMap<String, String>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_replayed_range_holds_both_prefixes() {
+        assert_eq!(common_prefix("/dw/routing/", "/dw/nodes/"), "/dw/");
+        assert_eq!(common_prefix("/dw/routing/", "/dw/routing-nodes/"), "/dw/");
+        assert_eq!(common_prefix("/a/routing/", "/b/nodes/"), "/");
+        assert_eq!(common_prefix("routing/", "nodes/"), "");
+        assert_eq!(
+            common_prefix("/dw/routing/", "/dw/routing/x/"),
+            "/dw/routing/"
+        );
+    }
 
     #[test]
     fn reports_parse_and_match_labels() {
