@@ -42,6 +42,20 @@ children_uss() { # server-root label size
 }
 
 # ---- 1. throughput: routed page vs the same page without routing, side by side -------------
+# On two or more CPUs the servers get the last one and wrk the others, so that the load
+# generator never takes the server's CPU: req/s is then the server's CPU per request, and
+# that CPU's busy time per request (/proc/stat) is measured beside it.
+CPUS=$(nproc)
+SERVER_CPU= CLIENT=()
+if ((CPUS >= 2)); then
+  SERVER_CPU=$((CPUS - 1))
+  CLIENT=(taskset -c "0-$((CPUS - 2))")
+fi
+STACK_SERVER_CPUS=$SERVER_CPU
+cpu_busy() { # jiffies CPU $1 spent not idle (user nice system irq softirq steal)
+  awk -v c="cpu$1" '$1 == c {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat
+}
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
 install_snapshot 250
 log "starting OLS + lsphp three times: routing; the extension loaded, routing off; no extension"
 STACK_HTTP_PORT= STACK_LSPHP_ENV=()
@@ -54,6 +68,14 @@ STACK_HTTP_PORT= STACK_LSPHP_ENV=(DW_ROUTING=off)
 stack_start_litespeed none no
 URL_NONE=$STACK_URL
 declare -A URL_OF=([none]=$URL_NONE [idle]=$URL_IDLE [ext]=$URL_EXT)
+PINNED=none
+if [[ -n $SERVER_CPU ]]; then
+  # Checked, not assumed: the CPUs an lsphp child (of the server started last) may run on.
+  curl -fsS -o /dev/null "$STACK_URL/"
+  child=$(stack_lsphp_children | head -n1)
+  PINNED=$(awk '/^Cpus_allowed_list:/ {print $2}' "/proc/$child/status" 2>/dev/null || echo unknown)
+  log "server CPU $SERVER_CPU; an lsphp child may run on CPUs $PINNED; wrk on ${CLIENT[*]}"
+fi
 VARIANTS=(none idle ext)
 for n in "${SIZES[@]}"; do
   install_snapshot "$n"
@@ -68,15 +90,20 @@ for n in "${SIZES[@]}"; do
       url=${URL_OF[$variant]}
       log "$n regions, round $round, $variant"
       out=$RAW/wrk-$n-$variant-$round.txt
-      wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" --latency -s "$STACK_DIR/geos.lua" "$url" >"$out"
+      busy0=$([[ -n $SERVER_CPU ]] && cpu_busy "$SERVER_CPU" || echo 0)
+      "${CLIENT[@]}" wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" --latency -s "$STACK_DIR/geos.lua" "$url" >"$out"
+      busy1=$([[ -n $SERVER_CPU ]] && cpu_busy "$SERVER_CPU" || echo 0)
       rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+      requests=$(awk '/ requests in / {print $1}' "$out")
       p99=$(awk '$1 == "99%" {print $2}' "$out")
       errors=$(grep -cE 'Socket errors|Non-2xx' "$out" || true)
-      echo "{\"size\":$n,\"variant\":\"$variant\",\"round\":$round,\"rps\":$rps,\"p99\":\"$p99\",\"errors\":$errors}" >>"$RAW/throughput.jsonl"
+      cpu_us=$(awk -v b=$((busy1 - busy0)) -v t="$TICK_US" -v r="$requests" 'BEGIN {printf "%.3f", r > 0 ? b * t / r : 0}')
+      echo "{\"size\":$n,\"variant\":\"$variant\",\"round\":$round,\"rps\":$rps,\"p99\":\"$p99\",\"errors\":$errors,\"cpu_us\":$cpu_us}" >>"$RAW/throughput.jsonl"
     done
   done
 done
 stack_stop_litespeed
+STACK_SERVER_CPUS=
 
 # ---- 2. warm children ------------------------------------------------------------------------
 STACK_TEST_HOOKS=1
@@ -113,6 +140,7 @@ php -r '
 $read = fn ($f) => is_file($f) ? array_map(fn ($l) => json_decode($l, true), file($f, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES)) : [];
 [$tp, $fresh, $mem] = [$read($argv[1] . "/throughput.jsonl"), $read($argv[1] . "/fresh.jsonl"), $read($argv[1] . "/memory.jsonl")];
 [$rounds, $seconds, $quick, $lsphp, $children] = [(int) $argv[2], (int) $argv[3], $argv[4] === "1", $argv[5], (int) $argv[6]];
+[$serverCpu, $pinned, $cpus] = [$argv[7], $argv[8], (int) $argv[9]];
 $median = function (array $v): float { sort($v); $n = count($v); return $n === 0 ? NAN : ($n % 2 ? $v[intdiv($n, 2)] : ($v[$n / 2 - 1] + $v[$n / 2]) / 2); };
 $pct = function (array $v, float $p): float { sort($v); return $v === [] ? NAN : $v[min(count($v) - 1, (int) ceil($p * count($v)) - 1)]; };
 echo "## OpenLiteSpeed + lsphp: throughput, warm children, memory per child\n\n";
@@ -124,7 +152,12 @@ echo "How measured: OpenLiteSpeed 1.9 (`../shared/openlitespeed`, one worker) in
      "table) but serves the page with routing switched off (`DW_ROUTING=off`); one without the extension\n",
      "serving the page with routing off. `wrk -t1 -c8` for {$seconds} s per run over 64 geos of the\n",
      "snapshot, the three interleaved in an order that turns each round, $rounds round(s), median req/s.\n",
-     "The middle server splits what loading the extension costs a request from what routing costs.\n\n";
+     "The middle server splits what loading the extension costs a request from what routing costs.\n",
+     $serverCpu === "" ? "All $cpus CPU(s) shared by the servers and wrk (no pinning: one CPU).\n\n" :
+     "The servers ran on CPU $serverCpu alone (`taskset`; an lsphp child was checked to be\n" .
+     "allowed CPUs `$pinned`) and wrk on the other CPU(s), so the server CPU is saturated and req/s is its CPU per\n" .
+     "request; that CPU\x27s busy time (`/proc/stat`: user, nice, system, irq, softirq) divided by the requests\n" .
+     "served is given beside it. It also carries some of the loopback network work, the same for all three servers.\n\n";
 echo "| regions | no extension (req/s) | loaded, routing off (req/s) | routing (req/s) | routing / no extension | loaded / no extension | routing / loaded | errors |\n|---|---|---|---|---|---|---|---|\n";
 $ratios = [];
 foreach ([250, 2500] as $n) {
@@ -137,9 +170,21 @@ foreach ([250, 2500] as $n) {
 }
 echo "\n";
 foreach ($ratios as $n => $r) printf("Target, extension >= 0.97x the page without routing on OLS + lsphp, %s regions: **%s** (%.3f).\n", number_format($n), $r >= 0.97 ? "met" : "not met", $r);
-echo "\nEvery run (req/s, p99 latency):\n\n| regions | round | no extension | loaded, routing off | routing |\n|---|---|---|---|---|\n";
+if ($serverCpu !== "") {
+    echo "\nServer CPU per request (µs, median of the rounds; CPU $serverCpu busy time / requests):\n\n",
+         "| regions | no extension | loaded, routing off | routing | routing − no extension | no extension / routing |\n|---|---|---|---|---|---|\n";
+    foreach ([250, 2500] as $n) {
+        $by = [];
+        foreach ($tp as $r) if ($r["size"] === $n && isset($r["cpu_us"])) $by[$r["variant"]][] = $r["cpu_us"];
+        if (!isset($by["ext"], $by["none"], $by["idle"])) continue;
+        [$none, $idle, $ext] = [$median($by["none"]), $median($by["idle"]), $median($by["ext"])];
+        printf("| %s | %.2f | %.2f | %.2f | %+.2f | %.3f |\n", number_format($n), $none, $idle, $ext, $ext - $none, $none / $ext);
+    }
+}
+echo "\nEvery run (req/s, p99 latency, server CPU per request):\n\n| regions | round | no extension | loaded, routing off | routing |\n|---|---|---|---|---|\n";
 $cell = [];
-foreach ($tp as $r) $cell[$r["size"]][$r["round"]][$r["variant"]] = sprintf("%s (%s)", number_format($r["rps"]), $r["p99"]);
+foreach ($tp as $r) $cell[$r["size"]][$r["round"]][$r["variant"]] = sprintf("%s (%s%s)", number_format($r["rps"]), $r["p99"],
+    $serverCpu !== "" && isset($r["cpu_us"]) ? sprintf(", %.2f µs CPU", $r["cpu_us"]) : "");
 foreach ($cell as $n => $byRound) foreach ($byRound as $round => $v) printf("| %s | %d | %s | %s | %s |\n", number_format($n), $round, $v["none"] ?? "", $v["idle"] ?? "", $v["ext"] ?? "");
 
 echo "\n### Warm children: a fresh child\x27s first route\n\n",
@@ -187,4 +232,5 @@ foreach ($uss as $n => $u) {
         number_format($n), number_format($added), number_format($before),
         $n === 2500 ? sprintf(" Target <= 256 KiB at 2,500 regions: **%s**.", $added <= 256 ? "met" : "not met") : "");
 }
-' "$RAW" "$ROUNDS" "$SECONDS_PER_RUN" "$QUICK" "$(lsphp -v | head -n1 | cut -d' ' -f1-3)" "$STACK_LSPHP_CHILDREN"
+' "$RAW" "$ROUNDS" "$SECONDS_PER_RUN" "$QUICK" "$(lsphp -v | head -n1 | cut -d' ' -f1-3)" "$STACK_LSPHP_CHILDREN" \
+  "${SERVER_CPU:-}" "$PINNED" "$CPUS"

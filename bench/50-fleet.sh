@@ -23,7 +23,9 @@ KEY=/dw/routing/region/DE
 log() { echo "[fleet $(date -u +%T)] $*" >&2; }
 
 log "building dw-agent, dwctl and fleet_probe"
-cargo build --offline --release -p dw-agent --bin dw-agent --example fleet_probe -p dwctl >&2
+# Two runs: `--bin` would apply to every package named, leaving dwctl's binary stale.
+cargo build --offline --release -p dw-agent -p dwctl --bins >&2
+cargo build --offline --release -p dw-agent --example fleet_probe >&2
 AGENT=$ROOT/target/release/dw-agent
 DWCTL=$ROOT/target/release/dwctl
 PROBE=$ROOT/target/release/examples/fleet_probe
@@ -179,20 +181,21 @@ measure() { # MODE SIZE STATUS_ENDPOINTS
   etcd_rss0=$(rss_kib "$ETCD_PID")
   for ((c = 0; c < CHANGES; c++)); do
     CHANGE_NO=$((CHANGE_NO + 1))
-    t0=$(now_ms) e0=$(cpu_ticks "$ETCD_PID") p0=$(cpu_ticks "${PROXY_PIDS[@]}")
+    t0=$(now_ms) e0=$(cpu_ticks "$ETCD_PID") p0=$(cpu_ticks "${PROXY_PIDS[@]}") a0=$(cpu_ticks "${AGENT_PIDS[@]}")
     out=$("$PROBE" change --commit "$ETCD" --key "$KEY" --snapshots "$SNAPSHOTS" --expect "$n" \
       --value "{\"shard\":\"eu-1\",\"origins\":[\"fra-a\",\"fra-b\"],\"weight\":{\"fra-a\":50,\"fra-b\":$((CHANGE_NO % 50 + 1))}}" \
       --dwctl "$DWCTL" --status-endpoints "$status_eps" --timeout-ms 8000) || { log "probe failed"; return 1; }
     log "$mode $n agents: $(tr '\n' ' ' <<<"$out")"
     sleep 1.2 # a report held back by the 1 s coalescing would land now
-    t1=$(now_ms) e1=$(cpu_ticks "$ETCD_PID") p1=$(cpu_ticks "${PROXY_PIDS[@]}")
+    t1=$(now_ms) e1=$(cpu_ticks "$ETCD_PID") p1=$(cpu_ticks "${PROXY_PIDS[@]}") a1=$(cpu_ticks "${AGENT_PIDS[@]}")
     read -r rev_after db1 < <(etcd_status)
     rev=$(field revision $out)
     # Revisions after the commit are report transactions (one revision each; nothing else writes).
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$n" "$rev" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$n" "$rev" \
       "$(field put_ms $out)" "$(field renamed $out)" "$(field ctime_p50_ms $out)" "$(field ctime_p99_ms $out)" \
       "$(field ctime_max_ms $out)" "$(field inotify_p99_ms $out)" "$(field inotify_max_ms $out)" \
-      "$(field status_ms $out)" "$((rev_after - rev))" "$((t1 - t0))" "$((e1 - e0))" "$((p1 - p0))" >>"$RAW/fleet.tsv"
+      "$(field status_ms $out)" "$((rev_after - rev))" "$((t1 - t0))" "$((e1 - e0))" "$((p1 - p0))" "$((a1 - a0))" \
+      >>"$RAW/fleet.tsv"
   done
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$n" "$etcd_rss0" "$(rss_kib "$ETCD_PID")" "$db0" "$db1" >>"$RAW/etcd.tsv"
 }
@@ -225,7 +228,7 @@ for mode in $MODES; do
     measure "$mode" "$size" "$endpoints"
   done
   # Sessions the agents ended in this mode, by cause (their warn lines), for the section.
-  ended=$(grep -o 'session with etcd ended cause="[a-z_]*"' "$WORK/logs/agents.log" 2>/dev/null |
+  ended=$({ grep -o 'session with etcd ended cause="[a-z_]*"' "$WORK/logs/agents.log" || true; } |
     sed 's/.*cause="//; s/"$//' | sort | uniq -c | awk '{printf "%s%s=%s", sep, $2, $1; sep=","}')
   printf '%s\t%s\n' "$mode" "${ended:-none}" >>"$RAW/sessions.tsv"
   : >"$WORK/logs/agents.log"

@@ -47,8 +47,8 @@ echo "Real `dw-agent` processes (release build), each with its own snapshot dire
     "in batches of 50 and grown to each size; largest fleet that ran: **$largest agents**. For each connection\n",
     "mode and size, $changes routing changes (a put of `region/DE`) are timed from the moment the put was sent.\n\n";
 
-echo "| connection | agents | renamed p50 | p99 | 100 % | `dwctl status` all at it | report writes per change (max) | etcd CPU per change | proxies' CPU per change |\n";
-echo "|---|---|---|---|---|---|---|---|---|\n";
+echo "| connection | agents | renamed p50 | p99 | 100 % | `dwctl status` all at it | report writes per change (max) | etcd CPU per change | proxies' CPU per change | agents' CPU per change (all; each) |\n";
+echo "|---|---|---|---|---|---|---|---|---|---|\n";
 $targetFleet = null;
 $writesMet = true;
 foreach ($groups as $key => $g) {
@@ -57,11 +57,13 @@ foreach ($groups as $key => $g) {
     // Per change: the window's CPU less what the same time costs at rest.
     $etcdIdlePerMs = $i ? $i[3] * 10 / max(1, $i[2]) : 0;
     $proxyIdlePerMs = $i ? $i[4] * 10 / max(1, $i[2]) : 0;
-    $etcdCpu = $proxyCpu = 0;
+    $agentsIdlePerMs = $i ? $i[5] * 10 / max(1, $i[2]) : 0;
+    $etcdCpu = $proxyCpu = $agentsCpu = 0;
     $writes = 0;
     foreach ($g as $r) {
         $etcdCpu += $r[13] * 10 - $etcdIdlePerMs * $r[12];
         $proxyCpu += $r[14] * 10 - $proxyIdlePerMs * $r[12];
+        $agentsCpu += isset($r[15]) ? $r[15] * 10 - $agentsIdlePerMs * $r[12] : 0;
         $writes = max($writes, (int) $r[11]);
         if ((int) $r[11] > $n) {
             $writesMet = false;
@@ -73,16 +75,19 @@ foreach ($groups as $key => $g) {
     $max = worst(array_column($g, 7));
     $status = worst(array_column($g, 10));
     $proxyCell = $mode === 'direct' ? '–' : sprintf('%.0f ms', max(0, $proxyCpu / $count));
-    printf("| %s | %d | %s | %s | %s | %s | %d (%.2f per node) | %.0f ms | %s |\n",
+    $agentsPerChange = max(0, $agentsCpu / $count);
+    printf("| %s | %d | %s | %s | %s | %s | %d (%.2f per node) | %.0f ms | %s | %.0f ms; %.0f µs |\n",
         $modeName[$mode], $n, ms($p50), ms($p99), ms($max), ms($status), $writes, $writes / max(1, $n),
-        max(0, $etcdCpu / $count), $proxyCell);
+        max(0, $etcdCpu / $count), $proxyCell, $agentsPerChange, $agentsPerChange * 1000 / max(1, $n));
     if ($mode !== 'direct' && $n >= 1000) {
         $ok = $p99 !== null && $max !== null && $p99 <= 100 && $max <= 250;
         $targetFleet = ($targetFleet ?? true) && $ok;
     }
 }
 echo "\nEach latency is the worst of the $changes changes' values; renamed times are the snapshot files' ctime (set by the\n",
-    "kernel at the rename) minus the put's send time.\n\n";
+    "kernel at the rename) minus the put's send time. CPU per change: over the change's window (the probe's run and\n",
+    "1.2 s after it, so the agents' report writes are in it) less the same time at the rest rate, mean of the changes;\n",
+    "/proc ticks are 10 ms per process, so an agent's share is an average over the fleet, not one agent's figure.\n\n";
 
 echo "| connection | agents | etcd CPU at rest | proxies' CPU at rest | one agent at rest: CPU per minute | agent RSS (median / max) | etcd RSS | etcd RSS, DB growth per change |\n";
 echo "|---|---|---|---|---|---|---|---|\n";

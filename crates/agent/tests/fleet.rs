@@ -320,8 +320,13 @@ impl GrpcProxy {
         }
     }
 
+    /// `upstream`: one member's URL or several, comma-separated.
     fn spawn(upstream: &str, listen: &str, log: &Path) -> std::process::Child {
-        let upstream = upstream.trim_start_matches("http://");
+        let upstream = upstream
+            .split(',')
+            .map(|url| url.trim_start_matches("http://"))
+            .collect::<Vec<_>>()
+            .join(",");
         std::process::Command::new("etcd")
             .args([
                 "grpc-proxy",
@@ -441,6 +446,70 @@ async fn agents_work_through_etcd_grpc_proxy_and_its_restart() {
         assert!(published.kvs.contains_key(&format!("{PREFIX}region/GB")));
     }
     let (code, set) = dwctl(&proxied, &["region", "set", "IT", REGION, "--wait=20s"]).await;
+    assert_eq!(code, 0, "{set}");
+    for agent in &mut agents {
+        assert!(agent.terminate().success(), "{}", agent.log());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_behind_a_proxy_survive_the_loss_of_its_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(dir.path(), 3).await;
+    let mut client = cluster.client().await;
+    put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
+    // The proxy knows every member; which one it talks to is its own choice, so each
+    // member is lost in turn.
+    let proxy = GrpcProxy::start(
+        &cluster.endpoints().join(","),
+        &dir.path().join("proxy.log"),
+    );
+    let proxied = vec![proxy.url()];
+    let snapshots: Vec<_> = (0..2)
+        .map(|i| dir.path().join(format!("routing-{i}.json")))
+        .collect();
+    let mut agents: Vec<AgentProcess> = snapshots
+        .iter()
+        .enumerate()
+        .map(|(i, snapshot)| {
+            AgentProcess::spawn(
+                &node_agent_args(&proxied, snapshot, &format!("lossy-{i}"), &[]),
+                &dir.path().join(format!("agent-{i}.log")),
+            )
+        })
+        .collect();
+    for snapshot in &snapshots {
+        converged(&mut client, snapshot).await;
+    }
+    for lost in 0..cluster.members.len() {
+        cluster.members[lost].kill();
+        let survivors: Vec<String> = cluster
+            .endpoints()
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i != lost)
+            .map(|(_, url)| url)
+            .collect();
+        let mut survivor = etcd_client::Client::connect(survivors, None).await.unwrap();
+        let key = format!("{PREFIX}region/L{lost}");
+        // Losing the leader costs an election: retry the write until the cluster takes it.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Err(e) = survivor.put(key.as_str(), REGION, None).await {
+            assert!(
+                Instant::now() < deadline,
+                "no write after losing member {lost}: {e}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        for (snapshot, agent) in snapshots.iter().zip(&agents) {
+            let published = converged(&mut survivor, snapshot).await;
+            assert!(published.kvs.contains_key(&key), "{}", agent.log());
+        }
+        cluster.members[lost].restart();
+        assert!(cluster.wait_ready().await, "member {lost} came back");
+    }
+    // And the fleet view through the same proxy.
+    let (code, set) = dwctl(&proxied, &["region", "set", "FR", REGION, "--wait=20s"]).await;
     assert_eq!(code, 0, "{set}");
     for agent in &mut agents {
         assert!(agent.terminate().success(), "{}", agent.log());
