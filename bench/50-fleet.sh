@@ -8,14 +8,17 @@ set -euo pipefail
 ROOT=$PWD
 RAW=${DW_BENCH_RAW:-$ROOT/target/bench/50-fleet}
 QUICK=${DW_BENCH_QUICK:-0}
-mkdir -p "$RAW"
-rm -f "$RAW"/*.tsv
-
 if [[ $QUICK == 1 ]]; then
   SIZES=${DW_BENCH_FLEET_SIZES:-"25 50"} WATCHERS=${DW_BENCH_WATCHERS:-1000} CHANGES=2 IDLE_S=2
 else
   SIZES=${DW_BENCH_FLEET_SIZES:-"250 500 1000"} WATCHERS=${DW_BENCH_WATCHERS:-10000} CHANGES=3 IDLE_S=5
 fi
+# DW_BENCH_REPORT_ONLY=1: the section again from the last run's raw results (same settings).
+if [[ ${DW_BENCH_REPORT_ONLY:-0} == 1 ]]; then
+  exec php "$ROOT/bench/fleet/report.php" "$RAW" "$QUICK" "$CHANGES" "$IDLE_S"
+fi
+mkdir -p "$RAW"
+rm -f "$RAW"/*.tsv
 BATCH=50           # agents started at once
 MODES="direct proxy1 proxy3"
 KEY=/dw/routing/region/DE
@@ -82,6 +85,12 @@ cpu_ticks() { # summed utime+stime of the pids, in clock ticks (1/100 s)
   for pid in "$@"; do files+=("/proc/$pid/stat"); done
   # The command name (field 2) may hold spaces: count fields after the closing parenthesis.
   awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t + 0 }' "${files[@]}" 2>/dev/null
+}
+cpu_ns() { # summed CPU time of the pids in ns (/proc/PID/schedstat: exact, not in 10 ms ticks)
+  (($#)) || { echo 0; return; }
+  local files=() pid
+  for pid in "$@"; do files+=("/proc/$pid/schedstat"); done
+  awk '{ t += $1 } END { printf "%d\n", t }' "${files[@]}" 2>/dev/null
 }
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 etcd_status() { # "revision dbsize"
@@ -181,13 +190,13 @@ measure() { # MODE SIZE STATUS_ENDPOINTS
   etcd_rss0=$(rss_kib "$ETCD_PID")
   for ((c = 0; c < CHANGES; c++)); do
     CHANGE_NO=$((CHANGE_NO + 1))
-    t0=$(now_ms) e0=$(cpu_ticks "$ETCD_PID") p0=$(cpu_ticks "${PROXY_PIDS[@]}") a0=$(cpu_ticks "${AGENT_PIDS[@]}")
+    t0=$(now_ms) e0=$(cpu_ticks "$ETCD_PID") p0=$(cpu_ticks "${PROXY_PIDS[@]}") a0=$(cpu_ns "${AGENT_PIDS[@]}")
     out=$("$PROBE" change --commit "$ETCD" --key "$KEY" --snapshots "$SNAPSHOTS" --expect "$n" \
       --value "{\"shard\":\"eu-1\",\"origins\":[\"fra-a\",\"fra-b\"],\"weight\":{\"fra-a\":50,\"fra-b\":$((CHANGE_NO % 50 + 1))}}" \
       --dwctl "$DWCTL" --status-endpoints "$status_eps" --timeout-ms 8000) || { log "probe failed"; return 1; }
     log "$mode $n agents: $(tr '\n' ' ' <<<"$out")"
     sleep 1.2 # a report held back by the 1 s coalescing would land now
-    t1=$(now_ms) e1=$(cpu_ticks "$ETCD_PID") p1=$(cpu_ticks "${PROXY_PIDS[@]}") a1=$(cpu_ticks "${AGENT_PIDS[@]}")
+    t1=$(now_ms) e1=$(cpu_ticks "$ETCD_PID") p1=$(cpu_ticks "${PROXY_PIDS[@]}") a1=$(cpu_ns "${AGENT_PIDS[@]}")
     read -r rev_after db1 < <(etcd_status)
     rev=$(field revision $out)
     # Revisions after the commit are report transactions (one revision each; nothing else writes).

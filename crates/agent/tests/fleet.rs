@@ -345,9 +345,13 @@ impl GrpcProxy {
         format!("http://{}", self.listen)
     }
 
-    fn restart(&mut self) {
+    fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Starts it again on the same address after [`GrpcProxy::stop`].
+    fn start_again(&mut self) {
         self.child = GrpcProxy::spawn(&self.upstream, &self.listen, &self.log);
     }
 }
@@ -438,9 +442,23 @@ async fn agents_work_through_etcd_grpc_proxy_and_its_restart() {
     assert_eq!(code, 0, "{status}");
     assert_eq!(status["revision"], deleted["revision"], "{status}");
 
-    // The proxy restarts: the agents re-list and follow changes made meanwhile.
-    proxy.restart();
+    // The proxy stops; meanwhile etcd changes and compacts past every agent's revision.
+    // Started again, it serves the agents a fresh listing and a watch from after it.
+    proxy.stop();
     put(&mut client, &format!("{PREFIX}region/GB"), REGION).await;
+    let mut compact_at = 0;
+    for i in 0..20 {
+        let value = format!(r#"{{"shard":"eu-{i}","origins":["fra-a"]}}"#);
+        compact_at = put(&mut client, &format!("{PREFIX}region/DE"), value).await;
+    }
+    client
+        .compact(
+            compact_at as i64,
+            Some(etcd_client::CompactionOptions::new().with_physical()),
+        )
+        .await
+        .unwrap();
+    proxy.start_again();
     for snapshot in &snapshots {
         let published = converged(&mut client, snapshot).await;
         assert!(published.kvs.contains_key(&format!("{PREFIX}region/GB")));
