@@ -779,16 +779,11 @@ async fn conflicts_are_retried_then_reported_with_exit_code_3() {
         ..dwctl::RetryPolicy::default()
     };
     let mut client = etcd.client().await;
-    let endpoint = etcd.endpoint();
     let mut plans = 0;
     let result = dwctl::transact(&mut client, &layout, &retry, "now", |state| {
         plans += 1;
         // The concurrent writer: bump DE after it was read.
-        let status = std::process::Command::new("etcdctl")
-            .args(["--endpoints", &endpoint, "put", &region_key("DE"), DE])
-            .output()
-            .expect("etcdctl");
-        assert!(status.status.success());
+        etcd.etcdctl(&["put", &region_key("DE"), DE]);
         dwctl::plan_drain(
             state,
             &dwctl::DrainRequest {

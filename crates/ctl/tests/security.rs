@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::{Etcd, TestTls, eventually};
@@ -12,20 +11,8 @@ const DE: &str = r#"{"shard":"eu-1","origins":["a"],"weight":{"a":100}}"#;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn user_and_password() {
     let etcd = Etcd::start().await;
-    let etcdctl = |args: &[&str]| {
-        let status = Command::new("etcdctl")
-            .args(["--endpoints", &etcd.endpoint()])
-            .args(args)
-            .output()
-            .expect("etcdctl on PATH");
-        assert!(
-            status.status.success(),
-            "etcdctl {args:?}: {}",
-            String::from_utf8_lossy(&status.stderr)
-        );
-    };
-    etcdctl(&["user", "add", "root:s3cret", "--interactive=false"]);
-    etcdctl(&["auth", "enable"]);
+    etcd.etcdctl(&["user", "add", "root:s3cret", "--interactive=false"]);
+    etcd.etcdctl(&["auth", "enable"]);
 
     let anonymous = etcd.dwctl(&["region", "set", "DE", DE]);
     assert_eq!(anonymous.code, 1, "{}", anonymous.stderr);

@@ -54,6 +54,21 @@ impl Etcd {
         self.cluster.endpoints().remove(0)
     }
 
+    /// Runs `etcdctl` against this etcd, from outside the test's own client: a writer the
+    /// code under test does not know, or set-up (users, auth) before dwctl runs.
+    pub fn etcdctl(&self, args: &[&str]) {
+        let output = Command::new("etcdctl")
+            .args(["--endpoints", &self.endpoint()])
+            .args(args)
+            .output()
+            .expect("etcdctl on PATH");
+        assert!(
+            output.status.success(),
+            "etcdctl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
     /// Kills etcd and starts it again on the same data and ports.
     pub async fn restart(&mut self) {
         self.cluster.members[0].restart();
