@@ -162,7 +162,7 @@ echo "**How measured.** `bench/50-fleet.sh` starts one etcd member, then for eac
     "etcd-client watch stream per simulated node, 250 per gRPC connection, round-robin over three proxies; each\n",
     "stream stamps the event when its task reads it. Every agent runs with the default timings, behind proxies too:\n",
     "etcd 3.5's grpc-proxy ignores watch progress requests (etcd issue 19710), and the agent checks a silent watch\n",
-    "with one read of the prefix per `--stall-timeout` instead (docs/agent.md, Liveness).\n\n";
+    "with one read of the prefix after 10 s of silence instead (docs/agent.md, Liveness).\n\n";
 
 // The CPU one change costs the whole fleet at the largest size through proxies, and what
 // that means on two cores.
