@@ -84,21 +84,15 @@ printf '{"measured":"%s","rounds":%d,"seconds":%d,"quick":"%s","lsphp":"%s","chi
   "$(date -u +%Y-%m-%dT%H:%MZ)" "$ROUNDS" "$SECONDS_PER_RUN" "$QUICK" "$(lsphp -v | head -n1 | cut -d' ' -f1-3)" "$STACK_LSPHP_CHILDREN" \
   "$SERVER_CPU" "$PINNED" "$CPUS" >"$RAW/params.json"
 VARIANTS=(none idle ext)
-# Two request mixes. "spread": 63 geos spread over the whole table (at these sizes mostly
-# synthetic five-character ones, which take the index's hashed path) plus ZZ. "countries":
-# what CF-IPCountry sends, two-letter codes: the table's 32 countries plus XX and T1 (no
-# region: the policy's default answers).
-geos_countries() {
-  php -r '$s = json_decode(file_get_contents($argv[1]), true); $geos = [];
-    foreach (array_keys($s["kvs"]) as $k) if (str_starts_with($k, "/dw/routing/region/") && strlen($k) === 21) $geos[] = substr($k, 19);
-    $geos[] = "XX"; $geos[] = "T1"; echo implode(",", $geos);' "$STACK_DIR/snapshot-$1.json"
-}
+# Two request mixes (bench/lib/stack-bench.sh's geos): "spread", mostly synthetic
+# five-character geos over the whole table, which the index hashes; "countries", the
+# two-letter codes CF-IPCountry sends, found by an array index.
 for n in "${SIZES[@]}"; do
   install_snapshot "$n"
   stack_until "revision $n over HTTP" bash -c '[[ $(curl -fsS -o /dev/null -D - "$0/" | tr -d "\r" | awk -F": " "tolower(\$1)==\"x-dw-revision\"{print \$2}") == "$1" ]]' "$URL_EXT" "$n"
   for mix in spread countries; do
     export DW_BENCH_GEOS
-    if [[ $mix == spread ]]; then DW_BENCH_GEOS=$(geos "$n"); else DW_BENCH_GEOS=$(geos_countries "$n"); fi
+    DW_BENCH_GEOS=$(geos "$n" "$mix")
     for url in "$URL_NONE" "$URL_IDLE" "$URL_EXT"; do "${CLIENT[@]}" wrk -t1 -c8 -d1s -s "$STACK_DIR/geos.lua" "$url" >/dev/null; done
     for ((round = 1; round <= ROUNDS; round++)); do
       # The order turns each round, so that no variant always runs first or after the same one.

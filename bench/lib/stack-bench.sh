@@ -10,7 +10,8 @@
 #   make_snapshots SIZE...    $STACK_DIR/snapshot-SIZE.json: examples/generate.php's SIZE
 #                             regions at revision SIZE, so a swap can be seen over HTTP
 #   install_snapshot SIZE     puts that snapshot in place by rename, as dw-agent does
-#   geos SIZE                 the geos wrk rotates over, comma-separated
+#   geos SIZE [MIX]           the geos wrk rotates over, comma-separated (MIX: spread or
+#                             countries)
 #   write_geos_lua            $STACK_DIR/geos.lua: a wrk script sending GET $DW_BENCH_PATH
 #                             (default /) with CF-IPCountry rotating over $DW_BENCH_GEOS
 
@@ -43,14 +44,21 @@ install_snapshot() {
   mv "$STACK_SNAPSHOT.tmp" "$STACK_SNAPSHOT"
 }
 
-# The example's real countries and synthetic ones spread over the table (63 present at
-# this size), plus ZZ, which has no region (the policy's default answers).
-geos() {
+# The geos wrk rotates over, from the snapshot's region keys. spread (the default): the
+# example's real countries and synthetic ones spread over the table (63 present at this
+# size), plus ZZ, which has no region (the policy's default answers). countries: what
+# CF-IPCountry sends, the table's two-letter codes, plus XX and T1 (no region either).
+geos() { # SIZE [spread|countries]
   php -r '$s = json_decode(file_get_contents($argv[1]), true); $geos = [];
     foreach (array_keys($s["kvs"]) as $k) if (str_starts_with($k, "/dw/routing/region/")) $geos[] = substr($k, 19);
-    $step = max(1, intdiv(count($geos), 63)); $pick = [];
-    for ($i = 0; $i < count($geos) && count($pick) < 63; $i += $step) $pick[] = $geos[$i];
-    $pick[] = "ZZ"; echo implode(",", $pick);' "$STACK_DIR/snapshot-$1.json"
+    if ($argv[2] === "countries") {
+      $pick = array_values(array_filter($geos, fn ($g) => strlen($g) === 2)); $pick[] = "XX"; $pick[] = "T1";
+    } else {
+      $step = max(1, intdiv(count($geos), 63)); $pick = [];
+      for ($i = 0; $i < count($geos) && count($pick) < 63; $i += $step) $pick[] = $geos[$i];
+      $pick[] = "ZZ";
+    }
+    echo implode(",", $pick);' "$STACK_DIR/snapshot-$1.json" "${2:-spread}"
 }
 
 write_geos_lua() {

@@ -365,7 +365,7 @@ impl Agent {
                     // Checked at the last tick before the stall timeout, so a quiet but
                     // live watch never looks unhealthy in between.
                     if silent_for + timing.progress_interval >= timing.stall_timeout {
-                        match self.connector.prefix_state(client).await {
+                        match self.connector.prefix_head(client).await {
                             Ok(read) => match self.mirror.lacks(read) {
                                 None => {
                                     last_response = Instant::now();

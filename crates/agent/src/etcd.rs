@@ -3,15 +3,13 @@
 
 use std::time::Duration;
 
+use dw_etcd::{PrefixHead, is_transport, prefix_range_end, read_prefix_head};
 pub(crate) use dw_etcd::{describe, within};
-use dw_etcd::{is_transport, prefix_range_end};
-use etcd_client::{
-    Client, ConnectOptions, GetOptions, SortOrder, SortTarget, WatchOptions, WatchStream,
-};
+use etcd_client::{Client, ConnectOptions, GetOptions, WatchOptions, WatchStream};
 
 use crate::Error;
 use crate::config::Config;
-use crate::mirror::{Listing, PrefixState};
+use crate::mirror::Listing;
 
 /// Responses larger than this are refused by the client. etcd caps one request at
 /// 1.5 MiB by default, but a list page or a catch-up watch batch holds many of them.
@@ -177,27 +175,15 @@ impl Connector {
         }
     }
 
-    /// Reads the prefix's key count and newest modification in one request (keys only,
-    /// one key back): how a silent watch is checked where progress requests go unanswered.
-    pub(crate) async fn prefix_state(&self, client: &Client) -> Result<PrefixState, String> {
-        let options = GetOptions::new()
-            .with_range(self.range_end.clone())
-            .with_keys_only()
-            .with_limit(1)
-            .with_sort(SortTarget::Mod, SortOrder::Descend);
+    /// The prefix's key count and newest modification (see [`dw_etcd::read_prefix_head`]):
+    /// how a silent watch is checked where progress requests go unanswered.
+    pub(crate) async fn prefix_head(&self, client: &Client) -> Result<PrefixHead, String> {
         let mut kv = client.kv_client();
-        let response = within(
+        within(
             self.request_timeout(),
-            kv.get(self.prefix.as_bytes().to_vec(), Some(options)),
+            read_prefix_head(&mut kv, &self.prefix),
         )
-        .await?;
-        Ok(PrefixState {
-            keys: u64::try_from(response.count()).unwrap_or(0),
-            last_modified: response
-                .kvs()
-                .first()
-                .map_or(0, |kv| u64::try_from(kv.mod_revision()).unwrap_or(0)),
-        })
+        .await
     }
 }
 

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use dw_etcd::PrefixHead;
 use dw_routing::Snapshot;
 use etcd_client::{Event, EventType};
 use tracing::warn;
@@ -32,15 +33,6 @@ impl Listing {
             }
         }
     }
-}
-
-/// What one ranged read says of the prefix: enough to tell whether a watch missed anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PrefixState {
-    /// Keys under the prefix.
-    pub(crate) keys: u64,
-    /// The highest `mod_revision` among them (0 when there are none).
-    pub(crate) last_modified: u64,
 }
 
 /// The state of the prefix as the agent knows it.
@@ -111,10 +103,10 @@ impl Mirror {
     /// mirror lacks: `None` when it shows nothing newer, else the revision the mirror must
     /// reach for the read to be explained. Any put raises the newest `mod_revision`; deletes
     /// alone change the key count.
-    pub(crate) fn lacks(&self, read: PrefixState) -> Option<u64> {
+    pub(crate) fn lacks(&self, read: PrefixHead) -> Option<u64> {
         let keys = (self.snapshot.kvs.len() + self.unrepresentable.len()) as u64;
-        if read.last_modified > self.snapshot.revision {
-            Some(read.last_modified)
+        if read.newest_mod_revision > self.snapshot.revision {
+            Some(read.newest_mod_revision)
         } else if read.keys != keys {
             Some(self.snapshot.revision + 1)
         } else {
@@ -218,9 +210,10 @@ mod tests {
     #[test]
     fn a_read_explained_by_the_mirror_shows_nothing_lacking() {
         let mut mirror = published_a_at_10();
-        let read = |keys, last_modified| PrefixState {
+        let read = |keys, newest_mod_revision| PrefixHead {
             keys,
-            last_modified,
+            newest_mod_revision,
+            revision: 20,
         };
         // Listed at 10, /p/a last written at 7: nothing newer.
         assert_eq!(mirror.lacks(read(1, 7)), None);

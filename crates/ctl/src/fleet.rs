@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use etcd_client::{Client, GetOptions, SortOrder, SortTarget, WatchOptions};
+use etcd_client::{Client, GetOptions, WatchOptions};
 use serde_json::{Value, json};
 
 use dw_routing::keys::seen_prefix;
@@ -146,20 +146,9 @@ pub async fn routing_revision(
     prefix: &str,
     nodes_prefix: &str,
 ) -> Result<i64, Error> {
-    let newest = client
-        .get(
-            prefix,
-            Some(
-                GetOptions::new()
-                    .with_range(range_end(prefix))
-                    .with_sort(SortTarget::Mod, SortOrder::Descend)
-                    .with_limit(1)
-                    .with_keys_only(),
-            ),
-        )
-        .await?;
-    let head = newest.header().map_or(0, |h| h.revision());
-    let newest_put = newest.kvs().first().map_or(0, |kv| kv.mod_revision());
+    let read = dw_etcd::read_prefix_head(&mut client.kv_client(), prefix).await?;
+    let head = i64::try_from(read.revision).unwrap_or(i64::MAX);
+    let newest_put = i64::try_from(read.newest_mod_revision).unwrap_or(i64::MAX);
     if newest_put >= head {
         return Ok(newest_put);
     }

@@ -11,6 +11,7 @@
 //!   reads and checks the TLS files, [`EtcdOptions::connect`] finds one live member among
 //!   several endpoints, [`connect_endpoint`] dials exactly one.
 //! - [`Backoff`]: capped exponential backoff with full jitter for every retry loop.
+//! - [`read_prefix_head`]: a prefix's key count and newest change in one keys-only read.
 //! - [`describe`], [`within`], [`prefix_range_end`]: small helpers around `etcd-client`.
 //!
 //! ```
@@ -41,10 +42,12 @@ mod backoff;
 mod connect;
 mod error;
 mod options;
+mod prefix;
 
 pub use crate::{
     backoff::Backoff,
     connect::{connect_endpoint, is_transport, prefix_range_end, within},
     error::{Error, describe},
     options::{Credentials, EtcdArgs, EtcdOptions, TlsFiles, parse_duration},
+    prefix::{PrefixHead, read_prefix_head},
 };
