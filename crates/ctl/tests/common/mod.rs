@@ -15,6 +15,16 @@ use serde_json::Value;
 
 pub const PREFIX: &str = "/dw/routing/";
 pub const CONTROL: &str = "/dw/control/";
+/// A region with three origins, the one most command tests start from.
+pub const DE: &str = r#"{"shard":"eu-1","origins":["fra-a","fra-b","ams-a"],"weight":{"fra-a":50,"fra-b":30,"ams-a":20}}"#;
+
+/// Writes each `(geo, value)` with `dwctl region set`, asserting it succeeds.
+pub async fn seed(etcd: &Etcd, regions: &[(&str, &str)]) {
+    for (geo, value) in regions {
+        let run = etcd.dwctl(&["region", "set", geo, value]);
+        assert_eq!(run.code, 0, "seeding {geo}: {}", run.stderr);
+    }
+}
 
 /// A single-member etcd (from dw-etcd-testkit, as the agent's tests use) in a private
 /// directory, removed with it.
