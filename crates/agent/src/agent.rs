@@ -48,6 +48,11 @@ pub struct Agent {
     /// Keys of the published state left out of routing, once known.
     rejected: Option<Vec<(String, String)>>,
     published_at_ms: Option<u64>,
+    /// The node's effective state when stages are open (`None`: the mirror's snapshot).
+    effective: Option<dw_routing::stage::Overlay>,
+    /// A published file with stages applied, as read at start: its keys are effective
+    /// values, so the first state is compared with it rather than with etcd's keys.
+    published_effective: Option<dw_routing::Snapshot>,
     /// The live report's lease, revoked on a clean stop.
     report_lease: Option<crate::report::LeaseHandle>,
 }
@@ -67,6 +72,10 @@ impl Agent {
         config.validate()?;
         let connector = Connector::new(&config).await?;
         let (publisher, published) = Publisher::open(&config.snapshot, config.allow_empty)?;
+        let published_effective = published
+            .as_ref()
+            .filter(|published| !published.stages.is_empty())
+            .cloned();
         let mirror = Mirror::new(&config.prefix, published);
         let metrics = Arc::new(Metrics::new(
             config.timing.stall_timeout,
@@ -116,6 +125,8 @@ impl Agent {
             reporter,
             rejected: None,
             published_at_ms: None,
+            effective: None,
+            published_effective,
             report_lease,
         })
     }
@@ -403,10 +414,19 @@ impl Agent {
             return;
         };
         if !self.mirror.is_dirty() && self.rejected.is_none() {
-            // The published file holds the mirror's keys: check them as routers will, one
-            // at a time (a compiled table here doubled the agent's memory at 50,000 keys).
-            let invalid = dw_routing::invalid_keys(self.mirror.snapshot());
-            self.rejected = Some(rejected_keys(&invalid, self.mirror.unrepresentable_keys()));
+            // The published file holds the node's effective keys: check them as routers
+            // will, one at a time (a compiled table here doubled the agent's memory at
+            // 50,000 keys). A stage that applies nowhere counts as a rejected key.
+            let effective = self
+                .effective
+                .as_ref()
+                .map_or(self.mirror.snapshot(), |overlay| &overlay.snapshot);
+            let invalid = dw_routing::invalid_keys(effective);
+            let mut rejected = rejected_keys(&invalid, self.mirror.unrepresentable_keys());
+            if let Some(overlay) = &self.effective {
+                rejected.extend(overlay.problems.iter().cloned());
+            }
+            self.rejected = Some(rejected);
         }
         let published_revision = self.publisher.published_revision();
         let revision = if self.mirror.is_dirty() {
@@ -425,6 +445,11 @@ impl Agent {
             published_revision,
             published_at_ms: self.published_at_ms,
             condition,
+            stages: self
+                .effective
+                .as_ref()
+                .map(|overlay| overlay.snapshot.stages.clone())
+                .unwrap_or_default(),
         };
         reports.send_if_modified(|current| {
             if current.as_ref() == Some(&report) {
@@ -444,6 +469,21 @@ impl Agent {
             self.mirror.unrepresentable_keys(),
         );
         if !self.mirror.is_dirty() {
+            self.clear_hold();
+            return;
+        }
+        self.effective = crate::stages::effective(&self.mirror, self.config.report.as_ref());
+        let snapshot = self
+            .effective
+            .as_ref()
+            .map_or(self.mirror.snapshot(), |overlay| &overlay.snapshot);
+        if let Some(published) = self.published_effective.take()
+            && published.kvs == snapshot.kvs
+            && published.stages == snapshot.stages
+        {
+            // The file written before this agent started already holds this node's state.
+            self.mirror.mark_published();
+            self.rejected = None;
             self.clear_hold();
             return;
         }

@@ -116,7 +116,7 @@ impl Connector {
             }
             pages += 1;
             for kv in response.kvs() {
-                listing.insert(kv.key(), kv.value());
+                listing.insert(kv.key(), kv.value(), kv.mod_revision());
             }
             match response.kvs().last() {
                 Some(last) if response.more() => {

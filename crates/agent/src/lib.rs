@@ -45,6 +45,7 @@ mod mirror;
 mod publish;
 mod report;
 mod snapshot_dir;
+mod stages;
 
 use std::future::Future;
 

@@ -19,13 +19,21 @@ pub(crate) struct Listing {
     pub(crate) kvs: BTreeMap<String, String>,
     /// Keys the snapshot cannot carry because the key or the value is not UTF-8.
     pub(crate) unrepresentable: BTreeSet<Vec<u8>>,
+    /// The `mod_revision` of each listed key that holds a stage (`<prefix>stage/<id>`),
+    /// which the effective snapshot names as the revision of the stage applied.
+    pub(crate) stage_revisions: BTreeMap<String, u64>,
 }
 
 impl Listing {
     /// Adds one listed key, setting it aside if JSON cannot carry it exactly.
-    pub(crate) fn insert(&mut self, key: &[u8], value: &[u8]) {
+    /// `mod_revision` is kept for stage keys only.
+    pub(crate) fn insert(&mut self, key: &[u8], value: &[u8], mod_revision: i64) {
         match (std::str::from_utf8(key), std::str::from_utf8(value)) {
             (Ok(key), Ok(value)) => {
+                if is_stage_key(key) {
+                    self.stage_revisions
+                        .insert(key.to_owned(), u64::try_from(mod_revision).unwrap_or(0));
+                }
                 self.kvs.insert(key.to_owned(), value.to_owned());
             }
             _ => {
@@ -35,11 +43,20 @@ impl Listing {
     }
 }
 
+/// Whether `key` (a full key) is a stage key: `stage/` right below some prefix. The
+/// mirror's prefix ends with `/`, so a key below it holds `/stage/` right after it; the
+/// check is made again against the real prefix by `dw_routing::stage::open_stages`.
+fn is_stage_key(key: &str) -> bool {
+    key.contains("/stage/")
+}
+
 /// The state of the prefix as the agent knows it.
 #[derive(Debug)]
 pub(crate) struct Mirror {
     snapshot: Snapshot,
     unrepresentable: BTreeSet<Vec<u8>>,
+    /// The `mod_revision` of each stage key (see [`Listing::stage_revisions`]).
+    stage_revisions: BTreeMap<String, u64>,
     /// True when `snapshot.kvs` differs from the published file's keys.
     dirty: bool,
 }
@@ -61,16 +78,27 @@ impl Mirror {
     /// tens of megabytes.
     pub(crate) fn new(prefix: &str, published: Option<Snapshot>) -> Mirror {
         match published {
-            Some(published) if published.prefix == prefix => Mirror {
-                snapshot: published,
-                unrepresentable: BTreeSet::new(),
-                dirty: false,
-            },
-            _ => Mirror {
-                snapshot: Snapshot::new(0, prefix),
-                unrepresentable: BTreeSet::new(),
-                dirty: true,
-            },
+            // A file with stages applied holds effective values, not etcd's: it is the
+            // mirror's start only for its revision, and the first listing republishes.
+            Some(published) if published.prefix == prefix && published.stages.is_empty() => {
+                Mirror {
+                    snapshot: published,
+                    unrepresentable: BTreeSet::new(),
+                    stage_revisions: BTreeMap::new(),
+                    dirty: false,
+                }
+            }
+            published => {
+                let revision = published
+                    .filter(|published| published.prefix == prefix)
+                    .map_or(0, |published| published.revision);
+                Mirror {
+                    snapshot: Snapshot::new(revision, prefix),
+                    unrepresentable: BTreeSet::new(),
+                    stage_revisions: BTreeMap::new(),
+                    dirty: true,
+                }
+            }
         }
     }
 
@@ -93,6 +121,11 @@ impl Mirror {
     /// The published file is to be replaced whatever it holds (it is not trusted).
     pub(crate) fn mark_dirty(&mut self) {
         self.dirty = true;
+    }
+
+    /// The `mod_revision` of each stage key the mirror holds.
+    pub(crate) fn stage_revisions(&self) -> &BTreeMap<String, u64> {
+        &self.stage_revisions
     }
 
     pub(crate) fn unrepresentable_keys(&self) -> usize {
@@ -125,6 +158,7 @@ impl Mirror {
         // keys: the agent compares cluster ids with the published file (see `Publisher`).
         self.snapshot.cluster_id = Some(listing.cluster_id.to_string());
         self.unrepresentable = listing.unrepresentable;
+        self.stage_revisions = listing.stage_revisions;
     }
 
     /// Applies the events of one watch response. The mirror's revision becomes the last
@@ -146,7 +180,7 @@ impl Mirror {
             // `Event::event_type` panics on an unknown number; read the raw field instead.
             let is_put = EventType::try_from(event.0.r#type) == Ok(EventType::Put);
             let changed = if is_put {
-                self.put(kv.key(), kv.value())
+                self.put(kv.key(), kv.value(), revision)
             } else {
                 self.delete(kv.key())
             };
@@ -157,10 +191,17 @@ impl Mirror {
         applied
     }
 
-    fn put(&mut self, key: &[u8], value: &[u8]) -> bool {
+    fn put(&mut self, key: &[u8], value: &[u8], revision: u64) -> bool {
         match (std::str::from_utf8(key), std::str::from_utf8(value)) {
             (Ok(key), Ok(value)) => {
                 self.unrepresentable.remove(key.as_bytes());
+                if is_stage_key(key) {
+                    // The value decides whether nodes republish; an unchanged value keeps
+                    // the revision the published file names.
+                    if self.snapshot.kvs.get(key).map(String::as_str) != Some(value) {
+                        self.stage_revisions.insert(key.to_owned(), revision);
+                    }
+                }
                 let previous = self.snapshot.kvs.insert(key.to_owned(), value.to_owned());
                 previous.as_deref() != Some(value)
             }
@@ -179,6 +220,9 @@ impl Mirror {
 
     fn delete(&mut self, key: &[u8]) -> bool {
         self.unrepresentable.remove(key);
+        if let Ok(key) = std::str::from_utf8(key) {
+            self.stage_revisions.remove(key);
+        }
         std::str::from_utf8(key).is_ok_and(|key| self.snapshot.kvs.remove(key).is_some())
     }
 }
@@ -239,7 +283,7 @@ mod tests {
             revision: 10,
             ..Listing::default()
         };
-        listing.insert(b"/p/a", b"1");
+        listing.insert(b"/p/a", b"1", 5);
         mirror.replace(listing);
         mirror.mark_published();
         mirror
@@ -304,7 +348,7 @@ mod tests {
             revision: 9,
             ..Listing::default()
         };
-        listing.insert(b"/p/a", b"1");
+        listing.insert(b"/p/a", b"1", 5);
         mirror.replace(listing);
         assert!(!mirror.is_dirty());
         assert_eq!(mirror.revision(), 9);

@@ -38,6 +38,8 @@ pub(crate) struct Report {
     /// When this agent last renamed a snapshot into place (unix ms), if it did.
     pub(crate) published_at_ms: Option<u64>,
     pub(crate) condition: Condition,
+    /// The stages the published file applies (id and the revision of each).
+    pub(crate) stages: Vec<dw_routing::stage::AppliedStage>,
 }
 
 /// `ok`, `stale` (the file is not etcd's state, and why) or `rejected` (published, but
@@ -84,6 +86,7 @@ impl Report {
             "reason": reason,
             "rejected": rejected,
             "labels": labels,
+            "stages": self.stages,
         })
         .to_string()
     }
@@ -394,12 +397,17 @@ mod tests {
             published_revision: Some(40),
             published_at_ms: Some(1_700_000_000_000),
             condition: Condition::Rejected(vec![("/dw/routing/region/XX".into(), "bad".into())]),
+            stages: vec![dw_routing::stage::AppliedStage {
+                id: "eu-map".into(),
+                revision: 39,
+            }],
         };
         let value: Value =
             serde_json::from_str(&report.to_json(&config, "/run/x.json", 5)).unwrap();
         assert_eq!(value["node"], "edge-1");
         assert_eq!(value["revision"], 42);
         assert_eq!(value["published_revision"], 40);
+        assert_eq!(value["stages"], json!([{"id": "eu-map", "revision": 39}]));
         assert_eq!(value["reported_at_ms"], 5);
         assert_eq!(value["state"], "rejected");
         assert_eq!(value["rejected"][0]["key"], "/dw/routing/region/XX");

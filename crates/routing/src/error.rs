@@ -20,6 +20,8 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A stage record (`stage/<id>`) is invalid; the stage applies nowhere.
+    Stage(String),
     /// The policy value is invalid (`field` is `"json"`: not JSON or not an object).
     Policy {
         /// The JSON field at fault.
@@ -35,6 +37,7 @@ impl fmt::Display for Error {
             Error::Snapshot(reason) => write!(f, "snapshot: {reason}"),
             Error::Region { field, reason } => write!(f, "region: field `{field}`: {reason}"),
             Error::Policy { field, reason } => write!(f, "policy: field `{field}`: {reason}"),
+            Error::Stage(reason) => write!(f, "stage: {reason}"),
         }
     }
 }

@@ -14,6 +14,15 @@ pub const REGION: &str = "region/";
 /// Registered origins, below the routing prefix: `origin/<id>` (on a lease).
 pub const ORIGIN: &str = "origin/";
 
+/// Staged changes, below the routing prefix: `stage/<id>` (see [`crate::stage`]). They lie
+/// inside the prefix so that a node's published revision names the stages it applied too;
+/// the agent applies them and never copies a stage key into a snapshot.
+pub const STAGE: &str = "stage/";
+
+/// A rollout's progress, below the control prefix: `rollouts/<id>` (outside the routing
+/// prefix: recording a step makes no node republish).
+pub const ROLLOUTS: &str = "rollouts/";
+
 /// The global policy, below the routing prefix.
 pub const POLICY: &str = "policy/global";
 

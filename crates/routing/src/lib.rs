@@ -18,6 +18,8 @@
 //!   in [`Table::invalid_keys`]. [`Table::parse_after`] builds the next table from a new
 //!   file, reusing the regions whose value did not change.
 //!
+//! - [`stage`]: staged changes, the cohort function and the overlay rule a node's agent
+//!   applies before it publishes.
 //! - [`keys`]: the etcd key layout (prefixes and key kinds) the agent and `dwctl` share.
 //!
 //! The crate does no I/O and knows nothing of PHP, etcd or tokio: the extension, the agent
@@ -55,6 +57,7 @@ mod policy;
 mod rebuild;
 mod region;
 mod snapshot;
+pub mod stage;
 mod table;
 
 pub use crate::{

@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use crate::Error;
 use crate::json::{self, Kind};
 use crate::quoted;
+use crate::stage::AppliedStage;
 
 /// The only snapshot format this crate reads or writes.
 pub const SNAPSHOT_FORMAT: u64 = 1;
@@ -30,6 +31,10 @@ pub struct Snapshot {
     pub cluster_id: Option<String>,
     /// Every key (in full, prefix included) with its raw value, in key order.
     pub kvs: BTreeMap<String, String>,
+    /// The stages applied to `kvs` for the node that wrote the file (dw-agent applies its
+    /// node's stages, see [`crate::stage`]); empty when none, and then not written.
+    /// Informative: a value that cannot be read is taken as empty, never refuses the file.
+    pub stages: Vec<AppliedStage>,
 }
 
 impl Snapshot {
@@ -40,6 +45,7 @@ impl Snapshot {
             prefix: prefix.into(),
             cluster_id: None,
             kvs: BTreeMap::new(),
+            stages: Vec::new(),
         }
     }
 
@@ -69,6 +75,8 @@ impl Snapshot {
             prefix: Option<String>,
             #[serde(default)]
             cluster_id: Option<String>,
+            #[serde(default)]
+            stages: Vec<AppliedStage>,
             kvs: BTreeMap<String, String>,
         }
         let common: Common = serde_json::from_str(common_text(bytes)?).ok()?;
@@ -81,6 +89,7 @@ impl Snapshot {
             prefix: common.prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
             cluster_id: common.cluster_id,
             kvs: common.kvs,
+            stages: common.stages,
         })
     }
 
@@ -128,11 +137,17 @@ impl Snapshot {
         let kvs: BTreeMap<String, String> = serde_json::from_str(kvs)
             .map_err(|e| Error::Snapshot(format!("kvs holds a non-string value: {e}")))?;
 
+        // Informative, like the cluster id: unreadable is empty.
+        let stages = field("stages")
+            .ok()
+            .and_then(|stages| serde_json::from_str(stages).ok())
+            .unwrap_or_default();
         Ok(Snapshot {
             revision,
             prefix,
             cluster_id,
             kvs,
+            stages,
         })
     }
 
@@ -208,6 +223,11 @@ impl SnapshotWriter {
         if let Some(cluster_id) = &snapshot.cluster_id {
             head.extend_from_slice(b",\"cluster_id\":");
             head.extend_from_slice(json_string(cluster_id).as_bytes());
+        }
+        if !snapshot.stages.is_empty() {
+            head.extend_from_slice(b",\"stages\":");
+            // Strings and integers: serialising cannot fail.
+            head.extend_from_slice(&serde_json::to_vec(&snapshot.stages).unwrap_or_default());
         }
         head.extend_from_slice(b",\"kvs\":{");
         out.write_all(&head)?;
