@@ -52,7 +52,7 @@ final class RegionRouter
     private readonly bool $apcu;
     private readonly int $maxSnapshotBytes;
 
-    /** @var array{revision: int, prefix: string, kvs: array<array-key, string>}|null */
+    /** @var array{revision: int, prefix: string, kvs: array<array-key, string>, stages: list<array{id: string, revision: int}>}|null */
     private ?array $table;
 
     /** The revision of the table the last resolve() answered from; null before any. */
@@ -187,7 +187,18 @@ final class RegionRouter
             'keys' => $this->table === null ? 0 : \count($this->table['kvs']),
             'apcu' => $this->apcu,
             'apcu_hits' => $state['apcu_hits'],
+            'stages' => $this->table['stages'] ?? [],
         ];
+    }
+
+    /**
+     * The ids of the stages the table in use applies; [] when it serves current routing.
+     *
+     * @return list<string>
+     */
+    public function stages(): array
+    {
+        return array_column($this->table['stages'] ?? [], 'id');
     }
 
     // ---- loading -----------------------------------------------------------------------
@@ -208,7 +219,7 @@ final class RegionRouter
         ];
     }
 
-    /** @return array{revision: int, prefix: string, kvs: array<array-key, string>}|null */
+    /** @return array{revision: int, prefix: string, kvs: array<array-key, string>, stages: list<array{id: string, revision: int}>}|null */
     private function load(): ?array
     {
         $state = &self::$paths[$this->path];
@@ -277,8 +288,8 @@ final class RegionRouter
 
     /**
      * @param array<string, mixed> $state
-     * @param array{revision: int, prefix: string, kvs: array<array-key, string>} $table
-     * @return array{revision: int, prefix: string, kvs: array<array-key, string>}
+     * @param array{revision: int, prefix: string, kvs: array<array-key, string>, stages: list<array{id: string, revision: int}>} $table
+     * @return array{revision: int, prefix: string, kvs: array<array-key, string>, stages: list<array{id: string, revision: int}>}
      */
     private function adopt(array &$state, string $signature, array $table, bool $parsed): array
     {
@@ -298,7 +309,7 @@ final class RegionRouter
 
     /**
      * @param array<string, mixed> $state
-     * @return array{revision: int, prefix: string, kvs: array<array-key, string>}|null
+     * @return array{revision: int, prefix: string, kvs: array<array-key, string>, stages: list<array{id: string, revision: int}>}|null
      */
     private function failed(array &$state, string $signature, string $error): ?array
     {
@@ -311,7 +322,7 @@ final class RegionRouter
 
     /**
      * @param array<string, mixed> $state
-     * @return array{revision: int, prefix: string, kvs: array<array-key, string>}|null
+     * @return array{revision: int, prefix: string, kvs: array<array-key, string>, stages: list<array{id: string, revision: int}>}|null
      */
     private function lastGood(array &$state): ?array
     {
@@ -335,7 +346,7 @@ final class RegionRouter
     /**
      * Parses a whole snapshot file (docs/snapshot-format.md).
      *
-     * @return array{revision: int, prefix: string, kvs: array<array-key, string>}|string the table, or why the file is refused
+     * @return array{revision: int, prefix: string, kvs: array<array-key, string>, stages: list<array{id: string, revision: int}>}|string the table, or why the file is refused
      */
     private static function parseSnapshot(string $raw): array|string
     {
@@ -375,7 +386,32 @@ final class RegionRouter
         /** @var array<array-key, string> $kvs */
         $kvs = $fields['kvs']->members;
 
-        return ['revision' => $fields['revision'], 'prefix' => $prefix, 'kvs' => $kvs];
+        return ['revision' => $fields['revision'], 'prefix' => $prefix, 'kvs' => $kvs,
+            'stages' => self::appliedStages($fields['stages'] ?? null)];
+    }
+
+    /**
+     * The snapshot's optional `stages` field (the stages its agent applied): a list of
+     * {id: string, revision: int >= 0}. Informative: any other shape is taken as none.
+     *
+     * @return list<array{id: string, revision: int}>
+     */
+    private static function appliedStages(mixed $field): array
+    {
+        if (!\is_array($field) || !array_is_list($field)) {
+            return [];
+        }
+        $stages = [];
+        foreach ($field as $stage) {
+            $id = $stage instanceof JsonObject ? ($stage->members['id'] ?? null) : null;
+            $revision = $stage instanceof JsonObject ? ($stage->members['revision'] ?? null) : null;
+            if (!\is_string($id) || !\is_int($revision) || $revision < 0) {
+                return [];
+            }
+            $stages[] = ['id' => $id, 'revision' => $revision];
+        }
+
+        return $stages;
     }
 
     // ---- values ------------------------------------------------------------------------

@@ -14,6 +14,9 @@ declare(strict_types=1);
  *                             (answeredRevision(): a reload between resolve() and
  *                             revision() would pair one table's route with the next one's
  *                             revision)
+ *   X-DW-Stage                the ids of the stages the answering table applies, comma
+ *                             separated, when this node is in a staged rollout's cohort
+ *                             (absent otherwise)
  *   X-DW-Worker               the PHP worker's pid (php-fpm worker or lsphp child; each has
  *                             its own watcher)
  *   X-DW-Clock                (DW_TEST_HOOKS only) hrtime() when the route was read: orders
@@ -49,6 +52,7 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     $route = ['shard' => '-', 'origin' => '-'];
     $revision = 0;
     $router = null;
+    $stage = '';
 } else {
     // The userland twin only where the extension is absent: with it, no file to include.
     if (!class_exists('RegionRouter', false)) {
@@ -60,6 +64,10 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     $router = is_string($path) && $path !== '' ? new RegionRouter($path) : new RegionRouter();
     $route = $router->resolve($country, $sticky);
     $revision = $router->answeredRevision();
+    // The stages this node's table applies (a staged rollout's cohort), named only when
+    // the table in use is the one that answered.
+    $stages = $router->stages();
+    $stage = $stages !== [] && $router->revision() === $revision ? implode(',', $stages) : '';
 }
 $clock = hrtime(true);
 
@@ -68,6 +76,9 @@ header('Cache-Control: no-store');
 header('X-DW-Shard: ' . $route['shard']);
 header('X-DW-Origin: ' . $route['origin']);
 header('X-DW-Revision: ' . $revision);
+if ($stage !== '') {
+    header('X-DW-Stage: ' . $stage);
+}
 header('X-DW-Worker: ' . getmypid());
 if ($testHooks) {
     header('X-DW-Clock: ' . $clock);

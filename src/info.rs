@@ -33,6 +33,19 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
         info_table_row!("revision", table.revision().to_string());
         info_table_row!("regions", table.region_count().to_string());
         info_table_row!("invalid keys", table.invalid_keys().len().to_string());
+        let stages: Vec<String> = table
+            .stages()
+            .iter()
+            .map(|stage| format!("{} (revision {})", stage.id, stage.revision))
+            .collect();
+        info_table_row!(
+            "stages applied",
+            if stages.is_empty() {
+                "none".to_string()
+            } else {
+                stages.join(", ")
+            }
+        );
         info_table_row!("reload mechanism", source.mechanism().name());
         info_table_row!("loads", source.loads().to_string());
         info_table_row!("failed loads", source.failed_loads().to_string());

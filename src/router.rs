@@ -112,6 +112,13 @@ impl RegionRouter {
         values::policy_array(self.fresh_source().table().table.policy())
     }
 
+    /// The ids of the stages the table in use applies (a staged rollout's cohort); [] on
+    /// a node that serves current routing. Compare `revision()` with `answeredRevision()`
+    /// before reporting it beside an answer.
+    pub fn stages(&self) -> ZBox<ZendHashTable> {
+        values::stage_ids(self.fresh_source().table().table.stages())
+    }
+
     /// Counters and state of this router's source.
     pub fn stats(&self) -> ZBox<ZendHashTable> {
         let source = self.fresh_source();

@@ -70,5 +70,31 @@ pub fn stats_to_array(source: &Source) -> ZBox<ZendHashTable> {
         let _ = invalid.insert(key.key.as_str(), key.error.to_string().as_str());
     }
     let _ = stats.insert("invalid", invalid);
+    let _ = stats.insert("stages", stages_array(table.stages()));
     stats
+}
+
+/// The stages a table's agent applied, as a PHP list of `['id' => string, 'revision' =>
+/// int]`, for `stats()`.
+pub fn stages_array(stages: &[dw_routing::stage::AppliedStage]) -> ZBox<ZendHashTable> {
+    let mut list = ZendHashTable::with_capacity(stages.len() as u32);
+    for stage in stages {
+        let mut entry = ZendHashTable::with_capacity(2);
+        let _ = entry.insert("id", stage.id.as_str());
+        let _ = entry.insert(
+            "revision",
+            i64::try_from(stage.revision).unwrap_or(i64::MAX),
+        );
+        let _ = list.push(entry);
+    }
+    list
+}
+
+/// The ids of the stages a table's agent applied, as a PHP list of strings.
+pub fn stage_ids(stages: &[dw_routing::stage::AppliedStage]) -> ZBox<ZendHashTable> {
+    let mut list = ZendHashTable::with_capacity(stages.len() as u32);
+    for stage in stages {
+        let _ = list.push(stage.id.as_str());
+    }
+    list
 }

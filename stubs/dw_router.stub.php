@@ -85,10 +85,20 @@ final class RegionRouter
      *     last_error: string|null,
      *     inotify_unavailable: string|null,
      *     tables_in_process: int,
-     *     invalid: array<string, string>
+     *     invalid: array<string, string>,
+     *     stages: list<array{id: string, revision: int}>
      * }
      */
     public function stats(): array {}
+
+    /**
+     * The ids of the stages the table in use applies (the node is in a staged rollout's
+     * cohort, docs/routing.md "Stages"); [] when it serves current routing. Compare
+     * revision() with answeredRevision() before reporting it beside an answer.
+     *
+     * @return list<string>
+     */
+    public function stages(): array {}
 
     /**
      * Re-checks the snapshot file now. Reloads normally happen by themselves; this is for

@@ -381,6 +381,48 @@ $cases['APCu table cache and last good table'] = static function (): ?array {
     ];
 };
 
+// The cohort function (php/Cohort.php) on the fixtures dw-routing's stage tests pin too.
+$cases['cohort points'] = static function (): array {
+    require_once dirname(__DIR__, 2) . '/php/Cohort.php';
+    $checks = [];
+    foreach ([['eu-map', 'edge-1', 1139], ['eu-map', 'edge-2', 8098], ['a', '', 6843], ['', 'b', 631],
+        ['stage.x_1', 'fra-17', 7569], ['z', 'é', 2217]] as [$stage, $node, $point]) {
+        $checks[] = [[$stage, $node, DwCohort::point($stage, $node)], [$stage, $node, $point]];
+    }
+    $fra = ['site' => 'fra'];
+    $checks[] = [
+        [DwCohort::contains(['points' => 1140], 'eu-map', 'edge-1', []),
+            DwCohort::contains(['points' => 1139], 'eu-map', 'edge-1', []),
+            DwCohort::contains(['nodes' => ['n']], 's', 'n', []),
+            DwCohort::contains(['labels' => $fra], 's', 'm', $fra),
+            DwCohort::contains(['labels' => $fra], 's', 'm', ['site' => 'ams']),
+            DwCohort::contains([], 's', 'm', $fra)],
+        [true, false, true, true, false, false],
+    ];
+
+    return $checks;
+};
+
+// The stages the agent applied (top-level `stages`), as the extension's 104-stages.phpt.
+$cases['applied stages'] = static function (): array {
+    $kvs = '"kvs":{"' . P . 'region/US":' . json_encode(US_REGION) . '}';
+    $checks = [];
+    $none = router(snapshotFile('{"format":1,"revision":3,' . $kvs . '}'));
+    $checks[] = [[$none->stages(), $none->stats()['stages']], [[], []]];
+    $two = router(snapshotFile('{"format":1,"revision":9,"stages":[{"id":"eu-map","revision":8},'
+        . '{"revision":3,"id":"b.2"}],' . $kvs . '}'));
+    $checks[] = [
+        [$two->stages(), $two->stats()['stages']],
+        [['eu-map', 'b.2'], [['id' => 'eu-map', 'revision' => 8], ['id' => 'b.2', 'revision' => 3]]],
+    ];
+    foreach (['7', '[{"id":5,"revision":1}]', '[{"id":"x","revision":-1}]', '{"id":"x"}'] as $bad) {
+        $r = router(snapshotFile('{"format":1,"revision":4,"stages":' . $bad . ',' . $kvs . '}'));
+        $checks[] = [[$bad, $r->stages(), $r->revision(), $r->resolve('US')['shard']], [$bad, [], 4, 'us-1']];
+    }
+
+    return $checks;
+};
+
 $passed = 0;
 $failed = 0;
 foreach ($cases as $name => $case) {

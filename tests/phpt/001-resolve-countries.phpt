@@ -78,7 +78,7 @@ array(0) {
 int(1)
 int(0)
 NULL
-array(12) {
+array(13) {
   [0]=>
   string(4) "path"
   [1]=>
@@ -103,4 +103,6 @@ array(12) {
   string(17) "tables_in_process"
   [11]=>
   string(7) "invalid"
+  [12]=>
+  string(6) "stages"
 }

@@ -71,6 +71,7 @@ snapshot path => DIR/dw-routing.json
 revision => 322
 regions => 1
 invalid keys => 1
+stages applied => none
 reload mechanism => inotify
 loads => 2
 failed loads => 1

@@ -41,6 +41,7 @@ method resolve modifiers=[public] static=false byref=false return=array tentativ
   param #0 $country type=string nullable=false optional=false default=- byref=false variadic=false promoted=false
   param #1 $stickyKey type=?string nullable=true optional=true default=NULL byref=false variadic=false promoted=false
 method revision modifiers=[public] static=false byref=false return=int tentative=- params=0 required=0 variadic=false
+method stages modifiers=[public] static=false byref=false return=array tentative=- params=0 required=0 variadic=false
 method stats modifiers=[public] static=false byref=false return=array tentative=- params=0 required=0 variadic=false
 string(9) "dw_router"
 bool(true)

@@ -23,6 +23,8 @@ pub(crate) struct Literals<'a> {
     /// Every key with its value, in key order, the last of duplicated keys winning as in
     /// PHP.
     pub kvs: Vec<Entry<'a>>,
+    /// The `stages` field as dw-agent writes it (ids without escapes, plain revisions).
+    pub stages: Vec<crate::snapshot::AppliedStage>,
 }
 
 /// One key of `kvs` and its value as the JSON string literal that holds it (quotes
@@ -50,6 +52,7 @@ pub(crate) fn scan<'a, 'k>(
     };
     let (mut format, mut revision, mut prefix, mut kvs) = (None, None, None, None);
     let mut cluster_id = None;
+    let mut stages = None;
     reader.expect(b'{')?;
     loop {
         let name = reader.plain_string()?;
@@ -63,6 +66,7 @@ pub(crate) fn scan<'a, 'k>(
             "kvs" if kvs.is_none() => kvs = Some(reader.kvs(&mut known)?),
             // Written by dw-agent, not used by a table: read past it.
             "cluster_id" if cluster_id.is_none() => cluster_id = Some(reader.plain_string()?),
+            "stages" if stages.is_none() => stages = Some(reader.stages()?),
             _ => return None,
         }
         match reader.next_byte()? {
@@ -81,6 +85,7 @@ pub(crate) fn scan<'a, 'k>(
         revision,
         prefix,
         kvs: kvs?,
+        stages: stages.unwrap_or_default(),
     })
 }
 
@@ -151,6 +156,36 @@ impl<'a> Reader<'a> {
         (self.bytes[self.at] == b'"').then_some(())?;
         self.at += 1;
         Some(&self.text[start..start + length])
+    }
+
+    /// The `stages` array in dw-agent's shape: `[{"id":"...","revision":N},...]`; any other
+    /// shape goes to the exact reading.
+    fn stages(&mut self) -> Option<Vec<crate::snapshot::AppliedStage>> {
+        self.expect(b'[')?;
+        let mut stages = Vec::new();
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&b']') {
+            self.at += 1;
+            return Some(stages);
+        }
+        loop {
+            self.expect(b'{')?;
+            (self.plain_string()? == "id").then_some(())?;
+            self.expect(b':')?;
+            let id = self.plain_string()?.to_owned();
+            self.expect(b',')?;
+            (self.plain_string()? == "revision").then_some(())?;
+            self.expect(b':')?;
+            self.skip_whitespace();
+            let revision = self.digits()?;
+            self.expect(b'}')?;
+            stages.push(crate::snapshot::AppliedStage { id, revision });
+            match self.next_byte()? {
+                b',' => continue,
+                b']' => return Some(stages),
+                _ => return None,
+            }
+        }
     }
 
     /// A string literal with its quotes, checked by PHP's rules

@@ -78,7 +78,9 @@ impl Table {
             .kvs
             .iter()
             .map(|(key, value)| (key.as_str(), Value::Plain(value), None));
-        build(snapshot.revision, &snapshot.prefix, entries, previous).unwrap_or_else(Table::empty)
+        build(snapshot.revision, &snapshot.prefix, entries, previous)
+            .map(|table| table.with_stages(snapshot.stages.clone()))
+            .unwrap_or_else(Table::empty)
     }
 
     /// Parses snapshot bytes and compiles them. Fails only when the file as a whole is
@@ -212,6 +214,7 @@ fn parse_common_after(bytes: &[u8], previous: &Table) -> Option<Table> {
         .iter()
         .map(|entry| (entry.key, Value::Escaped(entry.literal), entry.unchanged));
     build(snapshot.revision, prefix, entries, previous)
+        .map(|table| table.with_stages(snapshot.stages.clone()))
 }
 
 #[cfg(test)]

@@ -3,13 +3,21 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::Error;
 use crate::json::{self, Kind};
 use crate::quoted;
-use crate::stage::AppliedStage;
+
+/// A stage a node applies, as the effective snapshot names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedStage {
+    /// The stage id.
+    pub id: String,
+    /// The `mod_revision` of the stage's key the node applied.
+    pub revision: u64,
+}
 
 /// The only snapshot format this crate reads or writes.
 pub const SNAPSHOT_FORMAT: u64 = 1;

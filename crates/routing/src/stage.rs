@@ -1,7 +1,7 @@
 //! Staged routing changes: the cohort function and the overlay rule, in one place for the
 //! agent (which applies them), `dwctl` (which shows and gates on them), and the tests and
 //! the chaos checker (which recompute them). docs/routing.md ("Stages") is the
-//! specification; php/RegionRouter.php's `cohortPoint()` computes the same point.
+//! specification; php/Cohort.php's `DwCohort::point()` computes the same point.
 //!
 //! A stage is one key, `<prefix>stage/<id>`, whose value is a JSON document ([`Stage`]):
 //! the staged values of some `region/<geo>` keys and of `policy/global` (a value, or `null`
@@ -53,6 +53,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::keys::{POLICY, REGION, STAGE};
+pub use crate::snapshot::AppliedStage;
 use crate::{Error, Snapshot, quoted};
 
 /// The stage record's schema version; a reader refuses any other.
@@ -249,15 +250,6 @@ pub fn check_stage_id(id: &str) -> Result<(), Error> {
     }
 }
 
-/// A stage a node applies, as the effective snapshot names it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AppliedStage {
-    /// The stage id.
-    pub id: String,
-    /// The `mod_revision` of the stage's key the node applied.
-    pub revision: u64,
-}
-
 /// What [`overlay`] made of one node's view.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Overlay {
@@ -422,6 +414,24 @@ mod tests {
             .filter(|i| cohort_point("eu-map", &format!("edge-{i}")) < 2_000)
             .count();
         assert!((1_800..2_200).contains(&members), "{members}");
+    }
+
+    /// The same fixtures as the PHP cohort function's test (tests/differential/
+    /// twin-selftest.php, `cohort points`), computed there with PHP's hash('xxh3').
+    pub(crate) const POINT_FIXTURES: [(&str, &str, u16); 6] = [
+        ("eu-map", "edge-1", 1139),
+        ("eu-map", "edge-2", 8098),
+        ("a", "", 6843),
+        ("", "b", 631),
+        ("stage.x_1", "fra-17", 7569),
+        ("z", "é", 2217),
+    ];
+
+    #[test]
+    fn the_point_agrees_with_php_on_fixtures() {
+        for (stage, node, point) in POINT_FIXTURES {
+            assert_eq!(cohort_point(stage, node), point, "{stage:?} {node:?}");
+        }
     }
 
     #[test]
@@ -607,6 +617,47 @@ mod tests {
             String::from_utf8_lossy(&plain).replace("{\"format\"", "{\"stages\":7,\"format\"");
         let parsed = Snapshot::parse(odd.as_bytes()).unwrap();
         assert!(parsed.stages.is_empty());
+    }
+
+    #[test]
+    fn a_table_names_the_stages_on_every_reading_path() {
+        let mut s = Snapshot::new(9, P);
+        s.kvs.insert(
+            format!("{P}region/DE"),
+            r#"{"shard":"eu-1","origins":["fra-a"]}"#.into(),
+        );
+        s.stages = vec![
+            AppliedStage {
+                id: "a".into(),
+                revision: 3,
+            },
+            AppliedStage {
+                id: "b.2".into(),
+                revision: 8,
+            },
+        ];
+        let json = s.to_json();
+        let first = crate::Table::parse(&json).unwrap();
+        assert_eq!(first.stages(), s.stages.as_slice());
+        // The reload path reads the field in its own one-pass reader.
+        let reloaded = crate::Table::parse_after(&json, &first).unwrap();
+        assert_eq!(reloaded.stages(), s.stages.as_slice());
+        assert_eq!(
+            crate::Table::from_snapshot(&s).stages(),
+            s.stages.as_slice()
+        );
+        // A shape the one-pass reader does not know goes to the exact reading, same answer.
+        let reordered = String::from_utf8_lossy(&json)
+            .replace(r#"{"id":"a","revision":3}"#, r#"{"revision":3,"id":"a"}"#);
+        assert_ne!(reordered.as_bytes(), json.as_slice());
+        let odd = crate::Table::parse_after(reordered.as_bytes(), &first).unwrap();
+        assert_eq!(odd.stages(), s.stages.as_slice());
+        assert_eq!(
+            crate::Table::parse(&Snapshot::new(1, P).to_json())
+                .unwrap()
+                .stages(),
+            &[]
+        );
     }
 
     #[test]

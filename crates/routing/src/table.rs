@@ -11,6 +11,7 @@ use crate::keys::DEFAULT_PREFIX;
 use crate::pick::{legacy_index, rendezvous_index};
 use crate::policy::{PickMode, Policy};
 use crate::region::Region;
+use crate::snapshot::AppliedStage;
 
 /// A key of the snapshot that is left out of routing, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +64,8 @@ pub struct Table {
     /// The region of the first of `policy.default`, `policy.failover...` that has one.
     fallback: Option<u32>,
     invalid_keys: Vec<InvalidKey>,
+    /// The stages the file says its agent applied (informative; routing never reads it).
+    stages: Vec<AppliedStage>,
 }
 
 /// A valid region with the value it was compiled from.
@@ -96,6 +99,7 @@ impl Table {
             geos: GeoIndex::new(),
             fallback: None,
             invalid_keys: Vec::new(),
+            stages: Vec::new(),
         }
     }
 
@@ -113,6 +117,7 @@ impl Table {
             policy: Policy::default(),
             fallback: None,
             invalid_keys: Vec::new(),
+            stages: Vec::new(),
         }
     }
 
@@ -184,6 +189,19 @@ impl Table {
     /// The etcd revision the snapshot reflects.
     pub fn revision(&self) -> u64 {
         self.revision
+    }
+
+    /// The stages the snapshot's agent applied for its node (id and revision of each);
+    /// empty when none. Routing never reads it: the values in the table already are the
+    /// node's effective ones.
+    pub fn stages(&self) -> &[AppliedStage] {
+        &self.stages
+    }
+
+    /// This table, naming `stages` as applied.
+    pub(crate) fn with_stages(mut self, stages: Vec<AppliedStage>) -> Table {
+        self.stages = stages;
+        self
     }
 
     /// The prefix the snapshot's keys live under.
