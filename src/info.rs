@@ -19,6 +19,8 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
         "trusted snapshot owner",
         crate::trust::trusted_owner().describe()
     );
+    // The country -> continent table compiled in (docs/routing.md, "Country to continent").
+    info_table_row!("continent table", dw_routing::CONTINENT_TABLE_SOURCE);
     // The stat interval used when inotify is unavailable, as clamped (src/ini.rs).
     info_table_row!("poll interval", crate::ini::describe_poll_interval());
     crate::watch::settle();

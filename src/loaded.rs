@@ -122,13 +122,24 @@ impl RouteSlots {
     }
 
     /// The memo of `resolve(country)` without a sticky key, if `country` has one: a
-    /// country code, or the exact geo of a region.
+    /// country code; the exact geo of a region; or a subdivision `CC-SUB` without a
+    /// region of its own, which answers exactly as `CC` does (same chain on, same hash
+    /// key), so it shares `CC`'s memo.
     #[inline(always)]
     fn memo(&self, table: &Table, country: &[u8]) -> Option<&AtomicPtr<zend_array>> {
         match CountryCode::of(country) {
             Some(code) => self.by_country.get(code.index()),
-            None => self.by_region.get(table.region_index(country)? as usize),
+            None => self.memo_of_other(table, country),
         }
+    }
+
+    #[inline(never)]
+    fn memo_of_other(&self, table: &Table, geo: &[u8]) -> Option<&AtomicPtr<zend_array>> {
+        if let Some(region) = table.region_index(geo) {
+            return self.by_region.get(region as usize);
+        }
+        let code = CountryCode::of(dw_routing::subdivision_country(geo)?)?;
+        self.by_country.get(code.index())
     }
 
     fn slot(&self, region: u32, origin: u32) -> Option<&AtomicPtr<zend_array>> {

@@ -28,6 +28,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use ext_php_rs::args::Arg;
+use ext_php_rs::binary_slice::BinarySlice;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::class::RegisteredClass;
@@ -134,6 +135,19 @@ impl RegionRouter {
         let before = source.table().table.revision();
         source.refresh();
         source.table().table.revision() != before
+    }
+
+    /// How `resolve($geo, $stickyKey)` answers from the table in use, step by step, with
+    /// why each step before the answer was skipped (docs/routing.md, "Explaining a
+    /// route"). For debugging: it allocates, and is never on the request path.
+    pub fn explain(
+        &self,
+        geo: BinarySlice<'_, u8>,
+        stickyKey: Option<BinarySlice<'_, u8>>,
+    ) -> ZBox<ZendHashTable> {
+        let source = self.fresh_source();
+        let loaded = source.table();
+        values::explanation_array(&loaded.table, &geo, stickyKey.as_deref().copied())
     }
 }
 

@@ -22,6 +22,31 @@ pub fn policy_array(policy: &dw_routing::Policy) -> ZBox<ZendHashTable> {
     ZendHashTable::new()
 }
 
+/// `explain()`'s answer: dw-routing's explanation as a PHP array, decoded by PHP's own
+/// `json_decode($text, true)`, with the fail-open route this node's ini gives and the
+/// revision as `revision()` reports it.
+pub fn explanation_array(
+    table: &dw_routing::Table,
+    geo: &[u8],
+    sticky_key: Option<&[u8]>,
+) -> ZBox<ZendHashTable> {
+    let mut explanation = table.explain(geo, sticky_key).to_json();
+    if explanation["fail_open"] == serde_json::Value::Bool(true) {
+        let (shard, origin) = crate::ini::fallback();
+        explanation["shard"] = shard.as_str().into();
+        explanation["origin"] = origin.as_str().into();
+    }
+    explanation["revision"] = i64::try_from(table.revision()).unwrap_or(i64::MAX).into();
+    let text = explanation.to_string();
+    if let Ok(json_decode) = ZendCallable::try_from_name("json_decode")
+        && let Ok(decoded) = json_decode.try_call(vec![&text, &true])
+        && let Some(array) = decoded.array()
+    {
+        return array.to_owned();
+    }
+    ZendHashTable::new()
+}
+
 /// Counters and state of `source`, for `stats()`.
 pub fn stats_to_array(source: &Source) -> ZBox<ZendHashTable> {
     let loaded = source.table();

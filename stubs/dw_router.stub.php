@@ -35,15 +35,21 @@ final class RegionRouter
     public function __construct(?string $snapshotPath = null) {}
 
     /**
-     * Resolves a visitor's country to a shard and an origin.
+     * Resolves a visitor's geo to a shard and an origin.
      *
-     * Candidates, in order: $country, policy.default, each policy.failover geo; the first
-     * with a valid region answers, its origin picked (legacy or rendezvous pick) with the
-     * hash key $stickyKey ?? $country. When none has one, the fail-open route from the ini
+     * The chain (docs/routing.md): for a subdivision `CC-SUB` (^[A-Z]{2}-[A-Z0-9]{1,3}$)
+     * region/CC-SUB, then as for `CC`; for a country `CC` (^[A-Z]{2}$) region/CC, then
+     * the bucket region/continent/<CODE> of its continent (built-in table, or
+     * policy.continent_of); any other geo only its own key. Then policy.default, each
+     * policy.failover geo (either may name a bucket, `continent/EU`). The first with a
+     * valid region answers, its origin picked (legacy or rendezvous pick) with the hash
+     * key $stickyKey, else the subdivision when its own key answers, else `CC` (the geo
+     * itself for other geos). When none has one, the fail-open route from the ini
      * settings dw_router.fallback_shard / dw_router.fallback_origin. Never throws for any
      * string: empty, long, NUL bytes, invalid UTF-8.
      *
-     * @param string      $country   the visitor's country, matched byte for byte
+     * @param string      $country   the visitor's geo (`CF-IPCountry`, optionally
+     *                               `-` and `cf-region-code`), matched byte for byte
      * @param string|null $stickyKey keeps one visitor on one origin (e.g. a session id)
      *
      * @return array{shard: string, origin: string}
@@ -99,6 +105,33 @@ final class RegionRouter
      * @return list<string>
      */
     public function stages(): array {}
+
+    /**
+     * How resolve($geo, $stickyKey) answers from the table in use, step by step: for
+     * debugging, never on the request path (it allocates). Each step names its stage
+     * (subdivision, country, continent, geo, default, failover), the geo and key looked up
+     * and the outcome: answered, "no key", invalid (with the reason), "no continent"
+     * (XX, T1, unassigned codes), or "bucket namespace" (a caller's `continent/...` geo is
+     * never a bucket). Steps after the answer are not walked. A geo or key that is not
+     * UTF-8 is shown with U+FFFD.
+     *
+     * @return array{
+     *     geo: string,
+     *     sticky_key: string|null,
+     *     revision: int,
+     *     continent: string|null,
+     *     continent_source: 'table'|'policy.continent_of'|null,
+     *     continent_table: string,
+     *     steps: list<array{stage: string, geo: string|null, key: string|null, outcome: string, index?: int, reason?: string}>,
+     *     fail_open: bool,
+     *     shard: string,
+     *     origin: string,
+     *     answered_by: string|null,
+     *     hash_key: string|null,
+     *     hash_key_from: 'sticky'|'subdivision'|'country'|'geo'|null
+     * }
+     */
+    public function explain(string $geo, ?string $stickyKey = null): array {}
 
     /**
      * Re-checks the snapshot file now. Reloads normally happen by themselves; this is for

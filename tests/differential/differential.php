@@ -127,30 +127,41 @@ function show(mixed $value, int $limit = 120): string
  */
 function explain(Twin $twin, string $country): array
 {
-    $inspect = function (string $country): array {
-        /** @var Twin $this */
-        if ($this->table === null) {
-            return [['no table (file missing or unreadable as a whole)'], null];
-        }
-        $policy = $this->compiledPolicy();
-        $lines = ['policy: ' . ($policy['valid'] ? 'default ' . show($policy['default']) . ', failover ' . show($policy['failover'])
-            . ', pick ' . ($policy['rendezvous'] ? 'rendezvous' : 'legacy') : 'invalid (defaults apply)')];
-        foreach ([$country, $policy['default'], ...$policy['failover']] as $i => $geo) {
-            $key = $this->table['prefix'] . 'region/' . $geo;
-            $raw = $this->table['kvs'][$key] ?? null;
-            $valid = $raw !== null && $this->region($geo) !== null;
-            $lines[] = sprintf('candidate %d %s: %s', $i, show($geo, 40), $raw === null ? 'absent'
-                : ($valid ? 'VALID ' : 'invalid ') . show($raw, 300));
-            if ($valid) {
-                return [$lines, $geo];
-            }
-        }
-        $lines[] = 'no candidate valid: fail-open';
+    $explanation = $twin->explain($country);
+    $lines = [];
+    foreach ($explanation['steps'] as $step) {
+        $lines[] = sprintf('%s %s: %s', $step['stage'], show($step['geo'], 40), $step['outcome']);
+    }
+    $lines[] = $explanation['fail_open'] ? 'no candidate valid: fail-open' : 'answered by ' . show($explanation['answered_by'], 60);
+    $answered = $explanation['fail_open'] ? null
+        : substr((string) $explanation['answered_by'], strlen((string) $explanation['answered_by']) - strlen((string) end($explanation['steps'])['geo']));
 
-        return [$lines, null];
-    };
+    return [$lines, $answered];
+}
 
-    return Closure::bind($inspect, $twin, Twin::class)($country);
+/**
+ * explain()'s array as both sides must give it: the extension alone says why a value is
+ * invalid (`reason`), and spells a geo or key that is not UTF-8 with U+FFFD, so those
+ * texts are left out for such input.
+ *
+ * @param array<string, mixed> $explanation
+ * @return array<string, mixed>
+ */
+function comparableExplanation(array $explanation, string $geo, ?string $sticky): array
+{
+    $utf8 = mb_check_encoding($geo, 'UTF-8') && ($sticky === null || mb_check_encoding($sticky, 'UTF-8'));
+    foreach ($explanation['steps'] as &$step) {
+        unset($step['reason']);
+        if (!$utf8) {
+            unset($step['geo'], $step['key']);
+        }
+    }
+    unset($step);
+    if (!$utf8) {
+        unset($explanation['geo'], $explanation['sticky_key'], $explanation['hash_key'], $explanation['answered_by']);
+    }
+
+    return $explanation;
 }
 
 /** A coarse label of a mismatch, for the summary. */
@@ -229,6 +240,11 @@ for ($s = 0; $s < $snapshots; $s++) {
             ? static fn ($r) => $r->resolve($country)
             : static fn ($r) => $r->resolve($country, $sticky);
         $compare("resolve(" . show($country, 40) . ($sticky === null ? '' : ', ' . show($sticky, 40)) . ')', $call, $call, $country);
+        if ($l % 4 === 0) {
+            // explain() on every fourth lookup: the same chain, step by step.
+            $explain = static fn ($r) => comparableExplanation($r->explain($country, $sticky), $country, $sticky);
+            $compare("explain(" . show($country, 40) . ($sticky === null ? '' : ', ' . show($sticky, 40)) . ')', $explain, $explain, $country);
+        }
     }
 
     if ($mismatches === []) {

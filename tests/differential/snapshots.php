@@ -20,6 +20,14 @@ final class Gen
     public const COMMON_GEOS = ['DE', 'FR', 'GB', 'US', 'BR', 'NL', 'JP', 'ES', 'IT', 'CA', 'AU', 'IN', 'MX', 'SE', 'PL'];
     public const ODD_GEOS = ['', 'de', 'Us', '0', '1', '01', '-1', '1.0', ' GB', 'D E', "D\0E", "\0", 'Ü', '日本',
         'X/Y', 'region/DE', 'policy/global', '\\', '"', '..'];
+    /** The geography chain's geos: subdivisions, countries whose codes are also continent
+     * codes, documented choices, no-continent codes, buckets valid and not. */
+    public const CHAIN_GEOS = ['US-CA', 'DE-BY', 'GB-ENG', 'PT-11', 'XX-1', 'AS', 'NA', 'SA', 'AF', 'TR', 'RU', 'PT',
+        'XX', 'T1', 'continent/EU', 'continent/NA', 'continent/AS', 'continent/SA', 'continent/AF',
+        'continent/OC', 'continent/AN', 'continent/ZZ', 'continent/eu', 'continent/'];
+    /** Geos looked up that have keys only through the chain. */
+    public const CHAIN_QUERIES = ['PT', 'SI', 'KE', 'US-NY', 'DE-BY', 'US-CA', 'XX', 'T1', 'AS', 'NA', 'TR', 'CY',
+        'RU', 'XK', 'ZZ', 'DE-', 'DE-ABCD', 'de-BY', 'continent/EU', 'continent/', 'GB-ENG'];
     public const ORIGINS = ['fra-a', 'fra-b', 'ams-a', 'lon-a', 'gru-a', 'iad-a', 'sjc-a', 'sin-a'];
     public const ODD_ORIGINS = ['0', '1', '10', "\0n", 'ü', 'a"b', 'a\\b', ' ', 'fra-a ', "x\0"];
     public const SHARDS = ['eu-1', 'eu-2', 'latam-1', 'us-1', 'us-2', 'apac-1'];
@@ -272,6 +280,14 @@ final class Gen
         if ($this->chance(0.5)) {
             $policy['honor_client_hints'] = $this->chance(0.5);
         }
+        if ($this->chance(0.3)) {
+            $overrides = [];
+            for ($i = $this->int(0, 4); $i > 0; $i--) {
+                $overrides[$this->pick(['TR', 'CY', 'RU', 'PT', 'AS', 'XX', 'T1', 'tr', '12'])]
+                    = $this->pick(['EU', 'AS', 'AF', 'NA', 'XX', 'eu', 5, null]);
+            }
+            $policy['continent_of'] = $this->chance(0.9) ? new Obj($overrides) : ['EU'];
+        }
         for ($i = $this->int(0, 3); $i > 0; $i--) {
             $policy[$this->pick(['x', 'note', 'owner', '0', '1', '', "\0p", 'é', 'Default'])] = $this->junk();
         }
@@ -306,7 +322,8 @@ final class Gen
             default => ['null', '/dw/routing/'],
         };
         $originPool = $this->chance(0.8) ? self::ORIGINS : array_merge(self::ORIGINS, self::ODD_ORIGINS);
-        $geos = $this->distinct(array_merge(self::COMMON_GEOS, $this->chance(0.5) ? self::ODD_GEOS : []), $this->int(0, 20));
+        $geos = $this->distinct(array_merge(self::COMMON_GEOS, $this->chance(0.5) ? self::ODD_GEOS : [],
+            $this->chance(0.5) ? self::CHAIN_GEOS : []), $this->int(0, 20));
         $pairs = [];
         $notes = [];
         foreach ($geos as $geo) {
@@ -376,7 +393,8 @@ final class Gen
         $r = $this->int(0, 99);
 
         return match (true) {
-            $r < 40 && $geos !== [] => $this->pick($geos),
+            $r < 35 && $geos !== [] => $this->pick($geos),
+            $r < 45 => $this->pick(self::CHAIN_QUERIES),
             $r < 50 => $this->geo(),
             $r < 60 => $this->pick(self::COMMON_GEOS),
             $r < 65 => '',

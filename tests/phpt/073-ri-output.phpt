@@ -33,6 +33,7 @@ version => V
 build => B
 engine shortcuts => on (PHP API N)
 trusted snapshot owner => root or the directory's owner
+continent table => countries-list 3.4.1 (annexare/Countries, MIT)
 poll interval => 75 ms
 snapshot => none used in this process yet
 

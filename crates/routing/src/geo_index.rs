@@ -50,6 +50,11 @@ impl CountryCode {
     pub fn index(self) -> usize {
         usize::from(self.0)
     }
+
+    /// The code at `index`, below [`CountryCode::COUNT`] (larger ones wrap).
+    pub(crate) fn from_index(index: usize) -> CountryCode {
+        CountryCode((index % CountryCode::COUNT) as u16)
+    }
 }
 
 /// The slot of a two-character `A-Z0-9` geo in [`GeoIndex::by_country_code`].
@@ -144,6 +149,14 @@ impl GeoIndex {
             Some(slot) => Some(self.by_country_code[slot]).filter(|&index| index != NO_REGION),
             None => self.get_other(geo),
         }
+    }
+
+    /// The region of the country code at `index` ([`CountryCode::index`]), if any.
+    pub(crate) fn get_code(&self, index: usize) -> Option<u32> {
+        self.by_country_code
+            .get(index)
+            .copied()
+            .filter(|&region| region != NO_REGION)
     }
 
     #[inline(never)]

@@ -46,8 +46,12 @@
 
 #![deny(missing_docs)]
 
+mod continent;
+#[rustfmt::skip]
+mod continent_data;
 mod crc;
 mod error;
+mod explain;
 mod geo_index;
 mod json;
 pub mod keys;
@@ -61,6 +65,11 @@ pub mod stage;
 mod table;
 
 pub use crate::{
+    continent::{
+        BUCKET_PREFIX, CONTINENT_TABLE_SOURCE, Continent, builtin_continent, builtin_table,
+        bucket_of_geo, is_country, subdivision_country,
+    },
+    explain::{ExplainedRoute, Explanation, Stage, Step, StepOutcome},
     error::{Error, MAX_QUOTED_BYTES, quoted},
     geo_index::CountryCode,
     keys::DEFAULT_PREFIX,

@@ -5,6 +5,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::Error;
+use crate::continent::{Continent, is_country};
 use crate::json::{self, Kind};
 
 /// The default geo when the policy names none (or there is no policy).
@@ -32,6 +33,11 @@ pub struct Policy {
     /// `"rendezvous"` selects [`PickMode::Rendezvous`]; anything else, unknown modes
     /// included, keeps [`PickMode::Legacy`] so a typo moves no traffic.
     pub pick: PickMode,
+    /// `continent_of`: countries moved to another continent than the built-in table's,
+    /// in document order (a later entry for a country wins). Entries whose key is not a
+    /// country code (`^[A-Z]{2}$`) or whose value is not one of the seven continent codes
+    /// are ignored by the readers (and refused by `dwctl`).
+    pub continent_of: Vec<([u8; 2], Continent)>,
     /// The value's JSON text as the snapshot holds it, known fields and unknown ones;
     /// empty for the defaults.
     source: String,
@@ -44,6 +50,7 @@ impl PartialEq for Policy {
         self.default == other.default
             && self.failover == other.failover
             && self.pick == other.pick
+            && self.continent_of == other.continent_of
             && self.object() == other.object()
     }
 }
@@ -54,6 +61,7 @@ impl Default for Policy {
             default: DEFAULT_GEO.to_owned(),
             failover: Vec::new(),
             pick: PickMode::Legacy,
+            continent_of: Vec::new(),
             source: String::new(),
         }
     }
@@ -85,10 +93,23 @@ impl Policy {
             Some(mode) if mode == "rendezvous" => PickMode::Rendezvous,
             _ => PickMode::Legacy,
         };
+        let continent_of = field("continent_of")
+            .and_then(json::object_members)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(country, continent)| {
+                let continent = Continent::parse(json::string(continent.get())?.as_bytes())?;
+                match *country.as_bytes() {
+                    [a, b] if is_country(&[a, b]) => Some(([a, b], continent)),
+                    _ => None,
+                }
+            })
+            .collect();
         Ok(Policy {
             default,
             failover,
             pick,
+            continent_of,
             source: text.to_owned(),
         })
     }
@@ -189,6 +210,29 @@ mod tests {
     fn failover_keeps_its_strings_in_order() {
         let policy = policy(r#"{"failover":["GB",1,null,"US",["FR"],"GB",{}]}"#);
         assert_eq!(policy.failover, ["GB", "US", "GB"]);
+    }
+
+    #[test]
+    fn continent_of_keeps_the_entries_the_chain_can_use() {
+        let policy = policy(
+            r#"{"continent_of":{"TR":"EU","cy":"EU","RU":"Europe","EG":"AS","T1":"EU","PA":1,"EG":"EU","GE":"EU"}}"#,
+        );
+        assert_eq!(
+            policy.continent_of,
+            [
+                (*b"TR", Continent::EU),
+                (*b"EG", Continent::EU),
+                (*b"GE", Continent::EU)
+            ],
+            "the last EG wins, at its first position"
+        );
+        for other in ["[]", "\"EU\"", "null", "{\"TR\":[\"EU\"]}"] {
+            assert!(
+                self::policy(&format!(r#"{{"continent_of":{other}}}"#))
+                    .continent_of
+                    .is_empty()
+            );
+        }
     }
 
     #[test]

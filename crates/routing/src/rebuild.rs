@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use crate::continent::{BUCKET_PREFIX, Continent, bucket_of_geo};
 use crate::error::Error;
 use crate::keys::{DEFAULT_PREFIX, POLICY as POLICY_KEY, REGION as REGION_KIND};
 use crate::literal_scan;
@@ -119,6 +120,10 @@ fn build<'v>(
             continue;
         };
         if let Some(geo) = relative.strip_prefix(REGION_KIND) {
+            if let Err(error) = check_geo(geo) {
+                table.push_invalid_key(key, error);
+                continue;
+            }
             // The previous table's region for this geo, if its value is the same: it is
             // shared, with no unescaping and no validation.
             let unchanged = known_unchanged.or_else(|| {
@@ -154,14 +159,30 @@ fn build<'v>(
     Some(table)
 }
 
-/// The region a `region/<geo>` key's value compiles to, or why it is left out.
-fn parse_region(geo: &str, text: &str) -> Result<Region, Error> {
+/// Why a `region/<geo>` key cannot route whatever its value: it names no geo, or a
+/// bucket of no continent.
+fn check_geo(geo: &str) -> Result<(), Error> {
     if geo.is_empty() {
         return Err(Error::Region {
             field: "geo",
             reason: "the key names no geo".into(),
         });
     }
+    if bucket_of_geo(geo.as_bytes()) == Some(None) {
+        return Err(Error::Region {
+            field: "geo",
+            reason: format!(
+                "`{BUCKET_PREFIX}` names none of the continents {}",
+                Continent::ALL.map(Continent::code).join(" ")
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The region a `region/<geo>` key's value compiles to, or why it is left out.
+fn parse_region(geo: &str, text: &str) -> Result<Region, Error> {
+    check_geo(geo)?;
     Region::parse(text.as_bytes())
 }
 

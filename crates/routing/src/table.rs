@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
+use crate::continent::{self, Continent, bucket_of_geo, subdivision_country};
 use crate::error::Error;
-use crate::geo_index::GeoIndex;
+use crate::geo_index::{CountryCode, GeoIndex};
 use crate::keys::DEFAULT_PREFIX;
 use crate::pick::{legacy_index, rendezvous_index};
 use crate::policy::{PickMode, Policy};
@@ -63,10 +64,20 @@ pub struct Table {
     texts: Vec<RegionText>,
     /// The region of the first of `policy.default`, `policy.failover...` that has one.
     fallback: Option<u32>,
+    /// The bucket region (`region/continent/<CODE>`) of each continent, by
+    /// [`Continent::index`]. Buckets are not in `geos`: a caller's geo never names one.
+    buckets: [Option<u32>; 7],
+    /// The whole chain answered in advance for every two-character `A-Z0-9` country, by
+    /// [`CountryCode::index`]: its own region, else its continent's bucket, else
+    /// `fallback` ([`NO_REGION`] when none). So a country costs one load, hit or miss.
+    by_country: Box<[u32]>,
     invalid_keys: Vec<InvalidKey>,
     /// The stages the file says its agent applied (informative; routing never reads it).
     stages: Vec<AppliedStage>,
 }
+
+/// "No region" in `Table::by_country`.
+const NO_REGION: u32 = u32::MAX;
 
 /// A valid region with the value it was compiled from.
 #[derive(Debug)]
@@ -98,6 +109,8 @@ impl Table {
             texts: Vec::new(),
             geos: GeoIndex::new(),
             fallback: None,
+            buckets: [None; 7],
+            by_country: vec![NO_REGION; CountryCode::COUNT].into_boxed_slice(),
             invalid_keys: Vec::new(),
             stages: Vec::new(),
         }
@@ -116,13 +129,17 @@ impl Table {
             geos: GeoIndex::sized_like(&previous.geos),
             policy: Policy::default(),
             fallback: None,
+            buckets: [None; 7],
+            by_country: vec![NO_REGION; CountryCode::COUNT].into_boxed_slice(),
             invalid_keys: Vec::new(),
             stages: Vec::new(),
         }
     }
 
     /// Adds a valid region under `geo` (with the JSON string literal its value was read
-    /// from, if any), after those added before.
+    /// from, if any), after those added before. A geo of the bucket namespace
+    /// (`continent/...`) must name one of the seven continents (the caller checks); its
+    /// region becomes that bucket, out of reach of a caller's geo.
     pub(crate) fn push_region(
         &mut self,
         compiled: Arc<Compiled>,
@@ -133,7 +150,11 @@ impl Table {
             // Four billion regions do not fit in memory before this happens.
             return;
         };
-        self.geos.insert(geo.as_bytes(), index);
+        match bucket_of_geo(geo.as_bytes()) {
+            None => self.geos.insert(geo.as_bytes(), index),
+            Some(Some(continent)) => self.buckets[continent.index()] = Some(index),
+            Some(None) => {}
+        }
         let geo_span = (self.geo_text.len(), geo.len());
         self.geo_text.push_str(geo);
         let literal_span = literal.map(|literal| {
@@ -161,11 +182,58 @@ impl Table {
         self.policy = policy;
     }
 
-    /// Finds the fallback region the policy names: called once every region is in.
+    /// Finds the fallback region the policy names and answers the chain of every country
+    /// code in advance: called once every region is in. A fixed cost (one pass over the
+    /// 1296 codes), whatever the number of regions or continents.
     pub(crate) fn finish(&mut self) {
         self.fallback = std::iter::once(&self.policy.default)
             .chain(&self.policy.failover)
-            .find_map(|geo| self.geos.get(geo.as_bytes()));
+            .find_map(|geo| self.policy_geo_region(geo.as_bytes()));
+        let mut continent_of: Vec<Option<Continent>> = (0..CountryCode::COUNT)
+            .map(|index| continent::builtin_continent_of_code(CountryCode::from_index(index)))
+            .collect();
+        for (country, continent) in &self.policy.continent_of {
+            if let Some(code) = CountryCode::of(country) {
+                continent_of[code.index()] = Some(*continent);
+            }
+        }
+        let fallback = self.fallback.unwrap_or(NO_REGION);
+        for (index, answer) in self.by_country.iter_mut().enumerate() {
+            *answer = self
+                .geos
+                .get_code(index)
+                .or_else(|| self.buckets[continent_of[index]?.index()])
+                .unwrap_or(fallback);
+        }
+    }
+
+    /// The region a policy geo (`default`, a `failover` entry) names: a bucket for
+    /// `continent/<CODE>`, else the geo's own region.
+    pub(crate) fn policy_geo_region(&self, geo: &[u8]) -> Option<u32> {
+        match bucket_of_geo(geo) {
+            Some(continent) => self.buckets[continent?.index()],
+            None => self.geos.get(geo),
+        }
+    }
+
+    /// The bucket region of `continent`, if it has a valid one.
+    pub fn bucket(&self, continent: Continent) -> Option<u32> {
+        self.buckets[continent.index()]
+    }
+
+    /// The continent the chain uses for `country` (a `^[A-Z]{2}$` code), and whether it
+    /// comes from `policy.continent_of` (true) or the built-in table (false).
+    pub fn continent_of(&self, country: &[u8]) -> Option<(Continent, bool)> {
+        let overridden = self
+            .policy
+            .continent_of
+            .iter()
+            .rev()
+            .find(|(code, _)| code[..] == *country);
+        match overridden {
+            Some((_, continent)) => Some((*continent, true)),
+            None => continent::builtin_continent(country).map(|continent| (continent, false)),
+        }
     }
 
     /// The compiled region at `index`, below [`Table::region_count`].
@@ -224,7 +292,8 @@ impl Table {
         &self.invalid_keys
     }
 
-    /// The index of `geo`'s valid region (as in [`Route::region_index`]), if any.
+    /// The index of `geo`'s valid region (as in [`Route::region_index`]), if any: its own
+    /// key's, never a bucket's.
     #[inline(always)]
     pub fn region_index(&self, geo: &[u8]) -> Option<u32> {
         self.geos.get(geo)
@@ -244,17 +313,23 @@ impl Table {
             .map(|(index, compiled)| (self.geo_at(index), &compiled.region))
     }
 
-    /// Routes a visitor: the first of `country`, `policy.default`, `policy.failover...` that
-    /// has a valid region answers, with the origin the policy's pick chooses for
-    /// `sticky_key`, or `country` when there is none. `None` when no candidate has a region:
-    /// the caller then fails open to its configured fallback.
+    /// Routes a visitor through the chain of docs/routing.md: for a subdivision `CC-SUB`
+    /// its own region, then `CC`'s; for a country `CC` its own region, then its
+    /// continent's bucket; for any other geo its own region; then the first of
+    /// `policy.default`, `policy.failover...` that has one. The origin is the policy's
+    /// pick for the hash key: `sticky_key`, else the subdivision when its own region
+    /// answers, else `CC` (the geo itself when it is not of those shapes). `None` when no
+    /// candidate has a region: the caller then fails open to its configured fallback.
     ///
-    /// Any bytes are a valid country or key (empty, long, NUL, not UTF-8). No allocation.
+    /// Any bytes are a valid geo or key (empty, long, NUL, not UTF-8). No allocation.
     #[inline(always)]
-    pub fn resolve(&self, country: &[u8], sticky_key: Option<&[u8]>) -> Option<Route<'_>> {
-        let region_index = self.geos.get(country).or(self.fallback)?;
+    pub fn resolve(&self, geo: &[u8], sticky_key: Option<&[u8]>) -> Option<Route<'_>> {
+        let (region_index, hash_key) = match CountryCode::of(geo) {
+            Some(code) => (self.chain_of_code(code)?, geo),
+            None => self.chain_of_other(geo)?,
+        };
         let region = &self.regions.get(region_index as usize)?.region;
-        let hash_key = sticky_key.unwrap_or(country);
+        let hash_key = sticky_key.unwrap_or(hash_key);
         let origin_index = match self.policy.pick {
             PickMode::Legacy => legacy_index(region, hash_key),
             PickMode::Rendezvous => rendezvous_index(region, hash_key),
@@ -266,6 +341,24 @@ impl Table {
             // Origins come from one JSON value in memory; their count fits in u32.
             origin_index: origin_index as u32,
         })
+    }
+
+    /// The answering region of a two-character `A-Z0-9` country.
+    #[inline(always)]
+    fn chain_of_code(&self, code: CountryCode) -> Option<u32> {
+        Some(*self.by_country.get(code.index())?).filter(|&index| index != NO_REGION)
+    }
+
+    /// The answering region and hash key of any other geo: a subdivision, or an opaque geo.
+    #[inline(never)]
+    fn chain_of_other<'g>(&self, geo: &'g [u8]) -> Option<(u32, &'g [u8])> {
+        if let Some(own) = self.geos.get(geo) {
+            return Some((own, geo));
+        }
+        match subdivision_country(geo) {
+            Some(country) => Some((self.chain_of_code(CountryCode::of(country)?)?, country)),
+            None => Some((self.fallback?, geo)),
+        }
     }
 
     /// The shard of the region at `region_index` (from a [`Route`] of this table); empty

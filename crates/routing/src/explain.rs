@@ -1,0 +1,297 @@
+//! Why a geo routes where it does: [`Table::explain`] walks the chain of
+//! [`Table::resolve`] one step at a time and says why each step before the answer was
+//! skipped. Off the request path (it allocates); `dwctl route` and the extension's
+//! `RegionRouter::explain()` both print it, so they agree by construction.
+
+use serde_json::{Value, json};
+
+use crate::continent::{self, Continent, bucket_of_geo, subdivision_country};
+use crate::keys::REGION;
+use crate::pick::{legacy_index, rendezvous_index};
+use crate::policy::PickMode;
+use crate::table::Table;
+
+/// Where in the chain a step is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The visitor's `CC-SUB` subdivision.
+    Subdivision,
+    /// The visitor's `CC` country.
+    Country,
+    /// The continent bucket of the country.
+    Continent,
+    /// A geo of neither shape, looked up as it is.
+    Geo,
+    /// `policy.default`.
+    Default,
+    /// `policy.failover[n]`.
+    Failover(usize),
+}
+
+impl Stage {
+    /// Its name in an explanation.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Subdivision => "subdivision",
+            Stage::Country => "country",
+            Stage::Continent => "continent",
+            Stage::Geo => "geo",
+            Stage::Default => "default",
+            Stage::Failover(_) => "failover",
+        }
+    }
+}
+
+/// What a step found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// Its region answers.
+    Answered,
+    /// No key for it.
+    NoKey,
+    /// Its key holds a value that is refused, for this reason.
+    Invalid(String),
+    /// The country has no continent (`XX`, `T1`, an unassigned code).
+    NoContinent,
+    /// The caller's geo is in the bucket namespace (`continent/...`): a bucket is reached
+    /// only through the chain, never by name.
+    BucketNamespace,
+}
+
+impl StepOutcome {
+    /// Its name in an explanation.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StepOutcome::Answered => "answered",
+            StepOutcome::NoKey => "no key",
+            StepOutcome::Invalid(_) => "invalid",
+            StepOutcome::NoContinent => "no continent",
+            StepOutcome::BucketNamespace => "bucket namespace",
+        }
+    }
+}
+
+/// One step of the chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// Where in the chain.
+    pub stage: Stage,
+    /// The geo it looked up (`continent/EU` for a bucket); `None` for a continent step of
+    /// a country with no continent.
+    pub geo: Option<String>,
+    /// What it found.
+    pub outcome: StepOutcome,
+}
+
+/// The answer at the end of the chain, when a region gives one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainedRoute {
+    /// The answering region's shard.
+    pub shard: String,
+    /// The origin the pick chose.
+    pub origin: String,
+    /// The answering region's geo.
+    pub geo: String,
+    /// The key the pick hashed.
+    pub hash_key: String,
+    /// Where that key came from: `sticky`, `subdivision`, `country` or `geo`.
+    pub hash_key_from: &'static str,
+}
+
+/// How a geo routes, step by step (see [`Table::explain`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    /// The geo asked about, as text (invalid UTF-8 replaced).
+    pub geo: String,
+    /// The sticky key, if any.
+    pub sticky_key: Option<String>,
+    /// The country's continent and whether `policy.continent_of` gave it (true) rather
+    /// than the built-in table; `None` for a geo with no country or a country with none.
+    pub continent: Option<(Continent, bool)>,
+    /// The steps walked, the answering one last.
+    pub steps: Vec<Step>,
+    /// The answer; `None` means the caller fails open to its configured route.
+    pub route: Option<ExplainedRoute>,
+    /// The table's revision and prefix.
+    pub revision: u64,
+    prefix: String,
+}
+
+impl Table {
+    /// Walks the chain of [`Table::resolve`] for `geo` and `sticky_key`, step by step,
+    /// and says why each step before the answer was skipped. The route is the one
+    /// `resolve` gives. Allocates: for debugging, never on the request path.
+    pub fn explain(&self, geo: &[u8], sticky_key: Option<&[u8]>) -> Explanation {
+        let text = String::from_utf8_lossy(geo).into_owned();
+        let mut steps = Vec::new();
+        let mut continent = None;
+        // The chain's own steps, each with its geo and the region its lookup finds.
+        let mut answer: Option<(u32, &[u8], &'static str)> = None;
+        let country = if continent::is_country(geo) {
+            Some(geo)
+        } else {
+            subdivision_country(geo)
+        };
+        if let Some(country) = country {
+            if country != geo {
+                let found = self.region_index(geo);
+                steps.push(self.step(Stage::Subdivision, geo, found));
+                answer = found.map(|index| (index, geo, "subdivision"));
+            }
+            if answer.is_none() {
+                let found = self.region_index(country);
+                steps.push(self.step(Stage::Country, country, found));
+                answer = found.map(|index| (index, country, "country"));
+            }
+            if answer.is_none() {
+                continent = self.continent_of(country);
+                match continent {
+                    Some((of, _)) => {
+                        let bucket = of.bucket_geo();
+                        let found = self.bucket(of);
+                        steps.push(self.step(Stage::Continent, bucket.as_bytes(), found));
+                        answer = found.map(|index| (index, country, "country"));
+                    }
+                    None => steps.push(Step {
+                        stage: Stage::Continent,
+                        geo: None,
+                        outcome: StepOutcome::NoContinent,
+                    }),
+                }
+            } else {
+                continent = self.continent_of(country);
+            }
+        } else if bucket_of_geo(geo).is_some() {
+            steps.push(Step {
+                stage: Stage::Geo,
+                geo: Some(text.clone()),
+                outcome: StepOutcome::BucketNamespace,
+            });
+        } else {
+            let found = self.region_index(geo);
+            steps.push(self.step(Stage::Geo, geo, found));
+            answer = found.map(|index| (index, geo, "geo"));
+        }
+        // The hash key of an answer from the defaults is the one the chain would use.
+        let fallback_key: (&[u8], &'static str) = match country {
+            Some(country) => (country, "country"),
+            None => (geo, "geo"),
+        };
+        let policy = self.policy();
+        let defaults = std::iter::once((Stage::Default, &policy.default)).chain(
+            policy
+                .failover
+                .iter()
+                .enumerate()
+                .map(|(index, geo)| (Stage::Failover(index), geo)),
+        );
+        for (stage, policy_geo) in defaults {
+            if answer.is_some() {
+                break;
+            }
+            let found = self.policy_geo_region(policy_geo.as_bytes());
+            steps.push(self.step(stage, policy_geo.as_bytes(), found));
+            answer = found.map(|index| (index, fallback_key.0, fallback_key.1));
+        }
+
+        let route = answer.and_then(|(index, hash_key, from)| {
+            let (hash_key, from) = match sticky_key {
+                Some(sticky) => (sticky, "sticky"),
+                None => (hash_key, from),
+            };
+            let region = self.region_at(index)?;
+            let origin = match policy.pick {
+                PickMode::Legacy => legacy_index(region, hash_key),
+                PickMode::Rendezvous => rendezvous_index(region, hash_key),
+            };
+            let answered = steps.last()?.geo.clone()?;
+            Some(ExplainedRoute {
+                shard: region.shard().to_owned(),
+                origin: region.origins().get(origin)?.clone(),
+                geo: answered,
+                hash_key: String::from_utf8_lossy(hash_key).into_owned(),
+                hash_key_from: from,
+            })
+        });
+        Explanation {
+            geo: text,
+            sticky_key: sticky_key.map(|key| String::from_utf8_lossy(key).into_owned()),
+            continent,
+            steps,
+            route,
+            revision: self.revision(),
+            prefix: self.prefix().to_owned(),
+        }
+    }
+
+    /// A step that looked `geo` up and found `found`; when nothing, whether the key is
+    /// absent or refused.
+    fn step(&self, stage: Stage, geo: &[u8], found: Option<u32>) -> Step {
+        let outcome = match found {
+            Some(_) => StepOutcome::Answered,
+            None => {
+                let key = [self.prefix().as_bytes(), REGION.as_bytes(), geo].concat();
+                match self
+                    .invalid_keys()
+                    .iter()
+                    .find(|invalid| invalid.key.as_bytes() == key)
+                {
+                    Some(invalid) => StepOutcome::Invalid(invalid.error.to_string()),
+                    None => StepOutcome::NoKey,
+                }
+            }
+        };
+        Step {
+            stage,
+            geo: Some(String::from_utf8_lossy(geo).into_owned()),
+            outcome,
+        }
+    }
+}
+
+impl Explanation {
+    /// The explanation as JSON, the shape `dwctl route --output json` prints and
+    /// `RegionRouter::explain()` returns (docs/routing.md, "Explaining a route"). A
+    /// fail-open answer has `"fail_open": true` and null shard and origin: those come from
+    /// each node's ini.
+    pub fn to_json(&self) -> Value {
+        let key_of = |geo: &str| format!("{}{REGION}{geo}", self.prefix);
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|step| {
+                let mut value = json!({
+                    "stage": step.stage.name(),
+                    "geo": step.geo,
+                    "key": step.geo.as_deref().map(key_of),
+                    "outcome": step.outcome.name(),
+                });
+                if let Stage::Failover(index) = step.stage {
+                    value["index"] = json!(index);
+                }
+                if let StepOutcome::Invalid(reason) = &step.outcome {
+                    value["reason"] = json!(reason);
+                }
+                value
+            })
+            .collect();
+        let route = self.route.as_ref();
+        json!({
+            "geo": self.geo,
+            "sticky_key": self.sticky_key,
+            "revision": self.revision,
+            "continent": self.continent.map(|(continent, _)| continent.code()),
+            "continent_source": self.continent.map(|(_, overridden)| {
+                if overridden { "policy.continent_of" } else { "table" }
+            }),
+            "continent_table": continent::CONTINENT_TABLE_SOURCE,
+            "steps": steps,
+            "fail_open": route.is_none(),
+            "shard": route.map(|route| route.shard.as_str()),
+            "origin": route.map(|route| route.origin.as_str()),
+            "answered_by": route.map(|route| key_of(&route.geo)),
+            "hash_key": route.map(|route| route.hash_key.as_str()),
+            "hash_key_from": route.map(|route| route.hash_key_from),
+        })
+    }
+}
