@@ -32,6 +32,13 @@ declare(strict_types=1);
  *   DW_SNAPSHOT_PATH  a snapshot path other than ini dw_router.snapshot_path (the userland
  *                     twin has no ini entries, so a node without the extension sets it)
  *   DW_ROUTING=off    the same page without routing (the benchmarks' baseline)
+ *   DW_SUBDIVISIONS=on  route by subdivision too: the geo becomes `CC-SUB` from
+ *                     CF-IPCountry and Cloudflare's cf-region-code header (its visitor
+ *                     location headers, e.g. `US` + `CA` -> `US-CA`), when both are present
+ *                     and the region code is 1-3 of A-Z0-9. Opt-in: it changes the geo, and so
+ *                     the answer, of every country that has subdivision keys
+ *                     (region/US-CA); a subdivision without a key of its own answers exactly
+ *                     as its country (docs/routing.md, "The chain").
  *   DW_TEST_HOOKS=1   honour ?hold_ms=N (at most 1000; the e2e test keeps requests in
  *                     flight to reach every worker) and send X-DW-Clock. Never set it on a
  *                     public server.
@@ -44,6 +51,11 @@ if ($testHooks && isset($_GET['hold_ms']) && is_string($_GET['hold_ms'])) {
 }
 
 $country = is_string($server['HTTP_CF_IPCOUNTRY'] ?? null) ? $server['HTTP_CF_IPCOUNTRY'] : '';
+$subdivision = ($server['DW_SUBDIVISIONS'] ?? 'off') === 'on' ? ($server['HTTP_CF_REGION_CODE'] ?? null) : null;
+if (is_string($subdivision) && preg_match('/^[A-Z]{2}\z/', $country) === 1
+    && preg_match('/^[A-Z0-9]{1,3}\z/', $subdivision) === 1) {
+    $country .= '-' . $subdivision;
+}
 $sticky = $server['HTTP_X_DW_STICKY'] ?? $_COOKIE['dw_sticky'] ?? null;
 $sticky = is_string($sticky) && $sticky !== '' ? $sticky : null;
 $started = $testHooks ? hrtime(true) : 0; // X-DW-Route-Ns only

@@ -332,8 +332,8 @@ $cases['last known good table survives a corrupt snapshot'] = static function ()
     ];
 };
 
-// 15. The example snapshot: DE by country alone, GB with a sticky key, an unknown country
-//     via the default US. crc32("DEfra-afra-bams-a") % 100 = 5 -> fra-a (as case 1);
+// 15. The example snapshot: DE by country alone, SI by Europe's bucket, GB with a sticky
+//     key, an unknown country (no continent) via the default US. crc32("DEfra-afra-bams-a") % 100 = 5 -> fra-a (as case 1);
 //     crc32("visitor-1lon-aams-a") = 3521746662, % 100 = 62, 62-70 < 0 -> lon-a;
 //     crc32("ZZiad-asjc-a") = 3538326077, % 100 = 77: 77-60 = 17, 17-40 < 0 -> sjc-a.
 $cases['examples/snapshot.json'] = static function (): array {
@@ -341,8 +341,11 @@ $cases['examples/snapshot.json'] = static function (): array {
     $s = $r->stats();
 
     return [
-        [[$r->revision(), $s['regions'], $s['invalid_keys']], [1234, 32, 0]],
+        [[$r->revision(), $s['regions'], $s['invalid_keys']], [1234, 39, 0]],
         [$r->resolve('DE'), route('eu-1', 'fra-a')],
+        // Slovenia has no key: Europe's bucket (crc32("SIfra-aams-a") picks within it).
+        [$r->resolve('SI')['shard'], 'eu-1'],
+        [$r->explain('SI')['answered_by'], '/dw/routing/region/continent/EU'],
         [$r->policy(), ['default' => 'US', 'failover' => ['GB', 'US'], 'honor_client_hints' => false, 'pick' => 'legacy']],
         [$r->resolve('GB', 'visitor-1'), route('eu-2', 'lon-a')],
         [$r->resolve('ZZ'), route('us-1', 'sjc-a')],

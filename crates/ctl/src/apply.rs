@@ -72,8 +72,8 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
                 Value::Object(regions) => {
                     for (geo, value) in regions {
                         let path = format!("regions.{geo}");
-                        if geo.is_empty() {
-                            errors.push(FieldError::new(path, "a geo must not be empty"));
+                        if let Some(reason) = crate::value::geo_error(&geo) {
+                            errors.push(FieldError::new(path, reason));
                             continue;
                         }
                         match RegionValue::for_write(value.to_string().as_bytes()) {

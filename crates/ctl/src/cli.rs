@@ -188,6 +188,38 @@ Example:
   dwctl history region/DE
   dwctl rollback region/DE --to-revision 1234")]
     Rollback(RollbackArgs),
+    /// Where does this visitor go? The routing chain walked, with why each step was skipped.
+    #[command(after_help = "\
+GEO is what the front controller passes to resolve(): a country code (CF-IPCountry, e.g. PT), \
+a subdivision (PT-11, with cf-region-code), or anything else (an opaque geo). The chain: \
+region/CC-SUB, region/CC, the continent bucket region/continent/<CODE> of CC, policy.default, \
+each policy.failover geo, then the fail-open route (each node's ini, which etcd does not know). \
+The answer is computed by dw-routing, the code the edge nodes run (docs/routing.md).
+
+Sources: etcd's current routing (default); with --node, etcd read at the revision that node \
+reports (until compaction); with --snapshot, a snapshot file (a node's routing.json).
+
+Examples:
+  dwctl route PT
+  dwctl route US-CA --sticky session-42
+  dwctl route DE --node web-1 --output json
+  dwctl route KE --snapshot /run/dw-router/routing.json")]
+    Route(RouteArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RouteArgs {
+    /// The visitor's geo, e.g. PT or US-CA.
+    pub geo: String,
+    /// The sticky key resolve() is given (the hash key of the pick).
+    #[arg(long)]
+    pub sticky: Option<String>,
+    /// Read etcd at the revision this node reports (`dwctl status` lists the nodes).
+    #[arg(long, value_name = "ID", conflicts_with = "snapshot")]
+    pub node: Option<String>,
+    /// Explain from a snapshot file instead of etcd (at most 64 MiB).
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,6 +8,7 @@ mod drain;
 mod policy;
 mod region;
 mod restore;
+mod route;
 
 use serde_json::Value;
 
@@ -51,6 +52,7 @@ async fn run_one(
         Command::Rebalance => crate::rebalance::command(context, shutdown).await,
         Command::Health(args) => crate::health::command(context, args, shutdown).await,
         Command::History(args) => crate::history::history(context, &args.etcd_key).await,
+        Command::Route(args) => route::run(context, args).await,
         Command::Rollback(args) => {
             crate::history::rollback(context, &args.etcd_key, args.to_revision, args.dry_run).await
         }

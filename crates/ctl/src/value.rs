@@ -187,7 +187,13 @@ pub struct PolicyValue {
 }
 
 /// Known policy fields, written first and in this order.
-const POLICY_FIELDS: [&str; 4] = ["default", "failover", "honor_client_hints", "pick"];
+const POLICY_FIELDS: [&str; 5] = [
+    "default",
+    "failover",
+    "honor_client_hints",
+    "pick",
+    "continent_of",
+];
 
 impl PolicyValue {
     /// A value as stored in etcd: valid when the readers would use it.
@@ -208,7 +214,9 @@ impl PolicyValue {
         let mut errors = Vec::new();
         match self.fields.get("default") {
             None => {}
-            Some(Value::String(geo)) if !geo.is_empty() => {}
+            Some(Value::String(geo)) if !geo.is_empty() => {
+                policy_geo_errors("default".into(), geo, &mut errors)
+            }
             Some(_) => errors.push(FieldError::new(
                 "default",
                 "must be a non-empty string (a geo)",
@@ -218,11 +226,14 @@ impl PolicyValue {
             None => {}
             Some(Value::Array(items)) => {
                 for (index, item) in items.iter().enumerate() {
-                    if !matches!(item, Value::String(geo) if !geo.is_empty()) {
-                        errors.push(FieldError::new(
+                    match item {
+                        Value::String(geo) if !geo.is_empty() => {
+                            policy_geo_errors(format!("failover[{index}]"), geo, &mut errors)
+                        }
+                        _ => errors.push(FieldError::new(
                             format!("failover[{index}]"),
                             "must be a non-empty string (a geo)",
-                        ));
+                        )),
                     }
                 }
             }
@@ -236,6 +247,33 @@ impl PolicyValue {
                 format!(
                     "must be one of {PICK_MODES:?} (an unknown mode would silently mean legacy)"
                 ),
+            )),
+        }
+        match self.fields.get("continent_of") {
+            None => {}
+            Some(Value::Object(overrides)) => {
+                for (country, continent) in overrides {
+                    let field = format!("continent_of.{}", country.escape_default());
+                    if !dw_routing::is_country(country.as_bytes()) {
+                        errors.push(FieldError::new(
+                            field.clone(),
+                            "the key must be a country code (two letters A-Z)",
+                        ));
+                    }
+                    let known = continent
+                        .as_str()
+                        .and_then(|code| dw_routing::Continent::parse(code.as_bytes()));
+                    if known.is_none() {
+                        errors.push(FieldError::new(
+                            field,
+                            format!("must be one of the continent codes {}", continent_codes()),
+                        ));
+                    }
+                }
+            }
+            Some(_) => errors.push(FieldError::new(
+                "continent_of",
+                "must be an object of country code → continent code",
             )),
         }
         match self.fields.get("honor_client_hints") {
@@ -267,6 +305,43 @@ impl PolicyValue {
     /// The fields as a JSON object.
     pub fn to_json(&self) -> Value {
         Value::Object(self.fields.clone())
+    }
+}
+
+/// Why `geo` cannot be written as a region key, if it cannot: an empty geo names no
+/// region, and a geo of the bucket namespace must be `continent/` and one of the seven
+/// continent codes (anything else there would never route).
+pub fn geo_error(geo: &str) -> Option<String> {
+    if geo.is_empty() {
+        return Some("a geo must not be empty".into());
+    }
+    match dw_routing::bucket_of_geo(geo.as_bytes()) {
+        Some(None) => Some(format!(
+            "a continent bucket is `{}` and one of {} (got `{}`)",
+            dw_routing::BUCKET_PREFIX,
+            continent_codes(),
+            geo.escape_default()
+        )),
+        _ => None,
+    }
+}
+
+/// The seven continent codes, space separated.
+fn continent_codes() -> String {
+    dw_routing::Continent::ALL.map(dw_routing::Continent::code).join(" ")
+}
+
+/// Errors of a policy geo (`default`, `failover[i]`) that names a bucket of no continent.
+fn policy_geo_errors(field: String, geo: &str, errors: &mut Vec<FieldError>) {
+    if dw_routing::bucket_of_geo(geo.as_bytes()) == Some(None) {
+        errors.push(FieldError::new(
+            field,
+            format!(
+                "a bucket is `{}` and one of {}",
+                dw_routing::BUCKET_PREFIX,
+                continent_codes()
+            ),
+        ));
     }
 }
 
@@ -372,6 +447,33 @@ mod tests {
             ["weight.b"]
         );
         assert_eq!(fields(region(r#"{"shard":"s","#).unwrap_err()), ["json"]);
+    }
+
+    #[test]
+    fn buckets_and_continent_overrides_are_checked() {
+        assert_eq!(geo_error("continent/EU"), None);
+        assert_eq!(geo_error("DE-BY"), None);
+        assert!(geo_error("continent/ZZ").is_some());
+        assert!(geo_error("continent/eu").is_some());
+        assert!(geo_error("continent/").is_some());
+        assert!(geo_error("").is_some());
+        let good = br#"{"default":"continent/EU","failover":["continent/NA"],"continent_of":{"TR":"EU","CY":"EU"}}"#;
+        assert!(PolicyValue::for_write(good).is_ok());
+        let bad = br#"{"default":"continent/XX","failover":["continent/"],"continent_of":{"TR":"Europe","t1":"EU","RU":null}}"#;
+        assert_eq!(
+            fields(PolicyValue::for_write(bad).unwrap_err()),
+            [
+                "default",
+                "failover[0]",
+                "continent_of.TR",
+                "continent_of.t1",
+                "continent_of.RU"
+            ]
+        );
+        assert_eq!(
+            fields(PolicyValue::for_write(br#"{"continent_of":["EU"]}"#).unwrap_err()),
+            ["continent_of"]
+        );
     }
 
     #[test]

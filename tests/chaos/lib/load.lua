@@ -19,7 +19,10 @@ local function mono_ns()
 end
 
 local countries = { "DE", "AT", "CH", "FR", "GB", "NL", "SE", "PL", "BR", "MX", "US", "CA",
-  "JP", "IN", "SG", "IT", "ES", "ZZ", "" }
+  "JP", "IN", "SG", "IT", "ES", "ZZ", "",
+  -- The geography chain: countries only a continent bucket answers, subdivisions with and
+  -- without keys of their own, no continent (XX, T1), a bucket's name (never the bucket).
+  "SI", "KE", "AR", "US-CA", "DE-BY", "PT-11", "XX", "T1", "continent/EU" }
 local stickies = { "u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8" }
 
 local threads = {}

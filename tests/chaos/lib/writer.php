@@ -16,7 +16,8 @@ declare(strict_types=1);
 [, $dwctl, $endpoints, $seed, $intervalMs, $stopFile] = $argv + array_fill(0, 6, null);
 mt_srand((int) $seed);
 $origins = ['fra-a', 'fra-b', 'ams-a', 'lon-a', 'iad-a', 'iad-b', 'gru-a', 'nrt-a', 'sin-a'];
-$geos = ['DE', 'AT', 'CH', 'FR', 'GB', 'NL', 'SE', 'PL', 'BR', 'MX', 'US', 'CA', 'JP', 'IN', 'SG', 'IT', 'ES'];
+$geos = ['DE', 'AT', 'CH', 'FR', 'GB', 'NL', 'SE', 'PL', 'BR', 'MX', 'US', 'CA', 'JP', 'IN', 'SG', 'IT', 'ES',
+    'continent/EU', 'continent/AF', 'continent/SA', 'US-CA'];
 $shards = ['eu-1', 'eu-2', 'us-1', 'us-2', 'sa-1', 'ap-1'];
 $pick = fn (array $a) => $a[mt_rand(0, count($a) - 1)];
 
@@ -68,6 +69,10 @@ for ($n = 0; $n < 1000000 && !file_exists((string) $stopFile); $n++) {
         }
         $policy = ['default' => $pick(array_merge($geos, ['ZZ'])), 'failover' => $failover,
             'pick' => $pick(['legacy', 'rendezvous'])];
+        if (mt_rand(1, 3) === 1) {
+            // Kenya and Slovenia moved between continent buckets.
+            $policy['continent_of'] = [$pick(['KE', 'SI']) => $pick(['EU', 'AF', 'SA'])];
+        }
         $args = ['policy', 'set', json_encode($policy)];
     }
     [$before, $after, $rc, $revision, $err] = dwctl((string) $dwctl, (string) $endpoints, $args);

@@ -95,7 +95,10 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
             .await
         }
         RegionCommand::Delete { geo, .. } => {
-            check_geo(&geo)?;
+            // A bucket key of no continent can be deleted: it is how one is cleaned up.
+            if geo.is_empty() {
+                return Err(Error::invalid("geo", "must not be empty"));
+            }
             let title = format!("region {geo} deleted");
             run_plan(context, &mut client, &title, false, |state| {
                 if !state.regions.contains_key(&geo) {
@@ -129,10 +132,10 @@ fn region_row(geo: &str, raw: &[u8], mod_revision: i64) -> Value {
 }
 
 fn check_geo(geo: &str) -> Result<(), Error> {
-    if geo.is_empty() {
-        return Err(Error::invalid("geo", "must not be empty"));
+    match crate::value::geo_error(geo) {
+        Some(reason) => Err(Error::invalid("geo", reason)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The value `region set` was given: JSON text, a file, or --shard/--origin flags.
