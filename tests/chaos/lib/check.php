@@ -212,20 +212,12 @@ $firstNs = PHP_INT_MAX;
 $lastNs = 0;
 $lastOfFile = [];
 $stalls = []; // [node, from ns, ms]: a connection with no answer for more than 2 s
-// kill-lsphp (SIGTERM to a LiteSpeed node's whole lsphp) can leave one of OpenLiteSpeed's
-// connections queued on a listener no process accepts from, until OLS's initTimeout (60 s):
-// docs/deploy-litespeed.md. A stall that spans such a fault on its node (until 1 s after),
-// and a non-200 answer that ends it, are counted apart: [node, from ns, ms].
+// Stalls spanning a kill-lsphp of their node, and a non-200 answer that ends one, are
+// counted apart (stalls.php says why): [node, from ns, ms].
+require_once __DIR__ . '/stalls.php';
 $olsStalls = [];
 $olsUnavailable = 0;
-$spansKillLsphp = function (int $n, int $from, int $to) use ($faults): bool {
-    foreach ($faults as [$k, $fn, $s, $e]) {
-        if ($k === 'kill-lsphp' && $fn === (string) $n && $from <= $e + 1_000_000_000 && $to >= $s) {
-            return true;
-        }
-    }
-    return false;
-};
+$spansKillLsphp = fn (int $n, int $from, int $to): bool => dw_chaos_spans_kill_lsphp($faults, $n, $from, $to);
 foreach ($files as [$n, $file]) {
     $byWorker = [];
     $fh = fopen($file, 'r');
