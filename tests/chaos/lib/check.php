@@ -212,6 +212,12 @@ $firstNs = PHP_INT_MAX;
 $lastNs = 0;
 $lastOfFile = [];
 $stalls = []; // [node, from ns, ms]: a connection with no answer for more than 2 s
+// Stalls spanning a kill-lsphp of their node, and a non-200 answer that ends one, are
+// counted apart (stalls.php says why): [node, from ns, ms].
+require_once __DIR__ . '/stalls.php';
+$olsStalls = [];
+$olsUnavailable = 0;
+$spansKillLsphp = fn (int $n, int $from, int $to): bool => dw_chaos_spans_kill_lsphp($faults, $n, $from, $to);
 foreach ($files as [$n, $file]) {
     $byWorker = [];
     $fh = fopen($file, 'r');
@@ -220,8 +226,14 @@ foreach ($files as [$n, $file]) {
         $line = rtrim($line, "\n");
         $f = explode(' ', $line);
         $records++;
+        $endsOlsStall = false;
         if ($prev > 0 && (int) $f[0] - $prev > 2_000_000_000) {
-            $stalls[] = [$n, $prev, ((int) $f[0] - $prev) / 1e6];
+            if ($spansKillLsphp($n, $prev, (int) $f[0])) {
+                $olsStalls[] = [$n, $prev, ((int) $f[0] - $prev) / 1e6];
+                $endsOlsStall = true;
+            } else {
+                $stalls[] = [$n, $prev, ((int) $f[0] - $prev) / 1e6];
+            }
         }
         $prev = (int) $f[0];
         $perNode[$n] = ($perNode[$n] ?? 0) + 1;
@@ -233,6 +245,8 @@ foreach ($files as [$n, $file]) {
             // answers 502 while no php-fpm listens): counted apart, not as a failure.
             if (count($f) >= 2 && $f[1] !== '200' && $inFault($at, 'restart-pool', (string) $n, 500_000_000)) {
                 $unavailable++;
+            } elseif (count($f) >= 2 && $f[1] !== '200' && ($endsOlsStall || $inFault($at, 'kill-lsphp', (string) $n, 500_000_000))) {
+                $olsUnavailable++;
             } else {
                 $failed++;
                 if (count($failedShown) < 5) {
@@ -279,7 +293,11 @@ foreach ($files as [$n, $file]) {
 foreach ($lastOfFile as [$n, $prev]) {
     $end = $loadEnd > 0 ? $loadEnd : $lastNs;
     if ($prev > 0 && $end - $prev > 2_000_000_000) {
-        $stalls[] = [$n, $prev, ($end - $prev) / 1e6];
+        if ($spansKillLsphp($n, $prev, $end)) {
+            $olsStalls[] = [$n, $prev, ($end - $prev) / 1e6];
+        } else {
+            $stalls[] = [$n, $prev, ($end - $prev) / 1e6];
+        }
     }
 }
 
@@ -363,14 +381,15 @@ $check($wrong === 0, "$checked answers recomputed by the twin from the state at 
 foreach ($wrongShown as $w) {
     echo "    $w\n";
 }
-$check($failed === 0, "failed requests: $failed (not counted: $unavailable non-200 answers of a node during its pool restart)");
+$check($failed === 0, "failed requests: $failed (not counted: $unavailable non-200 answers of a node during its pool restart, $olsUnavailable during or ending an OpenLiteSpeed stall after kill-lsphp)");
 foreach ($failedShown as $w) {
     echo "    $w\n";
 }
 $stallText = implode('; ', array_map(fn ($x) => sprintf('node %d for %.0f ms%s', $x[0], $x[2],
     $inFault($x[1], 'restart-pool', (string) $x[0], 0) ? ' from its pool restart' : ''), array_slice($stalls, 0, 6)));
-$check($stalls === [], sprintf('no connection waited more than 2 s for an answer (%d did%s)', count($stalls),
-    $stalls === [] ? '' : ": $stallText"));
+$olsStallText = implode('; ', array_map(fn ($x) => sprintf('node %d for %.0f ms', $x[0], $x[2]), array_slice($olsStalls, 0, 6)));
+$check($stalls === [], sprintf('no connection waited more than 2 s for an answer (%d did%s; not counted: %d OpenLiteSpeed stalls after kill-lsphp%s)',
+    count($stalls), $stalls === [] ? '' : ": $stallText", count($olsStalls), $olsStalls === [] ? '' : ": $olsStallText"));
 $check($backwards === 0, sprintf('no worker\'s revision went backwards (%d workers)', array_sum(array_map('count', $workersSeen))));
 foreach ($backShown as $w) {
     echo "    $w\n";
@@ -408,6 +427,8 @@ $md[] = sprintf('| non-200 during the node\'s own pool restart (counted apart) |
 $md[] = sprintf('| wrk socket errors (connect, read, write, timeout) | %s |', $opts['socket-errors'] ?? '-');
 $md[] = sprintf('| worker revisions going backwards | %d |', $backwards);
 $md[] = sprintf('| connections stalled > 2 s | %d%s |', count($stalls), $stalls === [] ? '' : " ($stallText)");
+$md[] = sprintf('| OpenLiteSpeed stalls after kill-lsphp (counted apart): connections / non-200 answers | %d%s / %d |',
+    count($olsStalls), $olsStalls === [] ? '' : " ($olsStallText)", $olsUnavailable);
 $md[] = sprintf('| dwctl writes (committed with revision) | %d (%d) |', $writeCount, count($writes) - ($finalRev > 0 ? 1 : 0));
 $md[] = sprintf('| dwctl writes failing with exit 1 (etcd unavailable): while a member was killed or cut off / other faults / no fault | %d of %d / %d of %d / %d of %d |',
     $writeWhere['down'][1] ?? 0, $writeWhere['down'][0] ?? 0, $writeWhere['other'][1] ?? 0, $writeWhere['other'][0] ?? 0,
@@ -428,7 +449,7 @@ if ($staleByKind !== []) {
     }
     $md[] = '';
 }
-$md[] = 'Staleness: for each revision dwctl reported committed and each node, the time from dwctl returning to that node\'s last answer from an older revision (0 if none); "during faults" when the commit fell inside a fault or the second after it heals. A failed request is any non-200 answer, or one missing a worker, clock or revision, except a node\'s answers while the nemesis restarts that node\'s PHP pool (until 0.5 s after it is back), reported apart; wrk socket errors are reported by the run script.';
+$md[] = 'Staleness: for each revision dwctl reported committed and each node, the time from dwctl returning to that node\'s last answer from an older revision (0 if none); "during faults" when the commit fell inside a fault or the second after it heals. A failed request is any non-200 answer, or one missing a worker, clock or revision, except a node\'s answers while the nemesis restarts that node\'s PHP pool (until 0.5 s after it is back), reported apart; likewise a stall > 2 s of a LiteSpeed node\'s connection that spans a kill-lsphp of that node (OpenLiteSpeed waits up to its 60 s initTimeout on a connection queued to the dead pool\'s listener, docs/deploy-litespeed.md) and a non-200 answer that ends it or comes during that fault. wrk socket errors are reported by the run script.';
 $text = implode("\n", $md) . "\n";
 echo "\n", $text;
 if (isset($opts['markdown'])) {
