@@ -16,7 +16,8 @@ IN_ENV   := $(DEVENV) exec --
 CARGO    := cargo
 ifeq ($(PHP),8.4)
 TARGET   := target
-BUILD    := $(CARGO) build --offline --release --workspace --bins --lib
+# xtask (man pages, completions) is built by `make deb` only.
+BUILD    := $(CARGO) build --offline --release --workspace --exclude xtask --bins --lib
 else
 # Only the extension depends on the PHP version; its own target directory leaves the 8.4
 # build in target/release alone.
