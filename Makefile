@@ -16,7 +16,8 @@ IN_ENV   := $(DEVENV) exec --
 CARGO    := cargo
 ifeq ($(PHP),8.4)
 TARGET   := target
-BUILD    := $(CARGO) build --offline --release --workspace --bins --lib
+# xtask (man pages, completions) is built by `make deb` only.
+BUILD    := $(CARGO) build --offline --release --workspace --exclude xtask --bins --lib
 else
 # Only the extension depends on the PHP version; its own target directory leaves the 8.4
 # build in target/release alone.
@@ -36,7 +37,7 @@ up: build
 down:
 	@scripts/stack down
 
-.PHONY: all demo up down chaos build devenv fetch test bench install stubs check-zts fmt lint clean help
+.PHONY: all demo up down chaos build devenv fetch test bench install deb stubs check-zts fmt lint clean help
 
 all: build
 
@@ -48,6 +49,7 @@ help:
 	@echo "PHP=8.5 make build test   the extension against PHP 8.5 (target/php8.5), its phpt, twin and differential tests"
 	@echo "make bench      benchmarks, written to BENCHMARKS.md"
 	@echo "make chaos DURATION=10m [SEED=N]   3-member etcd, 3 nodes, load, writer, nemesis; figures in target/test-logs/chaos/chaos.md"
+	@echo "make deb        Debian 13 packages with cargo-deb into target/debian/ (packaging/README.md)"
 	@echo "make install    copy dw_router.so into php-config --extension-dir, write a conf.d ini"
 	@echo "make stubs      print the API as Reflection sees it and check stubs/dw_router.stub.php against it"
 	@echo "make lint       cargo fmt --check, no import loop in a crate (scripts/check-modules), clippy -D warnings"
@@ -88,6 +90,11 @@ bench: build
 DURATION ?= 10m
 chaos: build
 	@$(IN_ENV) tests/chaos/run --duration $(DURATION) $(if $(SEED),--seed $(SEED))
+
+# The packages (cargo-deb; packaging/README.md), with php8.5-dw-router when the 8.5 root
+# is there. Builds for 8.4 first; PHP=8.5 make build beforehand adds the 8.5 package.
+deb: build
+	@scripts/make-deb
 
 install: build
 	$(IN_ENV) scripts/install-extension $(SO)
