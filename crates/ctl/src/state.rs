@@ -369,7 +369,7 @@ fn explain_txn_error(error: etcd_client::Error, changes: &Changes, bytes: usize)
             "etcd refused a transaction of {keys} keys ({text}); raise etcd's --max-txn-ops \
              so that one change can cover every region"
         ))
-    } else if text.contains("request is too large") {
+    } else if text.contains("request is too large") || text.contains("larger than max") {
         Error::Failed(format!(
             "etcd refused a transaction of about {bytes} bytes ({text}): its \
              --max-request-bytes is lower than dwctl's --max-request-bytes; lower dwctl's to \
