@@ -88,6 +88,11 @@ pub struct GlobalArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text", global = true)]
     pub output: OutputFormat,
+    /// The largest transaction to send, in bytes: etcd's --max-request-bytes (1.5 MiB by
+    /// default; a client cannot read the server's). A larger plan is refused before it is
+    /// sent (exit 4), also with --dry-run.
+    #[arg(long, env = "DWCTL_MAX_REQUEST_BYTES", default_value_t = crate::state::DEFAULT_MAX_REQUEST_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4096..=1 << 31), global = true)]
+    pub max_request_bytes: usize,
     /// Attempts of a guarded write before giving up with exit code 3.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100), global = true)]
     pub retries: u32,
@@ -124,9 +129,15 @@ at) and records the drain under <control-prefix>drains/<origin> (what each regio
 before, who, why, when). Conflicts are retried automatically. A region is never left \
 without an origin unless --force (then its key is deleted and `restore` recreates it).
 
+A drain record that does not parse (or has a schema this dwctl does not read) blocks only \
+`drain` and `restore` of its origin; `status` and `origin list` name it. `--repair` removes \
+it (guarded on its revision) and writes an audit record with what it held under \
+<control-prefix>audit/; the regions are not touched: check them with `dwctl region list`.
+
 Examples:
   dwctl drain fra-a --reason 'INC-123: 502s'
-  dwctl drain fra-a --region DE --region AT --dry-run")]
+  dwctl drain fra-a --region DE --region AT --dry-run
+  dwctl drain --repair fra-a --reason 'INC-124: record truncated by hand'")]
     Drain(DrainArgs),
     /// Reverse a recorded drain.
     #[command(after_help = "\
@@ -344,6 +355,9 @@ pub struct DrainArgs {
     /// Drain even a region's last origin (its key is deleted; restore recreates it).
     #[arg(long)]
     pub force: bool,
+    /// Remove the origin's malformed drain record (with an audit record); drains nothing.
+    #[arg(long, conflicts_with_all = ["regions", "force", "dry_run"])]
+    pub repair: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
 }

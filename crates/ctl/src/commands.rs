@@ -7,6 +7,7 @@ mod apply;
 mod drain;
 mod policy;
 mod region;
+mod repair;
 mod restore;
 mod route;
 
@@ -15,19 +16,45 @@ use serde_json::Value;
 use crate::cli::{Cli, Command};
 use crate::context::Context;
 use crate::error::Error;
-use crate::output::Outcome;
+use crate::output::{Outcome, OutputFormat};
+use crate::progress::CommitNote;
 use crate::shutdown::Shutdown;
 
 /// Runs one parsed command line to its outcome.
 pub async fn run_command(cli: Cli, shutdown: Shutdown) -> Result<Outcome, Error> {
+    run_command_noting(cli, shutdown, &CommitNote::default()).await
+}
+
+/// [`run_command`], noting in `note` the revision a write committed at before `--wait`
+/// starts, so that whoever stops the command (SIGINT) can say the write is in.
+pub async fn run_command_noting(
+    cli: Cli,
+    shutdown: Shutdown,
+    note: &CommitNote,
+) -> Result<Outcome, Error> {
     let context = Context::from_args(&cli.global)?;
     let wait = cli.command.wait();
-    let outcome = run_one(&context, cli.command, shutdown).await?;
+    let mut outcome = run_one(&context, cli.command, shutdown).await?;
     match (wait, outcome.json["revision"].as_i64()) {
         // Only a write that committed has something to wait for (not a dry run, not
         // "nothing to change").
         (Some(wait), Some(revision)) if outcome.json["dry_run"] != Value::Bool(true) => {
-            crate::fleet::wait_after(&context, outcome, revision, wait).await
+            note.set(revision);
+            if context.output == OutputFormat::Text {
+                // The commit line comes first, whatever the wait then does.
+                outcome.print(OutputFormat::Text);
+                outcome.text.clear();
+            }
+            crate::fleet::wait_after(&context, outcome.clone(), revision, wait)
+                .await
+                .map_err(|error| match error {
+                    Error::Lagging(_) | Error::WaitFailed { .. } => error,
+                    other => Error::WaitFailed {
+                        revision,
+                        reason: other.to_string(),
+                        outcome: Box::new(outcome),
+                    },
+                })
         }
         _ => Ok(outcome),
     }

@@ -25,7 +25,8 @@ impl Context {
         Ok(Context {
             etcd: global.etcd.clone().into_options()?,
             layout: Layout::new(&global.prefix, &global.control_prefix)?
-                .with_nodes(&global.nodes_prefix)?,
+                .with_nodes(&global.nodes_prefix)?
+                .with_max_request_bytes(global.max_request_bytes),
             retry: RetryPolicy {
                 attempts: global.retries,
                 ..RetryPolicy::default()

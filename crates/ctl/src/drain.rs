@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use crate::error::{Error, FieldError};
-use crate::record::{DrainRecord, DrainedRegion};
+use crate::record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
 use crate::state::{Changes, State};
 use crate::value::RegionValue;
 use crate::weights::renormalise;
@@ -96,6 +96,8 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         ..Changes::default()
     };
     let mut record = existing.clone().unwrap_or_else(|| DrainRecord {
+        schema: DRAIN_RECORD_SCHEMA,
+        stages: Default::default(),
         origin: origin.to_string(),
         reason: request.reason.clone(),
         source: request.source.clone(),
@@ -148,14 +150,10 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
                     weight: weights.into_iter().collect(),
                     extra: current.extra.clone(),
                 };
-                changes.regions.insert(geo.clone(), Some(after.clone()));
-                record.regions.insert(
-                    geo.clone(),
-                    DrainedRegion {
-                        before: current,
-                        after: Some(after),
-                    },
-                );
+                record
+                    .regions
+                    .insert(geo.clone(), DrainedRegion::minimal(&current, Some(&after)));
+                changes.regions.insert(geo.clone(), Some(after));
             }
             None if request.force => {
                 changes.notes.push(format!(
@@ -163,13 +161,9 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
                      deleted (--force), routing falls back to the policy's default and failover"
                 ));
                 changes.regions.insert(geo.clone(), None);
-                record.regions.insert(
-                    geo.clone(),
-                    DrainedRegion {
-                        before: current,
-                        after: None,
-                    },
-                );
+                record
+                    .regions
+                    .insert(geo.clone(), DrainedRegion::minimal(&current, None));
             }
             None if request.skip_emptying => {
                 changes.notes.push(format!(
@@ -229,6 +223,9 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         }
         changes.guard_drains = true;
     }
+    // An older record that this drain extends is written back in the current schema (its
+    // regions as they were: schema 2 reads whole values too).
+    record.schema = DRAIN_RECORD_SCHEMA;
     changes.drains.insert(origin.to_string(), Some(record));
     Ok(changes)
 }
@@ -247,6 +244,13 @@ pub fn plan_restore(
             format!("no drain is recorded for `{origin}`"),
         ));
     };
+    if !record.stages.is_empty() {
+        return Err(Error::Failed(format!(
+            "the drain record of {origin} also holds edits of stages {:?}, which this dwctl \
+             cannot give back; restore it with a dwctl that knows staged rollouts",
+            record.stages.keys().collect::<Vec<_>>()
+        )));
+    }
     let mut changes = Changes {
         guard_regions: true,
         ..Changes::default()

@@ -39,6 +39,17 @@ impl fmt::Display for FieldError {
     }
 }
 
+/// Exit code 6: the write committed, but `--wait` could not follow the fleet (no read
+/// permission on the nodes prefix, etcd unreachable after the commit, ...).
+pub const EXIT_WAIT_FAILED: u8 = 6;
+/// Exit code 3 is also staged rollouts' "promote conflict" (issue 22): a staged key changed
+/// outside dwctl; nothing written.
+pub const EXIT_PROMOTE_CONFLICT: u8 = 3;
+/// Exit code 7, reserved for staged rollouts (issue 22): the rollout aborted its stage.
+pub const EXIT_ROLLOUT_ABORTED: u8 = 7;
+/// Exit code 8, reserved for staged rollouts (issue 22): a rollout step timed out.
+pub const EXIT_STEP_TIMED_OUT: u8 = 8;
+
 /// Everything a dwctl command can fail with.
 #[derive(Debug)]
 pub enum Error {
@@ -65,6 +76,16 @@ pub enum Error {
     /// The write committed (or `status` ran), but live nodes lag behind it: the outcome
     /// is printed as usual, then the exit code is 5.
     Lagging(Box<crate::output::Outcome>),
+    /// The write committed at `revision`, then `--wait` failed (not a time-out: it could
+    /// not read the fleet). The outcome is printed as usual, then exit code 6.
+    WaitFailed {
+        /// The revision the write committed at.
+        revision: i64,
+        /// Why the wait failed.
+        reason: String,
+        /// The committed write's outcome.
+        outcome: Box<crate::output::Outcome>,
+    },
     /// Anything else that stops the command (a malformed drain record, a compacted
     /// revision, ...). Exit code 1.
     Failed(String),
@@ -75,6 +96,9 @@ pub enum Error {
         signal: &'static str,
         /// The exit code: 128 + the signal's number.
         code: u8,
+        /// The revision the command's write committed at, when the signal came after the
+        /// commit (during `--wait`).
+        committed: Option<i64>,
     },
 }
 
@@ -91,6 +115,7 @@ impl Error {
             Error::Usage(_) => 2,
             Error::Conflict { .. } => 3,
             Error::Lagging(_) => 5,
+            Error::WaitFailed { .. } => EXIT_WAIT_FAILED,
             Error::NotFound(_) | Error::Etcd(_) | Error::Io { .. } | Error::Failed(_) => 1,
             Error::Interrupted { code, .. } => *code,
         }
@@ -103,6 +128,7 @@ impl Error {
             Error::Usage(_) => "usage",
             Error::Conflict { .. } => "conflict",
             Error::Lagging(_) => "lagging",
+            Error::WaitFailed { .. } => "wait-failed",
             Error::NotFound(_) => "not-found",
             Error::Etcd(_) => "etcd",
             Error::Io { .. } => "io",
@@ -138,6 +164,20 @@ impl fmt::Display for Error {
             Error::Lagging(outcome) => f.write_str(&outcome.text),
             Error::Io { path, source } => write!(f, "{path}: {source}"),
             Error::Failed(message) => f.write_str(message),
+            Error::WaitFailed { revision, reason, .. } => write!(
+                f,
+                "the write committed at revision {revision}, but waiting for the fleet failed: \
+                 {reason}; see `dwctl status`"
+            ),
+            Error::Interrupted {
+                signal,
+                committed: Some(revision),
+                ..
+            } => write!(
+                f,
+                "stopped by {signal} while waiting for the fleet: the write committed at \
+                 revision {revision}; see `dwctl status` for the fleet"
+            ),
             Error::Interrupted { signal, .. } => write!(
                 f,
                 "stopped by {signal}; no transaction was sent unless one was already in flight"

@@ -6,6 +6,9 @@ use dw_routing::keys::{DRAINS, ORIGIN, POLICY, REGION, REGISTERED};
 
 use crate::error::Error;
 
+/// Audit records under the control prefix.
+const AUDIT: &str = "audit/";
+
 /// The key layout: the agents' prefix (regions, policy, origins) and dwctl's control
 /// prefix (drain records, registered origins).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +17,9 @@ pub struct Layout {
     pub control: String,
     /// Node reports (`/dw/nodes/`), outside `prefix`.
     pub nodes: String,
+    /// The largest transaction dwctl sends (`--max-request-bytes`): every write is
+    /// checked against it before it is sent.
+    pub max_request_bytes: usize,
 }
 
 impl Layout {
@@ -29,6 +35,7 @@ impl Layout {
             prefix: normalise("--prefix", prefix)?,
             control: normalise("--control-prefix", control)?,
             nodes: DEFAULT_NODES_PREFIX.to_owned(),
+            max_request_bytes: crate::state::DEFAULT_MAX_REQUEST_BYTES,
         };
         if layout.prefix.starts_with(&layout.control) || layout.control.starts_with(&layout.prefix)
         {
@@ -54,6 +61,12 @@ impl Layout {
         Ok(self)
     }
 
+    /// The same layout with writes bounded by `bytes` (`--max-request-bytes`).
+    pub fn with_max_request_bytes(mut self, bytes: usize) -> Layout {
+        self.max_request_bytes = bytes;
+        self
+    }
+
     pub fn regions(&self) -> String {
         format!("{}{REGION}", self.prefix)
     }
@@ -74,6 +87,10 @@ impl Layout {
     }
     pub fn drain(&self, origin: &str) -> String {
         format!("{}{DRAINS}{origin}", self.control)
+    }
+    /// Audit records (drain repairs; stage actions later), beside the drain records.
+    pub fn audits(&self) -> String {
+        format!("{}{AUDIT}", self.control)
     }
     pub fn registrations(&self) -> String {
         format!("{}{REGISTERED}", self.control)

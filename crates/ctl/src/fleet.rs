@@ -9,14 +9,16 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use etcd_client::{Client, GetOptions, WatchOptions};
+use etcd_client::{Client, WatchOptions};
 use serde_json::{Value, json};
 
 use dw_routing::keys::seen_prefix;
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::output::{Outcome, OutputFormat};
+use crate::etcd::Layout;
+use crate::output::{Outcome, OutputFormat, Shown};
+use crate::record::DrainRecord;
 use crate::wait::{Wait, needed};
 
 /// The exit code of `status` when a live node lags, and of `--wait` on time-out.
@@ -29,8 +31,10 @@ pub struct NodeReport {
     pub id: String,
     /// False when only the `-seen/` record is left: the node's lease expired.
     pub live: bool,
-    /// The routing revision the node last published.
-    pub revision: i64,
+    /// The routing revision the node last published; `None` when the report holds none or
+    /// one that is no etcd revision (negative, not an integer): shown as `invalid`, never
+    /// counted as current.
+    pub revision: Option<i64>,
     /// The agent's state (`watching`, `stale`, ...; `unreadable` for a bad report).
     pub state: String,
     /// Why the node is not current, when it says.
@@ -62,7 +66,7 @@ impl NodeReport {
         NodeReport {
             id: id.to_owned(),
             live,
-            revision: raw["revision"].as_i64().unwrap_or(0),
+            revision: raw["revision"].as_i64().filter(|revision| *revision >= 0),
             state: raw["state"].as_str().unwrap_or("unknown").to_owned(),
             reason: raw["reason"].as_str().map(str::to_owned),
             labels,
@@ -84,7 +88,7 @@ impl NodeReport {
         }
         self.labels
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| format!("{}={}", Shown(k), Shown(v)))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -94,33 +98,23 @@ fn range_end(prefix: &str) -> Vec<u8> {
     dw_etcd::prefix_range_end(prefix.as_bytes())
 }
 
-/// Every node report, live ones and gone ones, sorted by id.
+/// Every node report, live ones and gone ones, sorted by id: read in pages at one
+/// revision (10,000 reports of 1 KB are 10 MB), live ones first.
 pub async fn read_nodes(client: &mut Client, nodes_prefix: &str) -> Result<Vec<NodeReport>, Error> {
-    let live = client
-        .get(
-            nodes_prefix,
-            Some(GetOptions::new().with_range(range_end(nodes_prefix))),
-        )
-        .await?;
-    let revision = live.header().map_or(0, |h| h.revision());
+    let mut kv = dw_etcd::kv_client(client);
+    let page = dw_etcd::DEFAULT_PAGE_KEYS;
+    let live = dw_etcd::read_prefix_pages(&mut kv, nodes_prefix.as_bytes(), None, page).await?;
     let seen_prefix = seen_prefix(nodes_prefix);
-    let seen = client
-        .get(
-            seen_prefix.as_str(),
-            Some(
-                GetOptions::new()
-                    .with_range(range_end(&seen_prefix))
-                    .with_revision(revision),
-            ),
-        )
-        .await?;
+    let seen =
+        dw_etcd::read_prefix_pages(&mut kv, seen_prefix.as_bytes(), Some(live.revision), page)
+            .await?;
     let mut nodes: BTreeMap<String, NodeReport> = BTreeMap::new();
-    for kv in live.kvs() {
+    for kv in &live.kvs {
         if let Some(id) = crate::etcd::strip(kv.key(), nodes_prefix) {
             nodes.insert(id.to_owned(), NodeReport::parse(id, true, kv.value()));
         }
     }
-    for kv in seen.kvs() {
+    for kv in &seen.kvs {
         if let Some(id) = crate::etcd::strip(kv.key(), &seen_prefix)
             && !nodes.contains_key(id)
         {
@@ -188,7 +182,9 @@ async fn last_event(
         .with_range(range_end(watched))
         .with_start_revision(from)
         .with_progress_notify();
-    let mut stream = client.watch(watched, Some(options)).await?;
+    let mut stream = dw_etcd::watch_client(client)
+        .watch(watched, Some(options))
+        .await?;
     let mut last = None;
     let mut ticker = tokio::time::interval(Duration::from_millis(50));
     loop {
@@ -236,12 +232,13 @@ fn age(now: u64, at: Option<u64>) -> Option<f64> {
 /// Seconds a node has been behind: since the first node in the fleet published a revision
 /// past this node's (etcd does not record commit times, the fleet's publications do).
 fn lag_seconds(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> Option<f64> {
-    if node.revision >= target {
+    let revision = node.revision?;
+    if revision >= target {
         return Some(0.0);
     }
     let first = nodes
         .iter()
-        .filter(|other| other.revision > node.revision)
+        .filter(|other| other.revision.is_some_and(|other| other > revision))
         .filter_map(|other| other.published_at_ms)
         .min()?;
     Some(now.saturating_sub(first) as f64 / 1000.0)
@@ -256,7 +253,9 @@ fn node_json(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
         "reason": node.reason,
         "labels": node.labels,
         "revision": node.revision,
-        "lag_revisions": (target - node.revision).max(0),
+        "revision_valid": node.revision.is_some(),
+        "reported_revision": node.raw["revision"],
+        "lag_revisions": lag_revisions(node, target),
         "lag_seconds": lag_seconds(node, nodes, target, now),
         "report_age_seconds": age(now, node.reported_at_ms),
         "rejected": node.raw["rejected"],
@@ -264,11 +263,28 @@ fn node_json(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
     })
 }
 
+/// How many revisions `node` is behind `target`; `None` when its revision is invalid.
+fn lag_revisions(node: &NodeReport, target: i64) -> Option<i64> {
+    node.revision
+        .map(|revision| target.saturating_sub(revision).max(0))
+}
+
+/// Whether `node` routes from `revision` or later (never with an invalid revision).
+fn is_at(node: &NodeReport, revision: i64) -> bool {
+    node.revision.is_some_and(|at| at >= revision)
+}
+
+/// A node's revision as the text output shows it.
+fn revision_text(node: &NodeReport) -> String {
+    node.revision
+        .map_or_else(|| "invalid".to_owned(), |revision| revision.to_string())
+}
+
 fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> String {
     let state = if node.live {
         match (&node.state[..], &node.reason) {
-            ("ok", _) | (_, None) => node.state.clone(),
-            (state, Some(reason)) => format!("{state} ({reason})"),
+            ("ok", _) | (_, None) => Shown(&node.state).to_string(),
+            (state, Some(reason)) => format!("{} ({})", Shown(state), Shown(reason)),
         }
     } else {
         "gone (lease expired)".into()
@@ -276,10 +292,10 @@ fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
     let seconds = |value: Option<f64>| value.map_or("-".into(), |s| format!("{s:.1}s"));
     format!(
         "{:<20} {:<20} {:>10} {:>6} {:>8} {:>8}  {}",
-        node.id,
+        Shown(&node.id).to_string(),
         node.labels_text(),
-        node.revision,
-        (target - node.revision).max(0),
+        revision_text(node),
+        lag_revisions(node, target).map_or_else(|| "-".to_owned(), |lag| lag.to_string()),
         seconds(lag_seconds(node, nodes, target, now)),
         seconds(age(now, node.reported_at_ms)),
         state
@@ -306,7 +322,7 @@ pub async fn status(
     let live = nodes.iter().filter(|node| node.live).count();
     let current = nodes
         .iter()
-        .filter(|node| node.live && node.revision >= target)
+        .filter(|node| node.live && is_at(node, target))
         .count();
     let summary = format!("{current} of {live} live nodes at revision {target}");
     let mut lines = vec![
@@ -319,6 +335,15 @@ pub async fn status(
             .map(|node| node_line(node, &nodes, target, now)),
     );
     lines.push(summary.clone());
+    let malformed = malformed_drain_records(&mut client, &context.layout).await?;
+    for (origin, error) in &malformed {
+        lines.push(format!(
+            "warning: the drain record of {} is malformed ({}); repair it with `dwctl drain --repair {}`",
+            Shown(origin),
+            Shown(error),
+            Shown(origin)
+        ));
+    }
     let outcome = Outcome {
         text: lines.join("\n"),
         json: json!({
@@ -329,6 +354,7 @@ pub async fn status(
             "current": current,
             "gone": nodes.len() - live,
             "summary": summary,
+            "malformed_drain_records": malformed,
         }),
     };
     if current < live {
@@ -355,10 +381,7 @@ pub async fn wait_after(
             .into_iter()
             .filter(|node| node.live)
             .collect();
-        let at = nodes
-            .iter()
-            .filter(|node| node.revision >= revision)
-            .count();
+        let at = nodes.iter().filter(|node| is_at(node, revision)).count();
         let need = needed(nodes.len(), wait.quorum);
         if progress {
             let mut stderr = std::io::stderr().lock();
@@ -376,11 +399,8 @@ pub async fn wait_after(
     if progress {
         eprintln!();
     }
-    let at = nodes
-        .iter()
-        .filter(|node| node.revision >= revision)
-        .count();
-    let lagging: Vec<&NodeReport> = nodes.iter().filter(|n| n.revision < revision).collect();
+    let at = nodes.iter().filter(|node| is_at(node, revision)).count();
+    let lagging: Vec<&NodeReport> = nodes.iter().filter(|n| !is_at(n, revision)).collect();
     let waited = started.elapsed().as_secs_f64();
     let mut lines = vec![if reached {
         format!(
@@ -399,12 +419,12 @@ pub async fn wait_after(
         for node in &lagging {
             lines.push(format!(
                 "  lagging {} at revision {} ({}{})",
-                node.id,
-                node.revision,
-                node.state,
+                Shown(&node.id),
+                revision_text(node),
+                Shown(&node.state),
                 node.reason
                     .as_ref()
-                    .map(|reason| format!(": {reason}"))
+                    .map(|reason| format!(": {}", Shown(reason)))
                     .unwrap_or_default()
             ));
         }
@@ -421,7 +441,11 @@ pub async fn wait_after(
             "reason": node.reason, "labels": node.labels,
         })).collect::<Vec<_>>(),
     });
-    outcome.text = format!("{}\n{}", outcome.text.trim_end(), lines.join("\n"));
+    outcome.text = if outcome.text.trim().is_empty() {
+        lines.join("\n")
+    } else {
+        format!("{}\n{}", outcome.text.trim_end(), lines.join("\n"))
+    };
     if let Value::Object(object) = &mut outcome.json {
         object.insert("fleet".into(), fleet);
     }
@@ -430,6 +454,32 @@ pub async fn wait_after(
     } else {
         Err(Error::Lagging(Box::new(outcome)))
     }
+}
+
+/// The drain records that do not parse, by origin, with why: `status` names them, since
+/// each blocks the commands about its origin until `dwctl drain --repair`.
+async fn malformed_drain_records(
+    client: &mut Client,
+    layout: &Layout,
+) -> Result<BTreeMap<String, String>, Error> {
+    let mut kv = dw_etcd::kv_client(client);
+    let drains = dw_etcd::read_prefix_pages(
+        &mut kv,
+        layout.drains().as_bytes(),
+        None,
+        dw_etcd::DEFAULT_PAGE_KEYS,
+    )
+    .await?;
+    Ok(drains
+        .kvs
+        .iter()
+        .filter_map(|kv| {
+            let origin = crate::etcd::strip(kv.key(), &layout.drains())?;
+            DrainRecord::parse(origin, kv.value())
+                .err()
+                .map(|error| (origin.to_owned(), error.to_string()))
+        })
+        .collect())
 }
 
 /// Parses `k=v,k2=v2` into a label selector.
@@ -472,7 +522,7 @@ mod tests {
             true,
             br#"{"revision":7,"state":"stale","reason":"x","labels":{"dc":"fra"}}"#,
         );
-        assert_eq!(node.revision, 7);
+        assert_eq!(node.revision, Some(7));
         assert_eq!(node.reason.as_deref(), Some("x"));
         assert!(node.matches(&parse_selector("dc=fra").unwrap()));
         assert!(!node.matches(&parse_selector("dc=iad").unwrap()));

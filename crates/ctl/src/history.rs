@@ -11,7 +11,8 @@ use crate::apply::describe;
 use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::error::{Error, FieldError};
-use crate::output::Outcome;
+use crate::output::{Outcome, Shown};
+use crate::record::DrainRecord;
 use crate::plan::run_plan;
 use crate::state::{Changes, State};
 use crate::value::{PolicyValue, RegionValue};
@@ -98,15 +99,29 @@ pub async fn history(context: &Context, key: &str) -> Result<Outcome, Error> {
     let key = context.layout.resolve(key);
     let mut client = context.etcd.connect().await?;
     let (entries, compacted) = read_history(&mut client, &key).await?;
+    // A drain record that does not parse is named as such: it blocks its origin's
+    // commands until `dwctl drain --repair`.
+    let drain_origin = key.strip_prefix(&context.layout.drains());
+    let malformed = |value: &str| {
+        drain_origin
+            .and_then(|origin| DrainRecord::parse(origin, value.as_bytes()).err())
+            .map(|error| format!("\n          MALFORMED DRAIN RECORD: {}", Shown(&error.to_string())))
+            .unwrap_or_default()
+    };
     let mut lines: Vec<String> = entries
         .iter()
         .map(|entry| match &entry.value {
-            Some(value) => format!("{:>8}  put     {value}", entry.revision),
+            Some(value) => format!(
+                "{:>8}  put     {}{}",
+                entry.revision,
+                Shown(value),
+                malformed(value)
+            ),
             None => format!("{:>8}  delete", entry.revision),
         })
         .collect();
     if entries.is_empty() {
-        lines.push(format!("no history for {key}"));
+        lines.push(format!("no history for {}", Shown(&key)));
     }
     if let Some(revision) = compacted {
         lines.insert(
@@ -183,6 +198,18 @@ pub async fn rollback(
     } else {
         past_value
     };
+    if let Some(raw) = &new_value
+        && raw.len() > crate::state::MAX_VALUE_BYTES
+    {
+        return Err(Error::invalid(
+            key.clone(),
+            format!(
+                "the value is {} bytes; the largest value dwctl writes is {} bytes (1 MiB)",
+                raw.len(),
+                crate::state::MAX_VALUE_BYTES
+            ),
+        ));
+    }
     let attempts = context.retry.attempts.max(1);
     for attempt in 1..=attempts {
         let current = client.get(key.as_str(), None).await?;
@@ -203,7 +230,7 @@ pub async fn rollback(
                 "nothing to change"
             };
             return Ok(Outcome {
-                text: format!("{title}: {headline}\n~ {detail}"),
+                text: format!("{}: {headline}\n~ {}", Shown(&title), Shown(&detail)),
                 json: json!({"key": key, "dry_run": dry_run, "revision": Value::Null, "before": before, "after": after}),
             });
         }
@@ -224,7 +251,11 @@ pub async fn rollback(
                 .map(|header| header.revision())
                 .unwrap_or(0);
             return Ok(Outcome {
-                text: format!("{title}: committed at revision {committed}\n~ {detail}"),
+                text: format!(
+                    "{}: committed at revision {committed}\n~ {}",
+                    Shown(&title),
+                    Shown(&detail)
+                ),
                 json: json!({"key": key, "dry_run": false, "revision": committed, "before": before, "after": after}),
             });
         }

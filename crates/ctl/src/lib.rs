@@ -55,6 +55,7 @@ mod origin;
 mod output;
 mod plan;
 mod probe;
+mod progress;
 mod rebalance;
 mod record;
 mod sessions;
@@ -70,23 +71,30 @@ pub use crate::{
     apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
     cli::{Cli, Command, WaitArgs},
     clock::{now_rfc3339, operator, rfc3339_from_unix},
-    commands::run_command,
+    commands::{run_command, run_command_noting},
     context::Context,
     drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
-    error::{Error, FieldError},
+    error::{
+        EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, EXIT_WAIT_FAILED, Error,
+        FieldError,
+    },
     etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
     fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
     health::{HealthConfig, run as run_health},
     history::{HistoryEntry, read_history},
     origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
-    output::{Outcome, OutputFormat, Reporter},
+    output::{Outcome, OutputFormat, Reporter, Shown, escape, is_unsafe_char, terminal_safe},
     probe::{ProbeTarget, probe},
+    progress::CommitNote,
     rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
-    record::{DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH, SOURCE_REBALANCE},
+    record::{
+        DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH,
+        SOURCE_REBALANCE,
+    },
     shutdown::{Shutdown, ShutdownTrigger},
     state::{
-        Changes, Committed, Entry, RetryPolicy, State, commit, read_state, reconcile_drain_records,
-        transact,
+        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, RetryPolicy, State,
+        commit, read_state, reconcile_drain_records, request_bytes, transact,
     },
     value::{PICK_MODES, PolicyValue, RegionValue},
     wait::{Wait, needed},
@@ -127,13 +135,20 @@ pub fn main_with(cli: Cli) -> ExitCode {
             .map_err(|error| Error::Failed(format!("cannot install signal handlers: {error}")))?;
         let mut terminate = signal::signal(signal::SignalKind::terminate())
             .map_err(|error| Error::Failed(format!("cannot install signal handlers: {error}")))?;
-        let command = tokio::spawn(run_command(cli, shutdown));
+        let note = CommitNote::default();
+        let noted = note.clone();
+        let command = tokio::spawn(async move { run_command_noting(cli, shutdown, &noted).await });
+        let interrupted = |signal, code| Error::Interrupted {
+            signal,
+            code,
+            committed: note.committed(),
+        };
         tokio::select! {
             joined = command => joined.unwrap_or_else(|error| {
                 Err(Error::Failed(format!("the command failed: {error}")))
             }),
-            _ = interrupt.recv() => Err(Error::Interrupted { signal: "SIGINT", code: 130 }),
-            _ = terminate.recv() => Err(Error::Interrupted { signal: "SIGTERM", code: 143 }),
+            _ = interrupt.recv() => Err(interrupted("SIGINT", 130)),
+            _ = terminate.recv() => Err(interrupted("SIGTERM", 143)),
         }
     });
     // Do not wait for lingering background tasks (a watch stream, a signal listener).
@@ -149,8 +164,34 @@ pub fn main_with(cli: Cli) -> ExitCode {
             outcome.print(output);
             ExitCode::from(fleet::EXIT_LAGGING)
         }
+        Err(Error::WaitFailed {
+            revision,
+            reason,
+            mut outcome,
+        }) => {
+            // The write is in: its outcome as usual (text: the commit line was printed
+            // before the wait), then why the wait failed, exit 6.
+            let error = Error::WaitFailed {
+                revision,
+                reason: reason.clone(),
+                outcome: Box::default(),
+            };
+            if let serde_json::Value::Object(object) = &mut outcome.json {
+                object.insert(
+                    "fleet".into(),
+                    serde_json::json!({"revision": revision, "error": reason}),
+                );
+                object.insert(
+                    "error".into(),
+                    serde_json::json!({"kind": error.kind(), "message": error.to_string(), "fields": []}),
+                );
+            }
+            outcome.print(output);
+            eprintln!("dwctl: {}", terminal_safe(&error.to_string()));
+            error.to_exit_code()
+        }
         Err(error) => {
-            eprintln!("dwctl: {error}");
+            eprintln!("dwctl: {}", terminal_safe(&error.to_string()));
             if output == OutputFormat::Json {
                 let fields: Vec<serde_json::Value> = match &error {
                     Error::Invalid(fields) => fields
@@ -159,9 +200,13 @@ pub fn main_with(cli: Cli) -> ExitCode {
                         .collect(),
                     _ => Vec::new(),
                 };
+                let committed = match &error {
+                    Error::Interrupted { committed, .. } => *committed,
+                    _ => None,
+                };
                 println!(
                     "{}",
-                    serde_json::json!({"error": {"kind": error.kind(), "message": error.to_string(), "fields": fields}})
+                    serde_json::json!({"error": {"kind": error.kind(), "message": error.to_string(), "fields": fields}, "committed_revision": committed})
                 );
             }
             error.to_exit_code()

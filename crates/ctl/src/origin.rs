@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use serde_json::{Map, Value, json};
 
 use crate::cli::OriginCommand;
@@ -22,7 +22,7 @@ use dw_etcd::{Backoff, EtcdOptions};
 
 use crate::etcd::{Layout, strip};
 use crate::input::json_object_arg;
-use crate::output::{Outcome, Reporter, listing_text};
+use crate::output::{Outcome, Reporter, Shown, listing_text};
 use crate::record::DrainRecord;
 use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
@@ -191,6 +191,7 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
         .keys()
         .chain(listing.registered.iter())
         .chain(listing.drains.keys())
+        .chain(listing.malformed_drains.keys())
         .collect();
     for id in ids {
         let live = listing.live.get(id);
@@ -210,6 +211,7 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
             "meta": live.map(|(value, _)| serde_json::from_slice::<Value>(value).unwrap_or_else(|_| Value::from(String::from_utf8_lossy(value).into_owned()))),
             "registered": listing.registered.contains(id),
             "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>()})),
+            "malformed_drain_record": listing.malformed_drains.get(id),
         }));
     }
     let lines = rows.iter().map(|row| {
@@ -225,17 +227,18 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
         } else {
             "not registered".to_string()
         };
-        let drained = match &row["drained"] {
-            Value::Null => String::new(),
-            record => format!(
+        let drained = match (&row["drained"], row["malformed_drain_record"].as_str()) {
+            (_, Some(error)) => format!("  MALFORMED DRAIN RECORD: {}", Shown(error)),
+            (Value::Null, None) => String::new(),
+            (record, None) => format!(
                 "  drained by {}: {}",
-                record["source"].as_str().unwrap_or("?"),
-                record["reason"].as_str().unwrap_or("?")
+                Shown(record["source"].as_str().unwrap_or("?")),
+                Shown(record["reason"].as_str().unwrap_or("?"))
             ),
         };
         format!(
             "{:<12} {state}{drained}",
-            row["origin"].as_str().unwrap_or_default()
+            Shown(row["origin"].as_str().unwrap_or_default()).to_string()
         )
     });
     Ok(Outcome {
@@ -253,40 +256,28 @@ pub struct OriginListing {
     pub live: BTreeMap<String, (Vec<u8>, i64)>,
     /// Ids with a registration marker.
     pub registered: BTreeSet<String>,
-    /// Ids with a drain record (records that do not parse are left out).
+    /// Ids with a drain record (records that do not parse are in `malformed_drains`).
     pub drains: BTreeMap<String, DrainRecord>,
+    /// Ids whose drain record does not parse, with why (`dwctl drain --repair ID`).
+    pub malformed_drains: BTreeMap<String, String>,
 }
 
 /// Lists live, registered and drained origins at one revision.
 pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<OriginListing, Error> {
-    let prefix = || Some(GetOptions::new().with_prefix());
-    let response = client
-        .txn(Txn::new().and_then(vec![
-            TxnOp::get(layout.origins(), prefix()),
-            TxnOp::get(layout.registrations(), prefix()),
-            TxnOp::get(layout.drains(), prefix()),
-        ]))
-        .await?;
+    let mut kv = dw_etcd::kv_client(client);
+    let page = dw_etcd::DEFAULT_PAGE_KEYS;
+    let origins = dw_etcd::read_prefix_pages(&mut kv, layout.origins().as_bytes(), None, page).await?;
+    let revision = Some(origins.revision);
+    let registrations =
+        dw_etcd::read_prefix_pages(&mut kv, layout.registrations().as_bytes(), revision, page)
+            .await?;
+    let drains = dw_etcd::read_prefix_pages(&mut kv, layout.drains().as_bytes(), revision, page).await?;
     let mut listing = OriginListing {
-        revision: response
-            .header()
-            .map(|header| header.revision())
-            .unwrap_or(0),
+        revision: origins.revision,
         ..OriginListing::default()
     };
-    let ranges: Vec<Vec<etcd_client::KeyValue>> = response
-        .op_responses()
-        .into_iter()
-        .map(|op| match op {
-            TxnOpResponse::Get(get) => get.kvs().to_vec(),
-            _ => Vec::new(),
-        })
-        .collect();
-    let named = |index: usize, prefix: String| {
-        ranges
-            .get(index)
-            .into_iter()
-            .flatten()
+    let named = |kvs: &[etcd_client::KeyValue], prefix: String| {
+        kvs.iter()
             .filter_map(move |kv| {
                 strip(kv.key(), &prefix)
                     .filter(|id| !id.is_empty())
@@ -294,16 +285,21 @@ pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<Origin
             })
             .collect::<Vec<_>>()
     };
-    for (id, kv) in named(0, layout.origins()) {
+    for (id, kv) in named(&origins.kvs, layout.origins()) {
         listing.live.insert(id, (kv.value().to_vec(), kv.lease()));
     }
-    listing.registered = named(1, layout.registrations())
+    listing.registered = named(&registrations.kvs, layout.registrations())
         .into_iter()
         .map(|(id, _)| id)
         .collect();
-    for (id, kv) in named(2, layout.drains()) {
-        if let Ok(record) = DrainRecord::parse(&id, kv.value()) {
-            listing.drains.insert(id, record);
+    for (id, kv) in named(&drains.kvs, layout.drains()) {
+        match DrainRecord::parse(&id, kv.value()) {
+            Ok(record) => {
+                listing.drains.insert(id, record);
+            }
+            Err(error) => {
+                listing.malformed_drains.insert(id, error.to_string());
+            }
         }
     }
     Ok(listing)

@@ -1,6 +1,13 @@
 //! What commands print: one [`Outcome`] per command (text or JSON), and one line per event
 //! for the long-running ones.
+//!
+//! Text output is for a terminal, and values from etcd are written by anyone with write
+//! access there: every value is wrapped in [`Shown`] where a line is built (so a planted
+//! newline cannot forge a line), and every text that is printed passes [`terminal_safe`]
+//! (so nothing a terminal acts on, an escape sequence, OSC 52, a bidi override, reaches it
+//! even from a line that forgot [`Shown`]). JSON output is exact.
 
+use std::fmt;
 use std::io::Write;
 
 use clap::ValueEnum;
@@ -16,7 +23,7 @@ pub enum OutputFormat {
 }
 
 /// A finished command's result, in both forms; `--output` picks one.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Outcome {
     /// What `--output text` prints (nothing when empty).
     pub text: String,
@@ -30,7 +37,7 @@ impl Outcome {
         let mut stdout = std::io::stdout().lock();
         let _ = match format {
             OutputFormat::Text if self.text.is_empty() => Ok(()),
-            OutputFormat::Text => writeln!(stdout, "{}", self.text.trim_end()),
+            OutputFormat::Text => writeln!(stdout, "{}", terminal_safe(self.text.trim_end())),
             OutputFormat::Json => writeln!(stdout, "{}", self.json),
         };
     }
@@ -48,7 +55,7 @@ impl Reporter {
     /// Prints one event: `event: text`, or `fields` with `event` and `at` added.
     pub fn event(&self, event: &str, text: &str, mut fields: Value) {
         let line = match self.format {
-            OutputFormat::Text => format!("{event}: {text}"),
+            OutputFormat::Text => terminal_safe(&format!("{event}: {text}")),
             OutputFormat::Json => {
                 if let Value::Object(object) = &mut fields {
                     object.insert("event".into(), Value::from(event));
@@ -71,4 +78,55 @@ pub fn listing_text(lines: impl IntoIterator<Item = String>, empty: &str) -> Str
     } else {
         lines.join("\n")
     }
+}
+
+/// Text from etcd (or any other party) made safe for a terminal: control characters
+/// (C0, DEL, C1), bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069,
+/// U+200E, U+200F, U+061C) and line/paragraph separators are shown as `\u{1b}`-style
+/// escapes; everything else, a backslash included (raw JSON stays readable), as is. Wrap every value that did not come from dwctl itself in it when building a
+/// human-readable line: `format!("node {}", Shown(&node.id))`. `--output json` never uses
+/// it: JSON stays exact.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a>(pub &'a str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_escaped(f, self.0, false)
+    }
+}
+
+/// The escaped form of `text`, as [`Shown`] displays it.
+pub fn escape(text: &str) -> String {
+    Shown(text).to_string()
+}
+
+/// Whether a terminal could act on `c` (or reorder what follows it) instead of showing it.
+pub fn is_unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// Writes `text` with every unsafe character escaped; with `keep_newlines`, `\n` passes
+/// (for whole outputs whose lines dwctl built itself, after their values were escaped).
+fn write_escaped(out: &mut impl fmt::Write, text: &str, keep_newlines: bool) -> fmt::Result {
+    for c in text.chars() {
+        match c {
+            '\n' if keep_newlines => out.write_char('\n')?,
+            c if is_unsafe_char(c) => write!(out, "\\u{{{:x}}}", u32::from(c))?,
+            c => out.write_char(c)?,
+        }
+    }
+    Ok(())
+}
+
+/// The last line of defence: a whole text output with any unsafe character that slipped
+/// past [`Shown`] escaped (newlines kept). Every text that reaches
+/// stdout or stderr passes here.
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let _ = write_escaped(&mut out, text, true);
+    out
 }

@@ -8,8 +8,8 @@ use crate::apply::describe;
 use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::error::Error;
-use crate::output::Outcome;
-use crate::state::{Changes, Committed, State, preview, transact};
+use crate::output::{Outcome, Shown};
+use crate::state::{Changes, Committed, State, preview, request_bytes, transact};
 
 /// Previews or commits a plan and reports it.
 pub async fn run_plan<F>(
@@ -24,37 +24,51 @@ where
 {
     if dry_run {
         let (state, changes) = preview(client, &context.layout, &mut plan).await?;
+        let bytes = request_bytes(&context.layout, &state, &changes)?;
         let committed = Committed {
             revision: None,
             state,
             changes,
             attempts: 0,
         };
-        return Ok(committed_outcome(title, &committed, true));
+        let limit = context.layout.max_request_bytes;
+        return Ok(committed_outcome(title, &committed, Some((bytes, limit))));
     }
     let updated = now_rfc3339();
     let committed = transact(client, &context.layout, &context.retry, &updated, plan).await?;
-    Ok(committed_outcome(title, &committed, false))
+    Ok(committed_outcome(title, &committed, None))
 }
 
-/// The report of a (possibly dry-run) plan.
-fn committed_outcome(title: &str, committed: &Committed, dry_run: bool) -> Outcome {
+/// The report of a plan: committed, or with `dry_run` (the request's size and the limit)
+/// previewed.
+fn committed_outcome(
+    title: &str,
+    committed: &Committed,
+    dry_run: Option<(usize, usize)>,
+) -> Outcome {
     let (mut lines, mut json) = render_changes(&committed.state, &committed.changes);
     lines.extend(
         committed
             .changes
             .notes
             .iter()
-            .map(|note| format!("note: {note}")),
+            .map(|note| format!("note: {}", Shown(note))),
     );
     let headline = match (dry_run, committed.revision) {
-        (true, _) => format!("{title}: dry run, nothing written"),
-        (false, Some(revision)) => format!("{title}: committed at revision {revision}"),
-        (false, None) => format!("{title}: nothing to change"),
+        (Some((bytes, limit)), _) => format!(
+            "{title}: dry run, nothing written (the transaction would be about {bytes} \
+             bytes, --max-request-bytes {limit})"
+        ),
+        (None, Some(revision)) => format!("{title}: committed at revision {revision}"),
+        (None, None) => format!("{title}: nothing to change"),
     };
     lines.insert(0, headline);
     if let Value::Object(object) = &mut json {
-        object.insert("dry_run".into(), Value::from(dry_run));
+        object.insert("dry_run".into(), Value::from(dry_run.is_some()));
+        if let Some((bytes, limit)) = dry_run {
+            object.insert("request_bytes".into(), Value::from(bytes));
+            object.insert("max_request_bytes".into(), Value::from(limit));
+        }
         object.insert(
             "revision".into(),
             committed.revision.map_or(Value::Null, Value::from),
@@ -86,17 +100,19 @@ fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
             None => Value::Null,
         };
         let after_json = new.as_ref().map_or(Value::Null, |value| value.to_json());
+        let shown_geo = Shown(geo);
         lines.push(match (&before, new) {
-            (None, Some(value)) => format!("+ region/{geo} {}", value.to_json()),
+            (None, Some(value)) => format!("+ region/{shown_geo} {}", Shown(&value.to_json().to_string())),
             (Some(Ok(old)), Some(value)) => format!(
-                "~ region/{geo} {}",
-                describe(&old.to_json(), &value.to_json())
+                "~ region/{shown_geo} {}",
+                Shown(&describe(&old.to_json(), &value.to_json()))
             ),
             (Some(Err(error)), Some(value)) => format!(
-                "~ region/{geo} replaces an invalid value ({error}) with {}",
-                value.to_json()
+                "~ region/{shown_geo} replaces an invalid value ({}) with {}",
+                Shown(&error.to_string()),
+                Shown(&value.to_json().to_string())
             ),
-            (_, None) => format!("- region/{geo}"),
+            (_, None) => format!("- region/{shown_geo}"),
         });
         regions.insert(
             geo.clone(),
@@ -109,9 +125,9 @@ fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
         lines.push(match &old {
             Some(Ok(old)) => format!(
                 "~ policy/global {}",
-                describe(&old.to_json(), &new.to_json())
+                Shown(&describe(&old.to_json(), &new.to_json()))
             ),
-            _ => format!("+ policy/global {}", new.to_json()),
+            _ => format!("+ policy/global {}", Shown(&new.to_json().to_string())),
         });
         policy = json!({
             "before": old.and_then(Result::ok).map(|value| value.to_json()),
@@ -121,16 +137,19 @@ fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
     let mut drains = serde_json::Map::new();
     for (origin, record) in &changes.drains {
         let existed = state.drains.contains_key(origin);
+        let regions = |record: &crate::record::DrainRecord| {
+            let geos: Vec<String> = record.regions.keys().map(|geo| Shown(geo).to_string()).collect();
+            geos.join(", ")
+        };
+        let shown_origin = Shown(origin);
         lines.push(match (existed, record) {
-            (false, Some(record)) => format!(
-                "+ drain record {origin} (regions {:?})",
-                record.regions.keys().collect::<Vec<_>>()
-            ),
-            (true, Some(record)) => format!(
-                "~ drain record {origin} (regions {:?})",
-                record.regions.keys().collect::<Vec<_>>()
-            ),
-            (_, None) => format!("- drain record {origin}"),
+            (false, Some(record)) => {
+                format!("+ drain record {shown_origin} (regions {})", regions(record))
+            }
+            (true, Some(record)) => {
+                format!("~ drain record {shown_origin} (regions {})", regions(record))
+            }
+            (_, None) => format!("- drain record {shown_origin}"),
         });
         drains.insert(
             origin.clone(),

@@ -2,8 +2,7 @@
 //! transaction, retried on conflict.
 //!
 //! Every mutating command follows the same cycle: [`read_state`] takes regions, policy and
-//! drain records in one read-only transaction (one revision, each key's `mod_revision` from
-//! that same response); a pure plan function turns that state into [`Changes`]; [`commit`]
+//! drain records at one revision (in pages, each key's `mod_revision` as of that revision); a pure plan function turns that state into [`Changes`]; [`commit`]
 //! writes them in one transaction whose guards compare every written key to the revision
 //! that was read (`create_revision == 0` for a key that did not exist). A concurrent writer
 //! fails the guards and [`transact`] starts over from a fresh read, after a jittered,
@@ -12,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp};
 
 use crate::error::{Error, FieldError};
 use crate::etcd::{Layout, strip};
@@ -113,27 +112,34 @@ impl Changes {
     }
 }
 
-/// Reads regions, policy and drain records in one transaction, at one revision.
+/// Reads regions, policy and drain records at one revision: the regions in pages (the
+/// first fixes the revision), then the policy and the drain records at that revision, so
+/// that no single response holds the whole prefix (100,000 regions are about 10 MB) and a
+/// guard on "no region changed since `revision`" covers every region read.
 pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, Error> {
-    let prefix = || Some(GetOptions::new().with_prefix());
-    let txn = Txn::new().and_then(vec![
-        TxnOp::get(layout.regions(), prefix()),
-        TxnOp::get(layout.policy(), None),
-        TxnOp::get(layout.drains(), prefix()),
-    ]);
-    let response = client.txn(txn).await?;
-    let revision = response
-        .header()
-        .map(|header| header.revision())
-        .unwrap_or(0);
-    let mut ranges = response.op_responses().into_iter().map(|op| match op {
-        TxnOpResponse::Get(get) => get.kvs().to_vec(),
-        _ => Vec::new(),
-    });
-    let regions = ranges.next().unwrap_or_default();
-    let policy = ranges.next().unwrap_or_default();
-    let drains = ranges.next().unwrap_or_default();
-    let by_name = |kvs: Vec<KeyValue>, prefix: String| {
+    let mut kv = dw_etcd::kv_client(client);
+    let regions = dw_etcd::read_prefix_pages(
+        &mut kv,
+        layout.regions().as_bytes(),
+        None,
+        dw_etcd::DEFAULT_PAGE_KEYS,
+    )
+    .await?;
+    let revision = regions.revision;
+    let policy = kv
+        .get(
+            layout.policy(),
+            Some(GetOptions::new().with_revision(revision)),
+        )
+        .await?;
+    let drains = dw_etcd::read_prefix_pages(
+        &mut kv,
+        layout.drains().as_bytes(),
+        Some(revision),
+        dw_etcd::DEFAULT_PAGE_KEYS,
+    )
+    .await?;
+    let by_name = |kvs: &[KeyValue], prefix: String| {
         kvs.iter()
             .filter_map(|kv| {
                 let name = strip(kv.key(), &prefix)?;
@@ -143,9 +149,9 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
     };
     Ok(State {
         revision,
-        regions: by_name(regions, layout.regions()),
-        policy: policy.first().map(Entry::from_kv),
-        drains: by_name(drains, layout.drains()),
+        regions: by_name(&regions.kvs, layout.regions()),
+        policy: policy.kvs().first().map(Entry::from_kv),
+        drains: by_name(&drains.kvs, layout.drains()),
     })
 }
 
@@ -155,18 +161,26 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
 /// origin back into one of them (a `set`, an `apply`, a `rollback`), the operator has
 /// overridden the drain there: that region leaves the record, in the same transaction, and
 /// a record left with no region is deleted. So at every revision, no region named in a
-/// drain record lists the drained origin.
+/// (well-formed) drain record lists the drained origin. A malformed record is left alone
+/// with a note: it must not block changes about other origins.
 pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(), Error> {
-    let touched: BTreeSet<&String> = changes.regions.keys().collect();
+    let touched: BTreeSet<String> = changes.regions.keys().cloned().collect();
     let mut candidates: BTreeMap<String, DrainRecord> = BTreeMap::new();
     for origin in state.drains.keys() {
         if changes.drains.contains_key(origin) {
             continue;
         }
-        if let Some(record) = state.drain_record(origin)?
-            && record.regions.keys().any(|geo| touched.contains(geo))
-        {
-            candidates.insert(origin.clone(), record);
+        match state.drain_record(origin) {
+            Ok(Some(record)) if record.regions.keys().any(|geo| touched.contains(geo)) => {
+                candidates.insert(origin.clone(), record);
+            }
+            Ok(_) => {}
+            // A malformed record blocks only the commands about its origin: this change
+            // goes ahead, and says that record could not be kept in step.
+            Err(_) => changes.notes.push(format!(
+                "the drain record of {origin} is malformed and was not checked against this \
+                 change; repair it with `dwctl drain --repair {origin}`"
+            )),
         }
     }
     for (origin, record) in &changes.drains {
@@ -196,6 +210,130 @@ pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(
     Ok(())
 }
 
+/// The largest value dwctl writes to one key: 1 MiB (1,048,576 bytes), checked on the
+/// encoded value of every write (set, apply, rollback, drain, restore), so that one value
+/// plus its guard and a drain record fits etcd's default request limit of 1.5 MiB.
+pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
+
+/// What etcd's `--max-request-bytes` is by default (1.5 MiB): dwctl's default for its own
+/// `--max-request-bytes`, since a client cannot read the server's setting.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1536 * 1024;
+
+/// Bytes counted for the request's fixed part (etcd's raft request header, the user
+/// name) on top of its compares and operations.
+const REQUEST_OVERHEAD_BYTES: usize = 256;
+/// Bytes counted for the framing of one compare or operation (tags, lengths, varints)
+/// besides its key, range end and value: more than protobuf spends, so the estimate is an
+/// upper bound.
+const ITEM_OVERHEAD_BYTES: usize = 40;
+
+/// A transaction ready to send, with the size etcd will see (an upper bound).
+struct PlannedTxn {
+    compares: Vec<Compare>,
+    ops: Vec<TxnOp>,
+    bytes: usize,
+}
+
+/// Builds the guarded transaction of `changes` and checks it against the limits: every
+/// value at most [`MAX_VALUE_BYTES`], the whole request at most `layout.max_request_bytes`
+/// (a validation error, exit 4, before anything is sent, also for a dry run).
+fn plan_txn(
+    layout: &Layout,
+    state: &State,
+    changes: &Changes,
+    updated: &str,
+) -> Result<PlannedTxn, Error> {
+    let mut planned = PlannedTxn {
+        compares: Vec::new(),
+        ops: Vec::new(),
+        bytes: REQUEST_OVERHEAD_BYTES,
+    };
+    let mut too_large = Vec::new();
+    let guard = |planned: &mut PlannedTxn, key: String, entry: Option<&Entry>| {
+        planned.bytes += key.len() + ITEM_OVERHEAD_BYTES;
+        planned.compares.push(match entry {
+            Some(entry) => Compare::mod_revision(key, CompareOp::Equal, entry.mod_revision),
+            None => Compare::create_revision(key, CompareOp::Equal, 0),
+        });
+    };
+    let mut put = |planned: &mut PlannedTxn, key: String, value: String| {
+        if value.len() > MAX_VALUE_BYTES {
+            too_large.push(FieldError::new(
+                key.clone(),
+                format!(
+                    "the value is {} bytes; the largest value dwctl writes is {MAX_VALUE_BYTES} \
+                     bytes (1 MiB)",
+                    value.len()
+                ),
+            ));
+        }
+        planned.bytes += key.len() + value.len() + ITEM_OVERHEAD_BYTES;
+        planned.ops.push(TxnOp::put(key, value, None));
+    };
+    let delete = |planned: &mut PlannedTxn, key: String| {
+        planned.bytes += key.len() + ITEM_OVERHEAD_BYTES;
+        planned.ops.push(TxnOp::delete(key, None));
+    };
+    for (geo, value) in &changes.regions {
+        let key = layout.region(geo);
+        guard(&mut planned, key.clone(), state.regions.get(geo));
+        match value {
+            Some(value) => put(&mut planned, key, value.encode(updated)),
+            None => delete(&mut planned, key),
+        }
+    }
+    if let Some(policy) = &changes.policy {
+        guard(&mut planned, layout.policy(), state.policy.as_ref());
+        put(&mut planned, layout.policy(), policy.encode(updated));
+    }
+    for (origin, record) in &changes.drains {
+        let key = layout.drain(origin);
+        guard(&mut planned, key.clone(), state.drains.get(origin));
+        match record {
+            Some(record) => put(&mut planned, key, record.encode()),
+            None => delete(&mut planned, key),
+        }
+    }
+    for (prefix, wanted) in [
+        (layout.regions(), changes.guard_regions),
+        (layout.drains(), changes.guard_drains),
+    ] {
+        if wanted {
+            planned.bytes += 2 * prefix.len() + ITEM_OVERHEAD_BYTES;
+            planned.compares.push(
+                Compare::mod_revision(prefix, CompareOp::Less, state.revision + 1).with_prefix(),
+            );
+        }
+    }
+    if !too_large.is_empty() {
+        return Err(Error::Invalid(too_large));
+    }
+    if planned.bytes > layout.max_request_bytes {
+        let keys = planned.ops.len();
+        return Err(Error::invalid(
+            "request",
+            format!(
+                "the transaction would be about {} bytes ({keys} keys written), more than \
+                 --max-request-bytes {} (etcd refuses requests over its --max-request-bytes, \
+                 1.5 MiB by default); nothing was sent. Change fewer regions at once (drain \
+                 with --region), make the values smaller, or, if the etcd cluster allows more, \
+                 raise --max-request-bytes to match it",
+                planned.bytes, layout.max_request_bytes
+            ),
+        ));
+    }
+    Ok(planned)
+}
+
+/// The size [`commit`] would send for `changes`, checked against the limits (what a dry
+/// run reports).
+pub fn request_bytes(layout: &Layout, state: &State, changes: &Changes) -> Result<usize, Error> {
+    if changes.is_empty() {
+        return Ok(0);
+    }
+    plan_txn(layout, state, changes, &crate::clock::now_rfc3339()).map(|planned| planned.bytes)
+}
+
 /// Writes `changes` in one transaction guarded on the revisions in `state`. Returns the
 /// revision the write landed at, or `None` when a guard failed (a concurrent change).
 pub async fn commit(
@@ -205,53 +343,11 @@ pub async fn commit(
     changes: &Changes,
     updated: &str,
 ) -> Result<Option<i64>, Error> {
-    let mut compares = Vec::new();
-    let mut ops = Vec::new();
-    let mut guard = |key: String, entry: Option<&Entry>| match entry {
-        Some(entry) => compares.push(Compare::mod_revision(
-            key,
-            CompareOp::Equal,
-            entry.mod_revision,
-        )),
-        None => compares.push(Compare::create_revision(key, CompareOp::Equal, 0)),
-    };
-    for (geo, value) in &changes.regions {
-        let key = layout.region(geo);
-        let entry = state.regions.get(geo);
-        guard(key.clone(), entry);
-        match value {
-            Some(value) => ops.push(TxnOp::put(key, value.encode(updated), None)),
-            None => ops.push(TxnOp::delete(key, None)),
-        }
-    }
-    if let Some(policy) = &changes.policy {
-        guard(layout.policy(), state.policy.as_ref());
-        ops.push(TxnOp::put(layout.policy(), policy.encode(updated), None));
-    }
-    for (origin, record) in &changes.drains {
-        let key = layout.drain(origin);
-        guard(key.clone(), state.drains.get(origin));
-        match record {
-            Some(record) => ops.push(TxnOp::put(key, record.encode(), None)),
-            None => ops.push(TxnOp::delete(key, None)),
-        }
-    }
-    if changes.guard_regions {
-        compares.push(
-            Compare::mod_revision(layout.regions(), CompareOp::Less, state.revision + 1)
-                .with_prefix(),
-        );
-    }
-    if changes.guard_drains {
-        compares.push(
-            Compare::mod_revision(layout.drains(), CompareOp::Less, state.revision + 1)
-                .with_prefix(),
-        );
-    }
+    let planned = plan_txn(layout, state, changes, updated)?;
     let response = client
-        .txn(Txn::new().when(compares).and_then(ops))
+        .txn(Txn::new().when(planned.compares).and_then(planned.ops))
         .await
-        .map_err(|error| explain_txn_error(error, changes))?;
+        .map_err(|error| explain_txn_error(error, changes, planned.bytes))?;
     if response.succeeded() {
         Ok(Some(
             response
@@ -264,7 +360,7 @@ pub async fn commit(
     }
 }
 
-fn explain_txn_error(error: etcd_client::Error, changes: &Changes) -> Error {
+fn explain_txn_error(error: etcd_client::Error, changes: &Changes, bytes: usize) -> Error {
     let text = error.to_string();
     if text.contains("too many operations in txn") {
         let keys =
@@ -272,6 +368,12 @@ fn explain_txn_error(error: etcd_client::Error, changes: &Changes) -> Error {
         Error::Failed(format!(
             "etcd refused a transaction of {keys} keys ({text}); raise etcd's --max-txn-ops \
              so that one change can cover every region"
+        ))
+    } else if text.contains("request is too large") || text.contains("larger than max") {
+        Error::Failed(format!(
+            "etcd refused a transaction of about {bytes} bytes ({text}): its \
+             --max-request-bytes is lower than dwctl's --max-request-bytes; lower dwctl's to \
+             match (nothing was written)"
         ))
     } else {
         Error::Etcd(error)
@@ -374,5 +476,7 @@ where
     let state = read_state(client, layout).await?;
     let mut changes = plan(&state)?;
     reconcile_drain_records(&state, &mut changes)?;
+    // A dry run refuses what the commit would refuse, before anything is sent.
+    request_bytes(layout, &state, &changes)?;
     Ok((state, changes))
 }

@@ -12,6 +12,9 @@
 //!   several endpoints, [`connect_endpoint`] dials exactly one.
 //! - [`Backoff`]: capped exponential backoff with full jitter for every retry loop.
 //! - [`read_prefix_head`]: a prefix's key count and newest change in one keys-only read.
+//! - [`read_prefix_pages`]: a whole prefix in pages at one pinned revision, through a
+//!   client ([`kv_client`]) whose response limit ([`MAX_RESPONSE_BYTES`]) is not tonic's
+//!   4 MiB.
 //! - [`describe`], [`within`], [`prefix_range_end`]: small helpers around `etcd-client`.
 //!
 //! ```
@@ -42,6 +45,7 @@ mod backoff;
 mod connect;
 mod error;
 mod options;
+mod pages;
 mod prefix;
 
 pub use crate::{
@@ -49,5 +53,9 @@ pub use crate::{
     connect::{connect_endpoint, is_transport, prefix_range_end, within},
     error::{Error, describe},
     options::{Credentials, EtcdArgs, EtcdOptions, TlsFiles, parse_duration},
+    pages::{
+        DEFAULT_PAGE_KEYS, MAX_RESPONSE_BYTES, Pages, is_too_large, kv_client,
+        read_prefix_pages, read_range_pages, watch_client,
+    },
     prefix::{PrefixHead, read_prefix_head},
 };

@@ -8,7 +8,7 @@ use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_file_async;
-use crate::output::Outcome;
+use crate::output::{Outcome, Shown};
 use crate::state::{State, preview, transact};
 
 /// Runs `dwctl apply`.
@@ -40,12 +40,12 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
     };
     let mut lines: Vec<String> = diff
         .iter()
-        .map(|line| format!("{} {} {}", line.op, line.key, line.detail))
+        .map(|line| format!("{} {} {}", line.op, Shown(&line.key), Shown(&line.detail)))
         .collect();
     if diff.is_empty() {
         lines.push("no changes: etcd already matches the file".into());
     }
-    lines.extend(changes.notes.iter().map(|note| format!("note: {note}")));
+    lines.extend(changes.notes.iter().map(|note| format!("note: {}", Shown(note))));
     match (args.dry_run, revision) {
         (true, _) if !diff.is_empty() => lines.push("dry run: nothing written".into()),
         (false, Some(revision)) => lines.push(format!("applied at revision {revision}")),

@@ -12,6 +12,9 @@ use crate::state::State;
 
 /// Runs `dwctl drain`.
 pub async fn run(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {
+    if args.repair {
+        return super::repair::run(context, &args).await;
+    }
     let request = DrainRequest {
         origin: args.origin.clone(),
         regions: args.regions.clone(),

@@ -6,7 +6,7 @@ use crate::cli::PolicyCommand;
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_input;
-use crate::output::Outcome;
+use crate::output::{Outcome, Shown};
 use crate::plan::run_plan;
 use crate::state::{Changes, read_state};
 use crate::value::PolicyValue;
@@ -38,11 +38,14 @@ pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, E
                         .map(|error| error.to_string());
                     Outcome {
                         text: format!(
-                            "{raw}\nmod_revision {}{}",
+                            "{}\nmod_revision {}{}",
+                            Shown(&raw),
                             entry.mod_revision,
                             error
                                 .as_ref()
-                                .map(|error| format!("\nINVALID (the defaults apply): {error}"))
+                                .map(|error| {
+                                    format!("\nINVALID (the defaults apply): {}", Shown(error))
+                                })
                                 .unwrap_or_default()
                         ),
                         json: json!({

@@ -6,7 +6,7 @@ use crate::cli::{RegionCommand, RegionSetArgs};
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_input;
-use crate::output::{Outcome, listing_text};
+use crate::output::{Outcome, Shown, listing_text};
 use crate::plan::run_plan;
 use crate::state::{Changes, read_state};
 use crate::value::RegionValue;
@@ -32,11 +32,11 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
             let row = region_row(&geo, &entry.raw, entry.mod_revision);
             let text = format!(
                 "{}\nmod_revision {}{}",
-                String::from_utf8_lossy(&entry.raw),
+                Shown(&String::from_utf8_lossy(&entry.raw)),
                 entry.mod_revision,
                 row["error"]
                     .as_str()
-                    .map(|error| format!("\nINVALID: {error}"))
+                    .map(|error| format!("\nINVALID: {}", Shown(error)))
                     .unwrap_or_default()
             );
             Ok(Outcome { text, json: row })
@@ -49,9 +49,9 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
                 .map(|(geo, entry)| region_row(geo, &entry.raw, entry.mod_revision))
                 .collect();
             let lines = rows.iter().map(|row| {
-                let geo = row["geo"].as_str().unwrap_or_default();
+                let geo = Shown(row["geo"].as_str().unwrap_or_default()).to_string();
                 match row["error"].as_str() {
-                    Some(error) => format!("{geo:<6} INVALID: {error}"),
+                    Some(error) => format!("{geo:<6} INVALID: {}", Shown(error)),
                     None => {
                         let value = &row["value"];
                         let weights: Vec<String> = value["origins"]
@@ -61,16 +61,17 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
                             .filter_map(Value::as_str)
                             .map(|origin| {
                                 format!(
-                                    "{origin}:{}",
+                                    "{}:{}",
+                                    Shown(origin),
                                     value["weight"][origin].as_u64().unwrap_or(0)
                                 )
                             })
                             .collect();
                         format!(
                             "{geo:<6} {:<8} {}  (updated {})",
-                            value["shard"].as_str().unwrap_or_default(),
+                            Shown(value["shard"].as_str().unwrap_or_default()).to_string(),
                             weights.join(" "),
-                            row["updated"].as_str().unwrap_or("-")
+                            Shown(row["updated"].as_str().unwrap_or("-"))
                         )
                     }
                 }
