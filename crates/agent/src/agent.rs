@@ -50,6 +50,8 @@ pub struct Agent {
     published_at_ms: Option<u64>,
     /// The live report's lease, revoked on a clean stop.
     report_lease: Option<crate::report::LeaseHandle>,
+    /// Why the readers refuse the published file, as last checked (logged on change).
+    refused_by_readers: Option<String>,
 }
 
 /// How a session ended.
@@ -66,12 +68,18 @@ impl Agent {
     pub async fn start(config: Config) -> Result<Agent, Error> {
         config.validate()?;
         let connector = Connector::new(&config).await?;
-        let (publisher, published) = Publisher::open(&config.snapshot, config.allow_empty)?;
+        let readers = dw_snapshot_trust::TrustedOwner::parse(&config.trusted_owner);
+        info!(snapshot = %config.snapshot.display(), readers_trust = %readers.describe(),
+            "checking the snapshot by the readers' trust rules (--trusted-owner)");
+        let (publisher, published) =
+            Publisher::open(&config.snapshot, config.allow_empty, readers)?;
         let mirror = Mirror::new(&config.prefix, published);
         let metrics = Arc::new(Metrics::new(
             config.timing.stall_timeout,
             publisher.published_revision(),
         ));
+        let mut agent_refusal = None;
+        check_readers(&publisher, &metrics, &mut agent_refusal);
         let listener =
             match config.metrics_addr {
                 Some(addr) => Some(TcpListener::bind(addr).await.map_err(|source| {
@@ -117,6 +125,7 @@ impl Agent {
             rejected: None,
             published_at_ms: None,
             report_lease,
+            refused_by_readers: agent_refusal,
         })
     }
 
@@ -468,6 +477,7 @@ impl Agent {
                     );
                 }
                 self.clear_hold();
+                check_readers(&self.publisher, &self.metrics, &mut self.refused_by_readers);
                 info!(
                     revision = publication.revision,
                     keys = publication.keys,
@@ -507,6 +517,24 @@ impl Agent {
         }
         self.metrics.set_hold(None);
     }
+}
+
+/// Checks the published file (or, before there is one, the directory) by the readers'
+/// trust rules, and records the verdict for `/healthz` and the node report; logs when the
+/// verdict changes, once per distinct reason.
+fn check_readers(publisher: &Publisher, metrics: &Metrics, last: &mut Option<String>) {
+    let verdict = publisher.refused_by_readers();
+    if verdict != *last {
+        match &verdict {
+            Some(reason) => warn!(reason = %reason,
+                "the readers (dw_router) refuse the snapshot by their trust rules; PHP serves \
+                 its last good table or the fail-open route until this is fixed"),
+            None if last.is_some() => info!("the readers' trust rules take the snapshot again"),
+            None => {}
+        }
+    }
+    metrics.set_refused_by_readers(verdict.clone());
+    *last = verdict;
 }
 
 /// Hands the memory of the state a listing replaced back to the kernel. glibc keeps freed

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dw_routing::{Snapshot, SnapshotWriter};
+use dw_snapshot_trust::{Refused, TrustedOwner};
 use tracing::warn;
 
 use crate::error::Error;
@@ -87,6 +88,8 @@ pub(crate) struct Publisher {
     untrusted: Option<String>,
     /// Keeps each key's serialised form, so a change re-escapes only what changed.
     writer: SnapshotWriter,
+    /// Whose files the readers trust (their `dw_router.trusted_owner`).
+    readers: TrustedOwner,
     /// The exclusive lock on `.<name>.lock`, held for the agent's life.
     _lock: File,
 }
@@ -97,6 +100,7 @@ impl Publisher {
     pub(crate) fn open(
         path: &Path,
         allow_empty: bool,
+        readers: TrustedOwner,
     ) -> Result<(Publisher, Option<Snapshot>), Error> {
         let file_name = path
             .file_name()
@@ -136,6 +140,7 @@ impl Publisher {
             published_cluster_id: None,
             untrusted: None,
             writer: SnapshotWriter::new(),
+            readers,
             _lock: lock,
         };
         remove_stale_temp_files(&publisher.dir, &publisher.file_name);
@@ -188,6 +193,23 @@ impl Publisher {
     /// True (once) when the last publication replaced a file that was not trusted.
     pub(crate) fn take_replaced_untrusted(&mut self) -> Option<String> {
         self.untrusted.take()
+    }
+
+    /// Why the readers would refuse the published file by their trust rules (the file,
+    /// its directory, every directory above: dw-snapshot-trust), or, before there is one,
+    /// a file this agent writes there; None when they take it.
+    pub(crate) fn refused_by_readers(&self) -> Option<String> {
+        match dw_snapshot_trust::open(&self.path, &self.readers) {
+            Ok(_) => None,
+            Err(Refused::Refused { message, .. }) => Some(message),
+            Err(Refused::Missing) => {
+                // SAFETY: geteuid has no failure mode and no memory effects.
+                let me = unsafe { libc::geteuid() };
+                dw_snapshot_trust::check_directory(&self.dir, &self.readers, me)
+                    .err()
+                    .map(|refused| refused.to_string())
+            }
+        }
     }
 
     pub(crate) fn published_revision(&self) -> Option<u64> {
@@ -275,7 +297,8 @@ mod tests {
     #[test]
     fn writes_atomically_with_mode_0644_and_no_leftovers() {
         let (dir, path) = temp_snapshot_path();
-        let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, published) =
+            Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert!(published.is_none());
         assert_written(publisher.publish(&snapshot(3, &["/p/region/DE"])));
         assert_written(publisher.publish(&snapshot(4, &["/p/region/FR"])));
@@ -291,7 +314,7 @@ mod tests {
     #[test]
     fn never_goes_backwards_nor_reuses_a_revision() {
         let (_dir, path) = temp_snapshot_path();
-        let (mut publisher, _) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, _) = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert_written(publisher.publish(&snapshot(10, &["/p/a"])));
         for revision in [9, 10] {
             match publisher.publish(&snapshot(revision, &["/p/b"])) {
@@ -304,7 +327,8 @@ mod tests {
         }
         // A restarted agent remembers the file's revision.
         drop(publisher);
-        let (mut reopened, published) = Publisher::open(&path, false).unwrap();
+        let (mut reopened, published) =
+            Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert_eq!(published.unwrap().revision, 10);
         assert!(matches!(
             reopened.publish(&snapshot(7, &["/p/c"])),
@@ -319,7 +343,7 @@ mod tests {
     #[test]
     fn keeps_region_keys_unless_allowed_to_empty() {
         let (_dir, path) = temp_snapshot_path();
-        let (mut publisher, _) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, _) = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         // No regions over no regions is fine (a fresh cluster).
         assert_written(publisher.publish(&snapshot(1, &["/p/policy/global"])));
         assert_written(publisher.publish(&snapshot(2, &["/p/region/DE"])));
@@ -333,7 +357,7 @@ mod tests {
         );
 
         drop(publisher);
-        let (mut permissive, _) = Publisher::open(&path, true).unwrap();
+        let (mut permissive, _) = Publisher::open(&path, true, TrustedOwner::Default).unwrap();
         assert_written(permissive.publish(&snapshot(3, &[])));
     }
 
@@ -342,9 +366,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("plain");
         fs::write(&file, b"x").unwrap();
-        let err = Publisher::open(&file.join("s.json"), false).unwrap_err();
+        let err = Publisher::open(&file.join("s.json"), false, TrustedOwner::Default).unwrap_err();
         assert!(matches!(err, Error::SnapshotDir { .. }), "{err}");
-        let err = Publisher::open(&dir.path().join("missing/s.json"), false).unwrap_err();
+        let err = Publisher::open(
+            &dir.path().join("missing/s.json"),
+            false,
+            TrustedOwner::Default,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
     }
 
@@ -375,7 +404,7 @@ mod tests {
         for name in leftovers.iter().chain(&kept) {
             fs::write(dir.path().join(name), b"partial").unwrap();
         }
-        let _publisher = Publisher::open(&path, false).unwrap();
+        let _publisher = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         let mut expected: Vec<&str> = kept.to_vec();
         expected.push(".s.json.lock");
         expected.sort();
@@ -385,8 +414,8 @@ mod tests {
     #[test]
     fn a_second_publisher_of_a_path_is_refused_naming_the_holder() {
         let (dir, path) = temp_snapshot_path();
-        let first = Publisher::open(&path, false).unwrap();
-        match Publisher::open(&path, false) {
+        let first = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
+        match Publisher::open(&path, false, TrustedOwner::Default) {
             Err(Error::Locked { lock, holder }) => {
                 assert_eq!(lock, dir.path().join(".s.json.lock"));
                 assert_eq!(holder, Some(std::process::id()));
@@ -394,7 +423,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         drop(first);
-        Publisher::open(&path, false).unwrap();
+        Publisher::open(&path, false, TrustedOwner::Default).unwrap();
     }
 
     #[test]
@@ -438,7 +467,8 @@ mod tests {
         for (what, plant) in plants {
             let _ = fs::remove_file(&path);
             plant(&path);
-            let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+            let (mut publisher, published) =
+                Publisher::open(&path, false, TrustedOwner::Default).unwrap();
             assert!(published.is_none(), "{what}");
             let reason = publisher.untrusted.clone().unwrap_or_default();
             assert!(reason.contains(what), "{what}: {reason}");
@@ -463,7 +493,7 @@ mod tests {
         let (_dir, path) = temp_snapshot_path();
         let mut state = snapshot(10, &["/p/region/DE"]);
         state.cluster_id = Some("7".into());
-        let (mut publisher, _) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, _) = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert_written(publisher.publish(&state));
         // The same cluster, at or past the file's revision: honoured.
         assert_eq!(publisher.distrust_unless_from(7, 10), None);
@@ -482,7 +512,8 @@ mod tests {
         drop(publisher);
         // A file without a cluster id (an older agent's) is judged by its revision alone.
         fs::write(&path, snapshot(10, &["/p/region/DE"]).to_json()).unwrap();
-        let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, published) =
+            Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert!(published.is_some());
         assert_eq!(publisher.distrust_unless_from(7, 10), None);
         assert!(publisher.distrust_unless_from(7, 9).is_some());
@@ -492,7 +523,8 @@ mod tests {
     fn an_unreadable_published_file_is_treated_as_absent() {
         let (_dir, path) = temp_snapshot_path();
         fs::write(&path, b"{\"format\":1,\"revision\":5").unwrap();
-        let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, published) =
+            Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert!(published.is_none());
         assert_eq!(publisher.published_revision(), None);
         assert_written(publisher.publish(&snapshot(1, &[])));

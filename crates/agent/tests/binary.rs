@@ -234,6 +234,7 @@ fn usage_errors_exit_with_status_2() {
         "--cert",
         "--key",
         "--allow-empty",
+        "--trusted-owner",
         "DW_AGENT_ENDPOINTS",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
@@ -253,7 +254,14 @@ fn environment_variables_stand_in_for_flags() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("from-env"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("from-env"), "{stderr}");
+    // The cause is said once, not once per level of the error chain.
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
