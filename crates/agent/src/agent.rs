@@ -52,6 +52,46 @@ pub struct Agent {
     report_lease: Option<crate::report::LeaseHandle>,
     /// Why the readers refuse the published file, as last checked (logged on change).
     refused_by_readers: Option<String>,
+    /// Backoff between failed writes, and the cause last logged.
+    write_retry: WriteRetry,
+}
+
+/// Failed writes are retried with backoff, and logged once per distinct cause.
+#[derive(Debug)]
+struct WriteRetry {
+    backoff: Backoff,
+    /// No write before this, after a failure.
+    not_before: Option<Instant>,
+    /// The cause of the last failure, until a write succeeds.
+    last_cause: Option<String>,
+}
+
+impl WriteRetry {
+    fn new(initial: Duration, max: Duration) -> WriteRetry {
+        WriteRetry {
+            backoff: Backoff::new(initial, max),
+            not_before: None,
+            last_cause: None,
+        }
+    }
+
+    fn due(&self, now: Instant) -> bool {
+        self.not_before.is_none_or(|not_before| now >= not_before)
+    }
+
+    /// A write failed: the delay until the next attempt.
+    fn failed(&mut self, now: Instant) -> Duration {
+        let delay = self.backoff.next_delay();
+        self.not_before = Some(now + delay);
+        delay
+    }
+
+    /// A write succeeded; true when it ends a run of failures.
+    fn succeeded(&mut self) -> bool {
+        self.backoff.reset();
+        self.not_before = None;
+        self.last_cause.take().is_some()
+    }
 }
 
 /// How a session ended.
@@ -112,7 +152,6 @@ impl Agent {
             None => (None, None),
         };
         Ok(Agent {
-            config,
             connector,
             publisher,
             mirror,
@@ -126,6 +165,8 @@ impl Agent {
             published_at_ms: None,
             report_lease,
             refused_by_readers: agent_refusal,
+            write_retry: WriteRetry::new(config.timing.backoff_initial, config.timing.backoff_max),
+            config,
         })
     }
 
@@ -456,8 +497,16 @@ impl Agent {
             self.clear_hold();
             return;
         }
+        // After a failed write, the next attempt waits for its backoff (the ticker and
+        // later events retry): a cause that needs an operator is not hammered.
+        if !self.write_retry.due(Instant::now()) {
+            return;
+        }
         match self.publisher.publish(snapshot) {
             Outcome::Written(publication) => {
+                if self.write_retry.succeeded() {
+                    info!("the snapshot can be written again");
+                }
                 self.mirror.mark_published();
                 self.metrics.published(publication.revision);
                 self.rejected = None;
@@ -501,12 +550,20 @@ impl Agent {
                 self.last_hold = Some(hold);
             }
             Outcome::Failed(e) => {
-                error!(
-                    snapshot = %self.config.snapshot.display(),
-                    error = %e,
-                    "cannot write the snapshot; the published one is unchanged, retrying"
-                );
-                self.metrics.write_failed(e.to_string());
+                let cause = self.publisher.explain_failure(&e);
+                let delay = self.write_retry.failed(Instant::now());
+                // One line per distinct cause, not one per event or tick while it lasts.
+                if self.write_retry.last_cause.as_deref() != Some(cause.as_str()) {
+                    error!(
+                        snapshot = %self.config.snapshot.display(),
+                        error = %cause,
+                        retry_in_ms = delay.as_millis() as u64,
+                        "cannot write the snapshot; the published one is unchanged, retrying \
+                         with backoff"
+                    );
+                }
+                self.metrics.write_failed(cause.clone());
+                self.write_retry.last_cause = Some(cause);
             }
         }
     }

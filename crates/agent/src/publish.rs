@@ -10,6 +10,7 @@
 
 use std::fs::{self, File};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -212,6 +213,34 @@ impl Publisher {
         }
     }
 
+    /// A failed write in words an operator can act on: a rename refused in a sticky
+    /// directory (`/dev/shm`) over another user's file names that file's owner, since
+    /// only they or root can remove it, and retrying alone never succeeds.
+    pub(crate) fn explain_failure(&self, error: &io::Error) -> String {
+        let denied = matches!(error.raw_os_error(), Some(libc::EPERM | libc::EACCES));
+        let planted = denied
+            .then(|| fs::symlink_metadata(&self.path).ok())
+            .flatten()
+            .zip(fs::metadata(&self.dir).ok());
+        // SAFETY: geteuid has no failure mode and no memory effects.
+        let me = unsafe { libc::geteuid() };
+        match planted {
+            Some((file, dir)) if file.uid() != me && dir.mode() & 0o1000 != 0 => format!(
+                "{error}: {} is owned by uid {}{}, not this agent's uid {me}, and its \
+                 directory {} is sticky, so only that user or root can replace or remove it \
+                 (remove it as root, or use a directory of the agent's own such as \
+                 /run/dw-router)",
+                self.path.display(),
+                file.uid(),
+                user_name(file.uid())
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default(),
+                self.dir.display()
+            ),
+            _ => error.to_string(),
+        }
+    }
+
     pub(crate) fn published_revision(&self) -> Option<u64> {
         self.published_revision
     }
@@ -256,6 +285,30 @@ impl Publisher {
             Err(e) => Outcome::Failed(e),
         }
     }
+}
+
+/// The user name of `uid`, when it has one (for messages only).
+fn user_name(uid: u32) -> Option<String> {
+    let mut buffer = vec![0 as libc::c_char; 16384];
+    // SAFETY: plain C structs, zero is a valid bit pattern; getpwuid_r writes into the
+    // buffer we own and points `found` at `entry` or sets it to null.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut entry,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || entry.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded: pw_name is a NUL-terminated string in `buffer`.
+    let name = unsafe { std::ffi::CStr::from_ptr(entry.pw_name) };
+    Some(name.to_string_lossy().into_owned())
 }
 
 /// Whether the snapshot holds any `<prefix>region/` key.
