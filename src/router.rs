@@ -92,16 +92,15 @@ impl RegionRouter {
     }
 
     /// The etcd revision of the table in use; 0 when none was loaded.
-    pub fn revision(&self) -> i64 {
-        let source = self.fresh_source();
-        i64::try_from(source.table().table.revision()).unwrap_or(i64::MAX)
+    pub fn revision(&mut self) -> i64 {
+        i64::try_from(self.shown_table().table.revision()).unwrap_or(i64::MAX)
     }
 
     /// The etcd revision of the table this object's last `resolve()` answered from (the
     /// current one before any): what to report beside a route, since a reload may land
     /// between a `resolve()` and a `revision()`.
     #[php(name = "answeredRevision")]
-    pub fn answered_revision(&self) -> i64 {
+    pub fn answered_revision(&mut self) -> i64 {
         match self.answered {
             Some(revision) => i64::try_from(revision).unwrap_or(i64::MAX),
             None => self.revision(),
@@ -109,8 +108,8 @@ impl RegionRouter {
     }
 
     /// The parsed `policy/global` object, unknown fields included; [] when absent.
-    pub fn policy(&self) -> ZBox<ZendHashTable> {
-        values::policy_array(self.fresh_source().table().table.policy())
+    pub fn policy(&mut self) -> ZBox<ZendHashTable> {
+        values::policy_array(self.shown_table().table.policy())
     }
 
     /// The ids of the stages the table in use applies (a staged rollout's cohort); [] on
@@ -121,10 +120,11 @@ impl RegionRouter {
     }
 
     /// Counters and state of this router's source.
-    pub fn stats(&self) -> ZBox<ZendHashTable> {
-        let source = self.fresh_source();
+    pub fn stats(&mut self) -> ZBox<ZendHashTable> {
+        let source = self.fresh_source().clone();
         watch::settle();
-        values::stats_to_array(source)
+        let shown = self.shown_table();
+        values::stats_to_array(&source, &shown)
     }
 
     /// Re-checks the snapshot file now; true when the revision in use changed.
@@ -393,8 +393,37 @@ impl RegionRouter {
         }
     }
 
+    /// The table this router shows to `revision()`, `stats()` and `policy()`: its
+    /// reader's (the shared one for a default router), moved to the source's current
+    /// table the way `resolve()` moves it. So a table once shown is the one the next
+    /// `resolve()` answers from, or an older one is never used again: a reload swaps the
+    /// table and then bumps the version, and reading the table directly could show the
+    /// new one while a reader still on the old version answers from the old (issue 21).
+    fn shown_table(&mut self) -> Arc<Loaded> {
+        match &mut self.reader {
+            Some(reader) => {
+                reader.sync();
+                reader.loaded.clone()
+            }
+            None => {
+                let source = registry::default_source();
+                watch::ensure_fresh(source);
+                match DEFAULT_READER.try_lock() {
+                    Some(mut shared) => {
+                        let reader = shared.get_or_insert_with(|| Reader::open(source.clone()));
+                        reader.sync();
+                        reader.loaded.clone()
+                    }
+                    // Another thread answers with it (ZTS): this object's next answer
+                    // then comes from a reader opened at the current table, as this.
+                    None => source.current().1,
+                }
+            }
+        }
+    }
+
     /// This router's source, made fresh (its watch set up in this process).
-    fn fresh_source(&self) -> &Source {
+    fn fresh_source(&self) -> &Arc<Source> {
         let source = match &self.reader {
             Some(reader) => &reader.source,
             None => registry::default_source(),
@@ -471,6 +500,17 @@ fn answer_with_new_reader(retval: &mut Zval, country: &[u8], sticky_key: Option<
 }
 
 impl Reader {
+    /// Makes the source fresh and moves to its current table if another is in use. The
+    /// version is read before the table (`Source::current`), so a reader never records a
+    /// version newer than its table.
+    #[inline(always)]
+    fn sync(&mut self) {
+        watch::ensure_fresh(&self.source);
+        if self.source.version() != self.version {
+            (self.version, self.loaded) = self.source.current();
+        }
+    }
+
     /// A reader of `source`, its source fresh.
     fn open(source: Arc<Source>) -> Reader {
         watch::ensure_fresh(&source);
@@ -486,10 +526,7 @@ impl Reader {
     /// the revision of that table.
     #[inline(always)]
     fn answer(&mut self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) -> u64 {
-        watch::ensure_fresh(&self.source);
-        if self.source.version() != self.version {
-            (self.version, self.loaded) = self.source.current();
-        }
+        self.sync();
         self.loaded.answer(retval, country, sticky_key);
         self.loaded.table.revision()
     }

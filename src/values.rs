@@ -3,7 +3,7 @@
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::types::{ZendCallable, ZendHashTable, Zval};
 
-use crate::loaded;
+use crate::loaded::{self, Loaded};
 use crate::source::Source;
 use crate::watch;
 
@@ -47,10 +47,10 @@ pub fn explanation_array(
     ZendHashTable::new()
 }
 
-/// Counters and state of `source`, for `stats()`.
-pub fn stats_to_array(source: &Source) -> ZBox<ZendHashTable> {
-    let loaded = source.table();
-    let table = &loaded.table;
+/// Counters and state of `source`, for `stats()`; the table's figures are those of
+/// `shown`, the table the router answers from.
+pub fn stats_to_array(source: &Source, shown: &Loaded) -> ZBox<ZendHashTable> {
+    let table = &shown.table;
     let mut stats = ZendHashTable::with_capacity(12);
     let _ = stats.insert("path", source.path().to_string_lossy().as_ref());
     let _ = stats.insert(

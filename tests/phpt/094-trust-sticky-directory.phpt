@@ -28,6 +28,6 @@ require __DIR__ . '/fixtures/helpers.inc';
 dw_clean(__FILE__);
 ?>
 --EXPECT--
-revision=0 DE=us-1 loads=0 failed=1 error=refused DIR/routing.json: its directory is shared (sticky, writable by others, mode 1777) and dw_router.trusted_owner is not set
-revision=0 DE=us-1 loads=0 failed=2 error=refused DIR/routing.json: its directory is shared (sticky, writable by others, mode 1777) and dw_router.trusted_owner is not set
+revision=0 DE=us-1 loads=0 failed=1 error=refused DIR/routing.json: its directory is shared (sticky, writable by others, mode 1777) and no trusted owner is set (dw_router.trusted_owner, dw-agent --trusted-owner)
+revision=0 DE=us-1 loads=0 failed=2 error=refused DIR/routing.json: its directory is shared (sticky, writable by others, mode 1777) and no trusted owner is set (dw_router.trusted_owner, dw-agent --trusted-owner)
 revision=1234 DE=eu-1 loads=1 failed=2 error=

@@ -46,9 +46,9 @@ dw_clean(__FILE__);
 ?>
 --EXPECT--
 revision=1234 DE=eu-1 loads=1 failed=0 error=
-revision=1234 DE=eu-1 loads=1 failed=1 error=refused DIR/routing.json: owned by uid 1001, not root or dw_router.trusted_owner 65534
+revision=1234 DE=eu-1 loads=1 failed=1 error=refused DIR/routing.json: owned by uid 1001, not root or the trusted owner 65534
 revision=5 DE=eu-root loads=2 failed=1 error=
 revision=5 DE=eu-root loads=2 failed=2 error=refused DIR/routing.json: writable by group or others (mode 0666)
-revision=5 DE=eu-root loads=2 failed=3 error=refused DIR/routing.json: owned by uid 1001, not root or dw_router.trusted_owner 65534
+revision=5 DE=eu-root loads=2 failed=3 error=refused DIR/routing.json: owned by uid 1001, not root or the trusted owner 65534
 revision=1234 DE=eu-1 loads=3 failed=3 error=
 trusted snapshot owner => root or uid 65534

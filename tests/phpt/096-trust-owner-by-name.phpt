@@ -28,6 +28,6 @@ dw_clean(__FILE__);
 ?>
 --EXPECT--
 "nobody": 1234 -
-"dw-no-such-user": 0 refused DIR/routing.json: dw_router.trusted_owner "dw-no-such-user" names no user
+"dw-no-such-user": 0 refused DIR/routing.json: the trusted owner "dw-no-such-user" names no user
 "65534": 1234 -
-"": 0 refused DIR/routing.json: its directory is shared (sticky, writable by others, mode 1777) and dw_router.trusted_owner is not set
+"": 0 refused DIR/routing.json: its directory is shared (sticky, writable by others, mode 1777) and no trusted owner is set (dw_router.trusted_owner, dw-agent --trusted-owner)

@@ -55,6 +55,48 @@ pub struct Agent {
     published_effective: Option<dw_routing::Snapshot>,
     /// The live report's lease, revoked on a clean stop.
     report_lease: Option<crate::report::LeaseHandle>,
+    /// Why the readers refuse the published file, as last checked (logged on change).
+    refused_by_readers: Option<String>,
+    /// Backoff between failed writes, and the cause last logged.
+    write_retry: WriteRetry,
+}
+
+/// Failed writes are retried with backoff, and logged once per distinct cause.
+#[derive(Debug)]
+struct WriteRetry {
+    backoff: Backoff,
+    /// No write before this, after a failure.
+    not_before: Option<Instant>,
+    /// The cause of the last failure, until a write succeeds.
+    last_cause: Option<String>,
+}
+
+impl WriteRetry {
+    fn new(initial: Duration, max: Duration) -> WriteRetry {
+        WriteRetry {
+            backoff: Backoff::new(initial, max),
+            not_before: None,
+            last_cause: None,
+        }
+    }
+
+    fn due(&self, now: Instant) -> bool {
+        self.not_before.is_none_or(|not_before| now >= not_before)
+    }
+
+    /// A write failed: the delay until the next attempt.
+    fn failed(&mut self, now: Instant) -> Duration {
+        let delay = self.backoff.next_delay();
+        self.not_before = Some(now + delay);
+        delay
+    }
+
+    /// A write succeeded; true when it ends a run of failures.
+    fn succeeded(&mut self) -> bool {
+        self.backoff.reset();
+        self.not_before = None;
+        self.last_cause.take().is_some()
+    }
 }
 
 /// How a session ended.
@@ -71,7 +113,11 @@ impl Agent {
     pub async fn start(config: Config) -> Result<Agent, Error> {
         config.validate()?;
         let connector = Connector::new(&config).await?;
-        let (publisher, published) = Publisher::open(&config.snapshot, config.allow_empty)?;
+        let readers = dw_snapshot_trust::TrustedOwner::parse(&config.trusted_owner);
+        info!(snapshot = %config.snapshot.display(), readers_trust = %readers.describe(),
+            "checking the snapshot by the readers' trust rules (--trusted-owner)");
+        let (publisher, published) =
+            Publisher::open(&config.snapshot, config.allow_empty, readers)?;
         let published_effective = published
             .as_ref()
             .filter(|published| !published.stages.is_empty())
@@ -81,6 +127,8 @@ impl Agent {
             config.timing.stall_timeout,
             publisher.published_revision(),
         ));
+        let mut agent_refusal = None;
+        check_readers(&publisher, &metrics, &mut agent_refusal);
         let listener =
             match config.metrics_addr {
                 Some(addr) => Some(TcpListener::bind(addr).await.map_err(|source| {
@@ -113,7 +161,6 @@ impl Agent {
             None => (None, None),
         };
         Ok(Agent {
-            config,
             connector,
             publisher,
             mirror,
@@ -128,6 +175,9 @@ impl Agent {
             effective: None,
             published_effective,
             report_lease,
+            refused_by_readers: agent_refusal,
+            write_retry: WriteRetry::new(config.timing.backoff_initial, config.timing.backoff_max),
+            config,
         })
     }
 
@@ -472,6 +522,11 @@ impl Agent {
             self.clear_hold();
             return;
         }
+        // After a failed write, the next attempt waits for its backoff (the ticker and
+        // later events retry): a cause that needs an operator is not hammered.
+        if !self.write_retry.due(Instant::now()) {
+            return;
+        }
         self.effective = crate::stages::effective(&self.mirror, self.config.report.as_ref());
         let snapshot = self
             .effective
@@ -489,6 +544,9 @@ impl Agent {
         }
         match self.publisher.publish(snapshot) {
             Outcome::Written(publication) => {
+                if self.write_retry.succeeded() {
+                    info!("the snapshot can be written again");
+                }
                 self.mirror.mark_published();
                 self.metrics.published(publication.revision);
                 self.rejected = None;
@@ -508,6 +566,7 @@ impl Agent {
                     );
                 }
                 self.clear_hold();
+                check_readers(&self.publisher, &self.metrics, &mut self.refused_by_readers);
                 info!(
                     revision = publication.revision,
                     keys = publication.keys,
@@ -531,12 +590,20 @@ impl Agent {
                 self.last_hold = Some(hold);
             }
             Outcome::Failed(e) => {
-                error!(
-                    snapshot = %self.config.snapshot.display(),
-                    error = %e,
-                    "cannot write the snapshot; the published one is unchanged, retrying"
-                );
-                self.metrics.write_failed(e.to_string());
+                let cause = self.publisher.explain_failure(&e);
+                let delay = self.write_retry.failed(Instant::now());
+                // One line per distinct cause, not one per event or tick while it lasts.
+                if self.write_retry.last_cause.as_deref() != Some(cause.as_str()) {
+                    error!(
+                        snapshot = %self.config.snapshot.display(),
+                        error = %cause,
+                        retry_in_ms = delay.as_millis() as u64,
+                        "cannot write the snapshot; the published one is unchanged, retrying \
+                         with backoff"
+                    );
+                }
+                self.metrics.write_failed(cause.clone());
+                self.write_retry.last_cause = Some(cause);
             }
         }
     }
@@ -547,6 +614,24 @@ impl Agent {
         }
         self.metrics.set_hold(None);
     }
+}
+
+/// Checks the published file (or, before there is one, the directory) by the readers'
+/// trust rules, and records the verdict for `/healthz` and the node report; logs when the
+/// verdict changes, once per distinct reason.
+fn check_readers(publisher: &Publisher, metrics: &Metrics, last: &mut Option<String>) {
+    let verdict = publisher.refused_by_readers();
+    if verdict != *last {
+        match &verdict {
+            Some(reason) => warn!(reason = %reason,
+                "the readers (dw_router) refuse the snapshot by their trust rules; PHP serves \
+                 its last good table or the fail-open route until this is fixed"),
+            None if last.is_some() => info!("the readers' trust rules take the snapshot again"),
+            None => {}
+        }
+    }
+    metrics.set_refused_by_readers(verdict.clone());
+    *last = verdict;
 }
 
 /// Hands the memory of the state a listing replaced back to the kernel. glibc keeps freed

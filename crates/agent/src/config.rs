@@ -39,6 +39,9 @@ pub struct Config {
     pub metrics_max_connections: usize,
     /// Publish a snapshot without region keys over one that has some.
     pub allow_empty: bool,
+    /// Whose snapshot files the readers trust: their `dw_router.trusted_owner` (empty:
+    /// root or the directory's owner). The agent checks its file by the readers' rules.
+    pub trusted_owner: String,
     /// Timeouts, intervals and backoff.
     pub timing: Timing,
     /// Keys per page when listing the prefix.
@@ -232,6 +235,7 @@ impl Config {
             metrics_addr: None,
             metrics_max_connections: DEFAULT_METRICS_MAX_CONNECTIONS,
             allow_empty: false,
+            trusted_owner: String::new(),
             timing: Timing::default(),
             page_size: 1000,
             report: None,
@@ -320,6 +324,13 @@ pub struct Cli {
     /// Allow replacing a snapshot that has region keys with one that has none
     #[arg(long, env = "DW_AGENT_ALLOW_EMPTY")]
     pub allow_empty: bool,
+
+    /// The readers' dw_router.trusted_owner (a user name or a numeric uid; empty: not
+    /// set). The agent checks, at start and after each publication, that PHP will take the
+    /// file by the readers' trust rules (docs/snapshot-trust.md), and reports `stale` and
+    /// /healthz 503 while it would not
+    #[arg(long, env = "DW_AGENT_TRUSTED_OWNER", default_value = "")]
+    pub trusted_owner: String,
 
     /// Log format on stderr
     #[arg(long, env = "DW_AGENT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -417,6 +428,7 @@ impl Cli {
             metrics_addr,
             metrics_max_connections: self.metrics_max_connections,
             allow_empty: self.allow_empty,
+            trusted_owner: self.trusted_owner,
             timing: Timing {
                 keepalive_interval: self.keepalive_interval,
                 keepalive_timeout: self.keepalive_timeout,

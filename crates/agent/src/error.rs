@@ -153,16 +153,10 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::SnapshotDir { source, .. } | Error::MetricsListener { source, .. } => {
-                Some(source)
-            }
-            _ => None,
-        }
-    }
-}
+/// No variant names a source: each one's message already ends with its cause, and a
+/// chain printed in full (`{:#}`, as the binary prints its start-up error) would say it
+/// twice ("No such file or directory (os error 2): No such file or directory (os error 2)").
+impl std::error::Error for Error {}
 
 impl From<dw_etcd::Error> for Error {
     fn from(error: dw_etcd::Error) -> Self {

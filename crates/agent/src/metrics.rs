@@ -90,6 +90,9 @@ struct Condition {
     hold: Option<String>,
     /// The last write error, until a write succeeds.
     write_error: Option<String>,
+    /// Why the readers (dw_router) refuse the published file under their trust rules,
+    /// while they do.
+    refused_by_readers: Option<String>,
     /// The error that ended the last session.
     last_error: Option<String>,
 }
@@ -171,6 +174,7 @@ impl Metrics {
                 state: State::Starting,
                 endpoint: None,
                 hold: None,
+                refused_by_readers: None,
                 write_error: None,
                 last_error: None,
             }),
@@ -198,6 +202,11 @@ impl Metrics {
 
     pub(crate) fn set_endpoint(&self, endpoint: &str) {
         lock(&self.condition).endpoint = Some(endpoint.to_owned());
+    }
+
+    /// Why readers refuse the published file (None: they take it).
+    pub(crate) fn set_refused_by_readers(&self, reason: Option<String>) {
+        lock(&self.condition).refused_by_readers = reason;
     }
 
     pub(crate) fn set_hold(&self, hold: Option<String>) {
@@ -240,6 +249,9 @@ impl Metrics {
         let condition = lock(&self.condition);
         if let Some(error) = &condition.write_error {
             return Some(format!("cannot write the snapshot: {error}"));
+        }
+        if let Some(reason) = &condition.refused_by_readers {
+            return Some(format!("readers refuse the snapshot: {reason}"));
         }
         condition.hold.clone()
     }
@@ -296,6 +308,9 @@ impl Metrics {
         let condition = lock(&self.condition);
         if let Some(error) = &condition.write_error {
             return Err(format!("cannot write the snapshot: {error}"));
+        }
+        if let Some(reason) = &condition.refused_by_readers {
+            return Err(format!("readers refuse the snapshot: {reason}"));
         }
         if let Some(hold) = &condition.hold {
             return Err(hold.clone());

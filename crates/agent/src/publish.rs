@@ -10,10 +10,12 @@
 
 use std::fs::{self, File};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dw_routing::{Snapshot, SnapshotWriter};
+use dw_snapshot_trust::{Refused, TrustedOwner};
 use tracing::warn;
 
 use crate::error::Error;
@@ -87,6 +89,8 @@ pub(crate) struct Publisher {
     untrusted: Option<String>,
     /// Keeps each key's serialised form, so a change re-escapes only what changed.
     writer: SnapshotWriter,
+    /// Whose files the readers trust (their `dw_router.trusted_owner`).
+    readers: TrustedOwner,
     /// The exclusive lock on `.<name>.lock`, held for the agent's life.
     _lock: File,
 }
@@ -97,6 +101,7 @@ impl Publisher {
     pub(crate) fn open(
         path: &Path,
         allow_empty: bool,
+        readers: TrustedOwner,
     ) -> Result<(Publisher, Option<Snapshot>), Error> {
         let file_name = path
             .file_name()
@@ -136,6 +141,7 @@ impl Publisher {
             published_cluster_id: None,
             untrusted: None,
             writer: SnapshotWriter::new(),
+            readers,
             _lock: lock,
         };
         remove_stale_temp_files(&publisher.dir, &publisher.file_name);
@@ -190,6 +196,51 @@ impl Publisher {
         self.untrusted.take()
     }
 
+    /// Why the readers would refuse the published file by their trust rules (the file,
+    /// its directory, every directory above: dw-snapshot-trust), or, before there is one,
+    /// a file this agent writes there; None when they take it.
+    pub(crate) fn refused_by_readers(&self) -> Option<String> {
+        match dw_snapshot_trust::open(&self.path, &self.readers) {
+            Ok(_) => None,
+            Err(Refused::Refused { message, .. }) => Some(message),
+            Err(Refused::Missing) => {
+                // SAFETY: geteuid has no failure mode and no memory effects.
+                let me = unsafe { libc::geteuid() };
+                dw_snapshot_trust::check_directory(&self.dir, &self.readers, me)
+                    .err()
+                    .map(|refused| refused.to_string())
+            }
+        }
+    }
+
+    /// A failed write in words an operator can act on: a rename refused in a sticky
+    /// directory (`/dev/shm`) over another user's file names that file's owner, since
+    /// only they or root can remove it, and retrying alone never succeeds.
+    pub(crate) fn explain_failure(&self, error: &io::Error) -> String {
+        let denied = matches!(error.raw_os_error(), Some(libc::EPERM | libc::EACCES));
+        let planted = denied
+            .then(|| fs::symlink_metadata(&self.path).ok())
+            .flatten()
+            .zip(fs::metadata(&self.dir).ok());
+        // SAFETY: geteuid has no failure mode and no memory effects.
+        let me = unsafe { libc::geteuid() };
+        match planted {
+            Some((file, dir)) if file.uid() != me && dir.mode() & 0o1000 != 0 => format!(
+                "{error}: {} is owned by uid {}{}, not this agent's uid {me}, and its \
+                 directory {} is sticky, so only that user or root can replace or remove it \
+                 (remove it as root, or use a directory of the agent's own such as \
+                 /run/dw-router)",
+                self.path.display(),
+                file.uid(),
+                user_name(file.uid())
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default(),
+                self.dir.display()
+            ),
+            _ => error.to_string(),
+        }
+    }
+
     pub(crate) fn published_revision(&self) -> Option<u64> {
         self.published_revision
     }
@@ -236,6 +287,30 @@ impl Publisher {
     }
 }
 
+/// The user name of `uid`, when it has one (for messages only).
+fn user_name(uid: u32) -> Option<String> {
+    let mut buffer = vec![0 as libc::c_char; 16384];
+    // SAFETY: plain C structs, zero is a valid bit pattern; getpwuid_r writes into the
+    // buffer we own and points `found` at `entry` or sets it to null.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut entry,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || entry.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded: pw_name is a NUL-terminated string in `buffer`.
+    let name = unsafe { std::ffi::CStr::from_ptr(entry.pw_name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
 /// Whether the snapshot holds any `<prefix>region/` key.
 pub(crate) fn has_region_keys(snapshot: &Snapshot) -> bool {
     let start = format!("{}region/", snapshot.prefix);
@@ -275,7 +350,8 @@ mod tests {
     #[test]
     fn writes_atomically_with_mode_0644_and_no_leftovers() {
         let (dir, path) = temp_snapshot_path();
-        let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, published) =
+            Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert!(published.is_none());
         assert_written(publisher.publish(&snapshot(3, &["/p/region/DE"])));
         assert_written(publisher.publish(&snapshot(4, &["/p/region/FR"])));
@@ -291,7 +367,7 @@ mod tests {
     #[test]
     fn never_goes_backwards_nor_reuses_a_revision() {
         let (_dir, path) = temp_snapshot_path();
-        let (mut publisher, _) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, _) = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert_written(publisher.publish(&snapshot(10, &["/p/a"])));
         for revision in [9, 10] {
             match publisher.publish(&snapshot(revision, &["/p/b"])) {
@@ -304,7 +380,8 @@ mod tests {
         }
         // A restarted agent remembers the file's revision.
         drop(publisher);
-        let (mut reopened, published) = Publisher::open(&path, false).unwrap();
+        let (mut reopened, published) =
+            Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert_eq!(published.unwrap().revision, 10);
         assert!(matches!(
             reopened.publish(&snapshot(7, &["/p/c"])),
@@ -319,7 +396,7 @@ mod tests {
     #[test]
     fn keeps_region_keys_unless_allowed_to_empty() {
         let (_dir, path) = temp_snapshot_path();
-        let (mut publisher, _) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, _) = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         // No regions over no regions is fine (a fresh cluster).
         assert_written(publisher.publish(&snapshot(1, &["/p/policy/global"])));
         assert_written(publisher.publish(&snapshot(2, &["/p/region/DE"])));
@@ -333,7 +410,7 @@ mod tests {
         );
 
         drop(publisher);
-        let (mut permissive, _) = Publisher::open(&path, true).unwrap();
+        let (mut permissive, _) = Publisher::open(&path, true, TrustedOwner::Default).unwrap();
         assert_written(permissive.publish(&snapshot(3, &[])));
     }
 
@@ -342,9 +419,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("plain");
         fs::write(&file, b"x").unwrap();
-        let err = Publisher::open(&file.join("s.json"), false).unwrap_err();
+        let err = Publisher::open(&file.join("s.json"), false, TrustedOwner::Default).unwrap_err();
         assert!(matches!(err, Error::SnapshotDir { .. }), "{err}");
-        let err = Publisher::open(&dir.path().join("missing/s.json"), false).unwrap_err();
+        let err = Publisher::open(
+            &dir.path().join("missing/s.json"),
+            false,
+            TrustedOwner::Default,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
     }
 
@@ -375,7 +457,7 @@ mod tests {
         for name in leftovers.iter().chain(&kept) {
             fs::write(dir.path().join(name), b"partial").unwrap();
         }
-        let _publisher = Publisher::open(&path, false).unwrap();
+        let _publisher = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         let mut expected: Vec<&str> = kept.to_vec();
         expected.push(".s.json.lock");
         expected.sort();
@@ -385,8 +467,8 @@ mod tests {
     #[test]
     fn a_second_publisher_of_a_path_is_refused_naming_the_holder() {
         let (dir, path) = temp_snapshot_path();
-        let first = Publisher::open(&path, false).unwrap();
-        match Publisher::open(&path, false) {
+        let first = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
+        match Publisher::open(&path, false, TrustedOwner::Default) {
             Err(Error::Locked { lock, holder }) => {
                 assert_eq!(lock, dir.path().join(".s.json.lock"));
                 assert_eq!(holder, Some(std::process::id()));
@@ -394,7 +476,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         drop(first);
-        Publisher::open(&path, false).unwrap();
+        Publisher::open(&path, false, TrustedOwner::Default).unwrap();
     }
 
     #[test]
@@ -438,7 +520,8 @@ mod tests {
         for (what, plant) in plants {
             let _ = fs::remove_file(&path);
             plant(&path);
-            let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+            let (mut publisher, published) =
+                Publisher::open(&path, false, TrustedOwner::Default).unwrap();
             assert!(published.is_none(), "{what}");
             let reason = publisher.untrusted.clone().unwrap_or_default();
             assert!(reason.contains(what), "{what}: {reason}");
@@ -463,7 +546,7 @@ mod tests {
         let (_dir, path) = temp_snapshot_path();
         let mut state = snapshot(10, &["/p/region/DE"]);
         state.cluster_id = Some("7".into());
-        let (mut publisher, _) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, _) = Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert_written(publisher.publish(&state));
         // The same cluster, at or past the file's revision: honoured.
         assert_eq!(publisher.distrust_unless_from(7, 10), None);
@@ -482,7 +565,8 @@ mod tests {
         drop(publisher);
         // A file without a cluster id (an older agent's) is judged by its revision alone.
         fs::write(&path, snapshot(10, &["/p/region/DE"]).to_json()).unwrap();
-        let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, published) =
+            Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert!(published.is_some());
         assert_eq!(publisher.distrust_unless_from(7, 10), None);
         assert!(publisher.distrust_unless_from(7, 9).is_some());
@@ -492,7 +576,8 @@ mod tests {
     fn an_unreadable_published_file_is_treated_as_absent() {
         let (_dir, path) = temp_snapshot_path();
         fs::write(&path, b"{\"format\":1,\"revision\":5").unwrap();
-        let (mut publisher, published) = Publisher::open(&path, false).unwrap();
+        let (mut publisher, published) =
+            Publisher::open(&path, false, TrustedOwner::Default).unwrap();
         assert!(published.is_none());
         assert_eq!(publisher.published_revision(), None);
         assert_written(publisher.publish(&snapshot(1, &[])));

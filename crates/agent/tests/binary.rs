@@ -234,6 +234,7 @@ fn usage_errors_exit_with_status_2() {
         "--cert",
         "--key",
         "--allow-empty",
+        "--trusted-owner",
         "DW_AGENT_ENDPOINTS",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
@@ -253,7 +254,14 @@ fn environment_variables_stand_in_for_flags() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("from-env"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("from-env"), "{stderr}");
+    // The cause is said once, not once per level of the error chain.
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -343,4 +351,87 @@ async fn authenticates_with_a_password_file_and_retries_a_wrong_password() {
     let published = converged(&mut root, &snapshot).await;
     assert!(published.kvs.contains_key(&format!("{PREFIX}region/FR")));
     assert!(right.terminate().success(), "{}", right.log());
+}
+
+/// The agent as uid 65534 (root ignores the sticky bit): `setpriv` when the tests run as
+/// root, else the binary itself (the test then plays no other user and says so).
+fn agent_as_nobody() -> Option<Command> {
+    // SAFETY: geteuid has no failure mode.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to play two users");
+        return None;
+    }
+    let mut command = Command::new("setpriv");
+    command.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+    command.arg(env!("CARGO_BIN_EXE_dw-agent"));
+    Some(command)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_planted_in_a_sticky_directory_is_reported_naming_its_owner() {
+    let Some(command) = agent_as_nobody() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let cluster = Cluster::start(dir.path(), 1).await;
+    let mut client = cluster.client().await;
+    put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
+    // The documented /dev/shm setup, and uid 1001 got there first.
+    let shared = dir.path().join("shm");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let snapshot = shared.join("dw-routing.json");
+    fs::write(&snapshot, br#"{"format":1,"revision":1,"kvs":{}}"#).unwrap();
+    std::os::unix::fs::chown(&snapshot, Some(1001), Some(1001)).unwrap();
+    let log_path = dir.path().join("agent.log");
+    fs::File::create(&log_path).unwrap();
+    fs::set_permissions(&log_path, fs::Permissions::from_mode(0o666)).unwrap();
+    let port = free_port();
+    let metrics = format!("--metrics-addr=127.0.0.1:{port}");
+    let args = agent_args(
+        &cluster.endpoints(),
+        &snapshot,
+        &[&metrics, "--trusted-owner=65534"],
+    );
+    let mut agent = AgentProcess::spawn_with(command, &args, &log_path);
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    // Stale, naming the file's owner, and retried with backoff: over several seconds of
+    // progress ticks and retries the cause is logged once.
+    eventually("healthz names the owner", || async {
+        http_get(addr, "/healthz")
+            .await
+            .is_some_and(|(code, body)| code == 503 && body.contains("owned by uid 1001"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let log = agent.log();
+    assert_eq!(
+        log.matches("cannot write the snapshot").count(),
+        1,
+        "one line per distinct cause:\n{log}"
+    );
+    assert!(log.contains("is sticky"), "{log}");
+    let (_, text) = http_get(addr, "/metrics").await.unwrap();
+    let attempts = metric(&text, "dw_agent_snapshot_write_errors_total").unwrap_or(0.0);
+    // The backoff (50 ms doubling to 500 ms) allows about 8 attempts in 3 s, not one per
+    // progress tick and event.
+    assert!(
+        (1.0..=20.0).contains(&attempts),
+        "{attempts} write attempts"
+    );
+    // Removed by root: the next retry publishes, and the agent is healthy again.
+    fs::remove_file(&snapshot).unwrap();
+    eventually("healthy once the file is gone", || async {
+        http_get(addr, "/healthz")
+            .await
+            .is_some_and(|(code, _)| code == 200)
+    })
+    .await;
+    assert!(log_contains(&agent, "the snapshot can be written again"));
+    assert!(agent.terminate().success(), "{}", agent.log());
+}
+
+fn log_contains(agent: &AgentProcess, text: &str) -> bool {
+    agent.log().contains(text)
 }

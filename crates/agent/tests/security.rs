@@ -7,7 +7,7 @@
 mod support;
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, lchown, symlink};
+use std::os::unix::fs::{MetadataExt, PermissionsExt, lchown, symlink};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -307,5 +307,66 @@ async fn etcd_replaced_by_a_fresh_cluster_with_lower_revisions_is_followed() {
         agent.status.get().health.is_ok()
     })
     .await;
+    agent.stop().await;
+}
+
+/// The node report `/dw/nodes/<id>` as the agent last wrote it.
+async fn node_report(client: &mut etcd_client::Client, id: &str) -> Option<serde_json::Value> {
+    let response = client.get(format!("/dw/nodes/{id}"), None).await.ok()?;
+    let kv = response.kvs().first()?;
+    serde_json::from_slice(kv.value()).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_the_readers_would_refuse_is_reported_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path(), 1).await;
+    let mut client = cluster.client().await;
+    let listed = put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
+    // The snapshot directory group-writable (the agent's group, a common mistake): the
+    // agent can publish, and every router refuses the file.
+    let shared = dir.path().join("run");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o775)).unwrap();
+    let snapshot = shared.join("routing.json");
+    let mut config = test_config(cluster.endpoints(), &snapshot);
+    config.report = Some(dw_agent::ReportConfig::new("trust-node"));
+    let mut agent = RunningAgent::start(config.clone()).await;
+    agent.published(listed).await;
+    let health = agent.status.get().health.unwrap_err();
+    assert!(
+        health.contains("readers refuse the snapshot")
+            && health.contains("its directory is writable by group or others (mode 0775)"),
+        "{health}"
+    );
+    eventually("the report says stale", || {
+        let mut client = client.clone();
+        async move {
+            node_report(&mut client, "trust-node")
+                .await
+                .is_some_and(|report| {
+                    report["state"] == "stale"
+                        && report["reason"]
+                            .as_str()
+                            .is_some_and(|r| r.contains("writable by group"))
+                })
+        }
+    })
+    .await;
+    // Fixed by the operator: the next publication finds the readers agree again.
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o755)).unwrap();
+    let next = put(&mut client, &format!("{PREFIX}region/FR"), REGION).await;
+    agent.published(next).await;
+    assert_eq!(agent.status.get().health, Ok(()));
+    agent.stop().await;
+
+    // Readers told to trust a user that does not exist refuse every file: so does the agent.
+    config.trusted_owner = "dw-no-such-user".into();
+    let agent = RunningAgent::start(config).await;
+    let health = agent.status.get().health.unwrap_err();
+    assert!(
+        health.contains("\"dw-no-such-user\" names no user"),
+        "{health}"
+    );
     agent.stop().await;
 }
