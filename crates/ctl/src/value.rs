@@ -328,7 +328,9 @@ pub fn geo_error(geo: &str) -> Option<String> {
 
 /// The seven continent codes, space separated.
 fn continent_codes() -> String {
-    dw_routing::Continent::ALL.map(dw_routing::Continent::code).join(" ")
+    dw_routing::Continent::ALL
+        .map(dw_routing::Continent::code)
+        .join(" ")
 }
 
 /// Errors of a policy geo (`default`, `failover[i]`) that names a bucket of no continent.

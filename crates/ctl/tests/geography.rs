@@ -13,7 +13,10 @@ const EU: &str = r#"{"shard":"eu-1","origins":["fra-a","ams-a"],"weight":{"fra-a
 const US: &str = r#"{"shard":"us-1","origins":["iad-a"],"weight":{"iad-a":1}}"#;
 
 fn weights(pairs: &[(&str, u64)]) -> Vec<(String, u64)> {
-    pairs.iter().map(|(name, weight)| (name.to_string(), *weight)).collect()
+    pairs
+        .iter()
+        .map(|(name, weight)| (name.to_string(), *weight))
+        .collect()
 }
 
 /// Every routing key of `etcd` as a snapshot at `revision`, as an agent would publish it.
@@ -31,10 +34,19 @@ async fn buckets_are_regions_and_other_continent_geos_are_refused() {
     seed(&etcd, &[("continent/EU", EU), ("US", US)]).await;
     assert!(etcd.get(&region_key("continent/EU")).await.is_some());
 
-    for geo in ["continent/ZZ", "continent/eu", "continent/", "continent/EUR"] {
+    for geo in [
+        "continent/ZZ",
+        "continent/eu",
+        "continent/",
+        "continent/EUR",
+    ] {
         let run = etcd.dwctl(&["region", "set", geo, EU]);
         assert_eq!(run.code, 4, "{geo}: {}", run.stderr);
-        assert!(run.stderr.contains("AF AN AS EU NA OC SA"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("AF AN AS EU NA OC SA"),
+            "{}",
+            run.stderr
+        );
     }
     // One written behind dwctl's back can still be deleted.
     etcd.put(&region_key("continent/ZZ"), EU).await;
@@ -50,8 +62,15 @@ async fn buckets_are_regions_and_other_continent_geos_are_refused() {
     .unwrap();
     let run = etcd.dwctl(&["apply", file.to_str().unwrap()]);
     assert_eq!(run.code, 4, "{}", run.stderr);
-    assert!(run.stderr.contains("regions.continent/XX"), "{}", run.stderr);
-    assert!(etcd.get(&region_key("continent/AS")).await.is_none(), "nothing written");
+    assert!(
+        run.stderr.contains("regions.continent/XX"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        etcd.get(&region_key("continent/AS")).await.is_none(),
+        "nothing written"
+    );
     std::fs::write(
         &file,
         format!(r#"{{"regions":{{"continent/AS":{US},"continent/EU":{EU},"US":{US}}}}}"#),
@@ -62,7 +81,10 @@ async fn buckets_are_regions_and_other_continent_geos_are_refused() {
     assert!(etcd.get(&region_key("continent/AS")).await.is_some());
 
     for (policy, code) in [
-        (r#"{"default":"US","failover":["continent/EU"],"continent_of":{"TR":"EU"}}"#, 0),
+        (
+            r#"{"default":"US","failover":["continent/EU"],"continent_of":{"TR":"EU"}}"#,
+            0,
+        ),
         (r#"{"continent_of":{"TR":"Europe"}}"#, 4),
         (r#"{"continent_of":{"tr":"EU"}}"#, 4),
         (r#"{"continent_of":["EU"]}"#, 4),
@@ -85,7 +107,10 @@ async fn a_drain_of_an_origin_only_a_bucket_uses() {
     assert_eq!(code, 0, "{stderr}");
     let region = etcd.get_json(&region_key("continent/EU")).await.unwrap();
     assert_eq!(listed_weights(&region), weights(&[("ams-a", 100)]));
-    let record = etcd.get_json(&drain_key("lon-a")).await.expect("a drain record");
+    let record = etcd
+        .get_json(&drain_key("lon-a"))
+        .await
+        .expect("a drain record");
     assert!(record.to_string().contains("continent/EU"), "{record}");
     assert!(drained.to_string().contains("continent/EU"), "{drained}");
     assert_eq!(
@@ -97,7 +122,10 @@ async fn a_drain_of_an_origin_only_a_bucket_uses() {
     let (code, _, stderr) = etcd.dwctl_json(&["restore", "lon-a"]);
     assert_eq!(code, 0, "{stderr}");
     let region = etcd.get_json(&region_key("continent/EU")).await.unwrap();
-    assert_eq!(listed_weights(&region), weights(&[("lon-a", 70), ("ams-a", 30)]));
+    assert_eq!(
+        listed_weights(&region),
+        weights(&[("lon-a", 70), ("ams-a", 30)])
+    );
     assert!(etcd.get(&drain_key("lon-a")).await.is_none());
     assert!(CONTROL.starts_with("/dw/"));
 }
@@ -107,7 +135,11 @@ async fn route_explains_the_chain_as_the_table_answers() {
     let etcd = Etcd::start().await;
     seed(&etcd, &[("continent/EU", EU), ("US", US)]).await;
     etcd.put(&region_key("DE-BY"), r#"{"shard":""}"#).await;
-    let run = etcd.dwctl(&["policy", "set", r#"{"default":"US","continent_of":{"TR":"EU"}}"#]);
+    let run = etcd.dwctl(&[
+        "policy",
+        "set",
+        r#"{"default":"US","continent_of":{"TR":"EU"}}"#,
+    ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let revision = etcd.revision().await;
     let table = Table::from_snapshot(&snapshot_of(&etcd, revision).await);
@@ -128,7 +160,9 @@ async fn route_explains_the_chain_as_the_table_answers() {
         }
         let (code, got, stderr) = etcd.dwctl_json(&args);
         assert_eq!(code, 0, "{geo}: {stderr}");
-        let mut expected = table.explain(geo.as_bytes(), sticky.map(str::as_bytes)).to_json();
+        let mut expected = table
+            .explain(geo.as_bytes(), sticky.map(str::as_bytes))
+            .to_json();
         expected["source"] = serde_json::json!({"kind": "etcd", "revision": revision});
         assert_eq!(got, expected, "{geo}");
     }
@@ -141,8 +175,17 @@ async fn route_explains_the_chain_as_the_table_answers() {
 
     let text = etcd.dwctl(&["route", "PT"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
-    assert!(text.stdout.starts_with("PT -> shard eu-1, origin "), "{}", text.stdout);
-    assert!(text.stdout.contains("continent EU (from table; table countries-list"), "{}", text.stdout);
+    assert!(
+        text.stdout.starts_with("PT -> shard eu-1, origin "),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("continent EU (from table; table countries-list"),
+        "{}",
+        text.stdout
+    );
     assert!(text.stdout.contains("2. continent"), "{}", text.stdout);
 
     // A node behind: explained from etcd at the revision it reports.
@@ -167,7 +210,8 @@ async fn route_explains_the_chain_as_the_table_answers() {
     let file = dir.path().join("routing.json");
     let current = etcd.revision().await;
     std::fs::write(&file, snapshot_of(&etcd, current).await.to_json()).unwrap();
-    let (code, from_file, stderr) = etcd.dwctl_json(&["route", "PT", "--snapshot", file.to_str().unwrap()]);
+    let (code, from_file, stderr) =
+        etcd.dwctl_json(&["route", "PT", "--snapshot", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     let strip = |mut value: Value| {
         value.as_object_mut().unwrap().remove("source");
@@ -179,7 +223,11 @@ async fn route_explains_the_chain_as_the_table_answers() {
     let empty = dir.path().join("empty.json");
     std::fs::write(&empty, r#"{"format":1,"revision":3,"kvs":{}}"#).unwrap();
     let text = etcd.dwctl(&["route", "DE", "--snapshot", empty.to_str().unwrap()]);
-    assert!(text.stdout.starts_with("DE -> FAIL-OPEN"), "{}", text.stdout);
+    assert!(
+        text.stdout.starts_with("DE -> FAIL-OPEN"),
+        "{}",
+        text.stdout
+    );
     let run = etcd.dwctl(&["route", "DE", "--snapshot", "/nonexistent/routing.json"]);
     assert_eq!(run.code, 1);
 }

@@ -110,6 +110,21 @@ pub fn subdivision_country(geo: &[u8]) -> Option<&[u8]> {
 /// No continent, in [`BUILTIN_BY_CODE`].
 const NO_CONTINENT: u8 = u8::MAX;
 
+/// The position in [`Continent::ALL`] of a continent code, at compile time (a code the
+/// generator wrote; anything else fails the build).
+const fn continent_index(code: [u8; 2]) -> u8 {
+    match &code {
+        b"AF" => 0,
+        b"AN" => 1,
+        b"AS" => 2,
+        b"EU" => 3,
+        b"NA" => 4,
+        b"OC" => 5,
+        b"SA" => 6,
+        _ => panic!("continent_data.rs holds a code that is not a continent"),
+    }
+}
+
 /// The built-in table by [`CountryCode`] index, built at compile time.
 static BUILTIN_BY_CODE: [u8; CountryCode::COUNT] = {
     let mut table = [NO_CONTINENT; CountryCode::COUNT];
@@ -117,7 +132,7 @@ static BUILTIN_BY_CODE: [u8; CountryCode::COUNT] = {
     while i < continent_data::COUNTRIES.len() {
         let ([first, second], continent) = continent_data::COUNTRIES[i];
         let slot = (first - b'A') as usize * 36 + (second - b'A') as usize;
-        table[slot] = continent as u8;
+        table[slot] = continent_index(continent);
         i += 1;
     }
     table
@@ -139,8 +154,9 @@ pub(crate) fn builtin_continent_of_code(code: CountryCode) -> Option<Continent> 
 /// Every code of the built-in table with its continent, in code order.
 pub fn builtin_table() -> impl Iterator<Item = (&'static str, Continent)> {
     continent_data::COUNTRIES.iter().map(|(code, continent)| {
-        // The generator writes `A-Z` codes only.
-        (std::str::from_utf8(code).unwrap_or("??"), *continent)
+        // The generator writes `A-Z` codes and continent codes only (checked at build).
+        let continent = Continent::ALL[usize::from(continent_index(*continent))];
+        (std::str::from_utf8(code).unwrap_or("??"), continent)
     })
 }
 
@@ -156,10 +172,20 @@ mod tests {
         for geo in ["T1", "us", "U", "USA", "", "U\u{e9}"] {
             assert!(!is_country(geo.as_bytes()), "{geo}");
         }
-        for (geo, country) in [("US-CA", "US"), ("GB-ENG", "GB"), ("FR-75", "FR"), ("DE-1", "DE")] {
-            assert_eq!(subdivision_country(geo.as_bytes()), Some(country.as_bytes()));
+        for (geo, country) in [
+            ("US-CA", "US"),
+            ("GB-ENG", "GB"),
+            ("FR-75", "FR"),
+            ("DE-1", "DE"),
+        ] {
+            assert_eq!(
+                subdivision_country(geo.as_bytes()),
+                Some(country.as_bytes())
+            );
         }
-        for geo in ["US-", "US-CALI", "us-CA", "US-ca", "US_CA", "T1-AB", "USA-CA", "US-C-"] {
+        for geo in [
+            "US-", "US-CALI", "us-CA", "US-ca", "US_CA", "T1-AB", "USA-CA", "US-C-",
+        ] {
             assert_eq!(subdivision_country(geo.as_bytes()), None, "{geo}");
         }
         assert_eq!(bucket_of_geo(b"continent/EU"), Some(Some(Continent::EU)));
@@ -172,7 +198,10 @@ mod tests {
     fn codes_round_trip() {
         for (index, continent) in Continent::ALL.into_iter().enumerate() {
             assert_eq!(continent.index(), index);
-            assert_eq!(Continent::parse(continent.code().as_bytes()), Some(continent));
+            assert_eq!(
+                Continent::parse(continent.code().as_bytes()),
+                Some(continent)
+            );
         }
         assert_eq!(Continent::parse(b"eu"), None);
         assert_eq!(Continent::parse(b"EUR"), None);
@@ -181,13 +210,21 @@ mod tests {
     #[test]
     fn the_built_in_table_answers_by_code() {
         assert_eq!(builtin_continent(b"DE"), Some(Continent::EU));
-        assert_eq!(builtin_continent(b"AS"), Some(Continent::OC), "American Samoa");
+        assert_eq!(
+            builtin_continent(b"AS"),
+            Some(Continent::OC),
+            "American Samoa"
+        );
         assert_eq!(builtin_continent(b"XK"), Some(Continent::EU));
         for none in [&b"XX"[..], b"T1", b"ZZ", b"", b"DEU"] {
             assert_eq!(builtin_continent(none), None);
         }
         for (code, continent) in builtin_table() {
-            assert_eq!(builtin_continent(code.as_bytes()), Some(continent), "{code}");
+            assert_eq!(
+                builtin_continent(code.as_bytes()),
+                Some(continent),
+                "{code}"
+            );
         }
     }
 }

@@ -66,11 +66,11 @@ mod table;
 
 pub use crate::{
     continent::{
-        BUCKET_PREFIX, CONTINENT_TABLE_SOURCE, Continent, builtin_continent, builtin_table,
-        bucket_of_geo, is_country, subdivision_country,
+        BUCKET_PREFIX, CONTINENT_TABLE_SOURCE, Continent, bucket_of_geo, builtin_continent,
+        builtin_table, is_country, subdivision_country,
     },
-    explain::{ExplainedRoute, Explanation, Stage, Step, StepOutcome},
     error::{Error, MAX_QUOTED_BYTES, quoted},
+    explain::{ExplainedRoute, Explanation, Stage, Step, StepOutcome},
     geo_index::CountryCode,
     keys::DEFAULT_PREFIX,
     pick::{legacy_pick, rendezvous_pick},

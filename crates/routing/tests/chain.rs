@@ -35,7 +35,9 @@ const BUCKETS: [&str; 10] = [
 ];
 
 fn region_value(shard: &str) -> String {
-    format!(r#"{{"shard":"{shard}","origins":["{shard}-a","{shard}-b"],"weight":{{"{shard}-a":3,"{shard}-b":2}}}}"#)
+    format!(
+        r#"{{"shard":"{shard}","origins":["{shard}-a","{shard}-b"],"weight":{{"{shard}-a":3,"{shard}-b":2}}}}"#
+    )
 }
 
 /// A key's value: valid (its shard names the geo) or not.
@@ -83,32 +85,34 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
         overrides,
         any::<bool>(),
     );
-    (keys, policy).prop_map(|(keys, (default, failover, rendezvous, overrides, has_policy))| {
-        let mut snapshot = Snapshot::new(5, PREFIX);
-        for (geo, value) in keys {
-            snapshot.kvs.insert(format!("{PREFIX}region/{geo}"), value);
-        }
-        if has_policy {
-            let mut policy = serde_json::Map::new();
-            if let Some(default) = default {
-                policy.insert("default".into(), default.into());
+    (keys, policy).prop_map(
+        |(keys, (default, failover, rendezvous, overrides, has_policy))| {
+            let mut snapshot = Snapshot::new(5, PREFIX);
+            for (geo, value) in keys {
+                snapshot.kvs.insert(format!("{PREFIX}region/{geo}"), value);
             }
-            policy.insert("failover".into(), failover.into());
-            if rendezvous {
-                policy.insert("pick".into(), "rendezvous".into());
+            if has_policy {
+                let mut policy = serde_json::Map::new();
+                if let Some(default) = default {
+                    policy.insert("default".into(), default.into());
+                }
+                policy.insert("failover".into(), failover.into());
+                if rendezvous {
+                    policy.insert("pick".into(), "rendezvous".into());
+                }
+                let overrides: serde_json::Map<String, serde_json::Value> = overrides
+                    .into_iter()
+                    .map(|(country, continent)| (country.to_owned(), continent.into()))
+                    .collect();
+                policy.insert("continent_of".into(), overrides.into());
+                snapshot.kvs.insert(
+                    format!("{PREFIX}policy/global"),
+                    serde_json::Value::Object(policy).to_string(),
+                );
             }
-            let overrides: serde_json::Map<String, serde_json::Value> = overrides
-                .into_iter()
-                .map(|(country, continent)| (country.to_owned(), continent.into()))
-                .collect();
-            policy.insert("continent_of".into(), overrides.into());
-            snapshot.kvs.insert(
-                format!("{PREFIX}policy/global"),
-                serde_json::Value::Object(policy).to_string(),
-            );
-        }
-        snapshot
-    })
+            snapshot
+        },
+    )
 }
 
 fn query() -> impl Strategy<Value = Vec<u8>> {
@@ -164,10 +168,7 @@ fn model(snapshot: &Snapshot, geo: &[u8], sticky: Option<&[u8]>) -> Option<(Stri
         Some(s) if !s.starts_with("continent/") => chain.push((s.to_owned(), geo.to_vec())),
         _ => {}
     }
-    let mut steps: Vec<(String, bool)> = chain
-        .into_iter()
-        .map(|(geo, _)| (geo, true))
-        .collect();
+    let mut steps: Vec<(String, bool)> = chain.into_iter().map(|(geo, _)| (geo, true)).collect();
     if let Some(country) = &country {
         steps.push((country.clone(), true));
         let overridden = policy
@@ -308,11 +309,19 @@ fn a_bucket_is_reached_only_through_the_chain() {
     let table = Table::from_snapshot(&snapshot);
     let shard = |geo: &str| table.resolve(geo.as_bytes(), None).map(|r| r.shard);
     assert_eq!(shard("PT"), Some("eu-1"), "a country to its bucket");
-    assert_eq!(shard("PT-11"), Some("eu-1"), "a subdivision to its country's bucket");
+    assert_eq!(
+        shard("PT-11"),
+        Some("eu-1"),
+        "a subdivision to its country's bucket"
+    );
     assert_eq!(shard("TR"), Some("eu-1"), "continent_of moves TR to Europe");
     assert_eq!(shard("AS"), Some("samoa-1"), "AS is American Samoa");
     assert_eq!(shard("JP"), Some("asia-1"));
-    assert_eq!(shard("continent/EU"), Some("us-1"), "a caller never names a bucket");
+    assert_eq!(
+        shard("continent/EU"),
+        Some("us-1"),
+        "a caller never names a bucket"
+    );
     assert_eq!(shard("XX"), Some("us-1"), "XX has no continent");
     assert_eq!(shard("T1"), Some("us-1"));
     assert_eq!(shard("US-CA"), Some("ca-1"));
@@ -323,7 +332,10 @@ fn a_bucket_is_reached_only_through_the_chain() {
     );
     // The hash key of a subdivision answered by its country is the country.
     for sticky in [None, Some(&b"k"[..])] {
-        assert_eq!(table.resolve(b"US-NY", sticky), table.resolve(b"US", sticky));
+        assert_eq!(
+            table.resolve(b"US-NY", sticky),
+            table.resolve(b"US", sticky)
+        );
     }
     let explanation = table.explain(b"PT-11", None).to_json();
     let outcomes: Vec<(&str, &str)> = explanation["steps"]
@@ -345,10 +357,16 @@ fn a_bucket_is_reached_only_through_the_chain() {
             ("continent", "answered")
         ]
     );
-    assert_eq!(explanation["answered_by"], "/dw/routing/region/continent/EU");
+    assert_eq!(
+        explanation["answered_by"],
+        "/dw/routing/region/continent/EU"
+    );
     assert_eq!(explanation["hash_key"], "PT");
     assert_eq!(explanation["continent_source"], "table");
-    assert_eq!(table.explain(b"TR", None).to_json()["continent_source"], "policy.continent_of");
+    assert_eq!(
+        table.explain(b"TR", None).to_json()["continent_source"],
+        "policy.continent_of"
+    );
     let fail_open = Table::empty().explain(b"DE", None).to_json();
     assert_eq!(fail_open["fail_open"], true);
     assert_eq!(fail_open["shard"], serde_json::Value::Null);
@@ -380,7 +398,11 @@ fn every_assigned_code_and_kosovo_has_a_continent() {
         ("AZ", Continent::AS),
         ("XK", Continent::EU),
     ] {
-        assert_eq!(builtin_continent(code.as_bytes()), Some(continent), "{code}");
+        assert_eq!(
+            builtin_continent(code.as_bytes()),
+            Some(continent),
+            "{code}"
+        );
     }
 }
 

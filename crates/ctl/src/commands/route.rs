@@ -25,7 +25,10 @@ pub async fn run(context: &Context, args: RouteArgs) -> Result<Outcome, Error> {
         Some(path) => read_snapshot_file(path)?,
         None => read_etcd(context, args.node.as_deref()).await?,
     };
-    let explanation = table.explain(args.geo.as_bytes(), args.sticky.as_deref().map(str::as_bytes));
+    let explanation = table.explain(
+        args.geo.as_bytes(),
+        args.sticky.as_deref().map(str::as_bytes),
+    );
     let mut json = explanation.to_json();
     json["source"] = source;
     let text = describe(&json);
@@ -91,15 +94,16 @@ async fn read_etcd(context: &Context, node: Option<&str>) -> Result<(Table, Valu
     if let Some((_, revision, _)) = &node_revision {
         options = options.with_revision(*revision);
     }
-    let response = client
-        .get(prefix, Some(options))
-        .await
-        .map_err(|error| match &node_revision {
-            Some((_, revision, _)) => Error::Failed(format!(
-                "cannot read {prefix} at revision {revision} (compacted?): {error}"
-            )),
-            None => Error::Etcd(error),
-        })?;
+    let response =
+        client
+            .get(prefix, Some(options))
+            .await
+            .map_err(|error| match &node_revision {
+                Some((_, revision, _)) => Error::Failed(format!(
+                    "cannot read {prefix} at revision {revision} (compacted?): {error}"
+                )),
+                None => Error::Etcd(error),
+            })?;
     let revision = match &node_revision {
         Some((_, revision, _)) => *revision,
         None => response.header().map_or(0, |header| header.revision()),
@@ -152,7 +156,11 @@ fn describe(json: &Value) -> String {
             "  from etcd at revision {}, the one node {} reports ({})",
             source["revision"],
             text(&source["node"]),
-            if source["live"] == Value::Bool(true) { "live" } else { "gone" }
+            if source["live"] == Value::Bool(true) {
+                "live"
+            } else {
+                "gone"
+            }
         ),
         Some("snapshot") => format!(
             "  from the snapshot file {} (revision {})",
