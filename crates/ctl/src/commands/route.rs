@@ -79,14 +79,15 @@ async fn read_etcd(context: &Context, node: Option<&str>) -> Result<(Table, Valu
                         context.layout.nodes
                     ))
                 })?;
-            if report.revision <= 0 {
+            // `None`: the report's revision is absent or not a valid revision.
+            let Some(revision) = report.revision.filter(|&revision| revision > 0) else {
                 return Err(Error::Failed(format!(
                     "node `{}` reports no revision it routes from (state {})",
                     id.escape_default(),
                     report.state.escape_default()
                 )));
-            }
-            Some((report.id, report.revision, report.live))
+            };
+            Some((report.id, revision, report.live))
         }
     };
     let prefix = context.layout.prefix.as_str();
