@@ -87,12 +87,12 @@ async fn read_etcd(context: &Context, node: Option<&str>) -> Result<(Table, Valu
                     report.state.escape_default()
                 )));
             };
-            Some((report.id, revision, report.live))
+            Some((report.id, revision, report.live, report.labels))
         }
     };
     let prefix = context.layout.prefix.as_str();
     let mut options = GetOptions::new().with_prefix();
-    if let Some((_, revision, _)) = &node_revision {
+    if let Some((_, revision, _, _)) = &node_revision {
         options = options.with_revision(*revision);
     }
     let response =
@@ -100,32 +100,49 @@ async fn read_etcd(context: &Context, node: Option<&str>) -> Result<(Table, Valu
             .get(prefix, Some(options))
             .await
             .map_err(|error| match &node_revision {
-                Some((_, revision, _)) => Error::Failed(format!(
+                Some((_, revision, _, _)) => Error::Failed(format!(
                     "cannot read {prefix} at revision {revision} (compacted?): {error}"
                 )),
                 None => Error::Etcd(error),
             })?;
     let revision = match &node_revision {
-        Some((_, revision, _)) => *revision,
+        Some((_, revision, _, _)) => *revision,
         None => response.header().map_or(0, |header| header.revision()),
     };
     let mut snapshot = Snapshot::new(u64::try_from(revision).unwrap_or(0), prefix);
+    let stage_prefix = format!("{prefix}{}", dw_routing::keys::STAGE);
+    let mut stage_revisions = std::collections::BTreeMap::new();
     for kv in response.kvs() {
-        snapshot.kvs.insert(
-            String::from_utf8_lossy(kv.key()).into_owned(),
-            String::from_utf8_lossy(kv.value()).into_owned(),
-        );
+        let key = String::from_utf8_lossy(kv.key()).into_owned();
+        if key.starts_with(&stage_prefix) {
+            stage_revisions.insert(key.clone(), u64::try_from(kv.mod_revision()).unwrap_or(0));
+        }
+        snapshot
+            .kvs
+            .insert(key, String::from_utf8_lossy(kv.value()).into_owned());
     }
-    let source = match node_revision {
-        Some((id, revision, live)) => json!({
-            "kind": "node", "node": id, "live": live, "revision": revision,
-            // Staged rollouts do not exist yet: a node routes from etcd's keys as they
-            // were at its revision.
-            "stages": Value::Null,
-        }),
-        None => json!({"kind": "etcd", "revision": revision}),
-    };
-    Ok((Table::from_snapshot(&snapshot), source))
+    match node_revision {
+        // The node routes from etcd's keys as they were at its revision, with its own
+        // stages in place (the overlay its agent applies).
+        Some((id, revision, live, labels)) => {
+            let node = dw_routing::stage::Node {
+                id: &id,
+                labels: &labels,
+            };
+            let overlay = dw_routing::stage::overlay(&snapshot, &stage_revisions, Some(&node));
+            let source = json!({
+                "kind": "node", "node": id, "live": live, "revision": revision,
+                "stages": overlay.snapshot.stages,
+            });
+            Ok((Table::from_snapshot(&overlay.snapshot), source))
+        }
+        // Current routing, as a node in no cohort serves it.
+        None => {
+            let overlay = dw_routing::stage::overlay(&snapshot, &stage_revisions, None);
+            let source = json!({"kind": "etcd", "revision": revision});
+            Ok((Table::from_snapshot(&overlay.snapshot), source))
+        }
+    }
 }
 
 /// The explanation for people. Every string from etcd or the command line is escaped.
@@ -170,6 +187,13 @@ fn describe(json: &Value) -> String {
         ),
         _ => format!("  from etcd at revision {} (current)", source["revision"]),
     });
+    if let Some(stages) = source["stages"].as_array().filter(|stages| !stages.is_empty()) {
+        let names: Vec<String> = stages
+            .iter()
+            .map(|stage| format!("{} (revision {})", text(&stage["id"]), stage["revision"]))
+            .collect();
+        lines.push(format!("  with the node's stages applied: {}", names.join(", ")));
+    }
     lines.push(match json["continent"].as_str() {
         Some(continent) => format!(
             "  continent {continent} (from {}; table {})",
