@@ -231,3 +231,49 @@ async fn route_explains_the_chain_as_the_table_answers() {
     let run = etcd.dwctl(&["route", "DE", "--snapshot", "/nonexistent/routing.json"]);
     assert_eq!(run.code, 1);
 }
+
+/// `route --node` explains what that node serves: etcd at its revision with the node's
+/// stages in place (by node id and by label), and current routing for a node in no cohort.
+#[tokio::test]
+async fn route_for_a_node_applies_its_stages() {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE), ("US", US)]).await;
+    let stage = serde_json::json!({"schema": 1, "id": "de-to-us",
+        "cohort": {"nodes": ["web-1"], "labels": {"site": "fra"}},
+        "kvs": {"region/DE": US}, "base": {}});
+    etcd.put(&format!("{PREFIX}stage/de-to-us"), &stage.to_string())
+        .await;
+    let revision = etcd.revision().await;
+    for (node, labels) in [
+        ("web-1", "{}"),
+        ("web-2", r#"{"site":"fra"}"#),
+        ("web-3", r#"{"site":"ams"}"#),
+    ] {
+        etcd.put(
+            &format!("/dw/nodes/{node}"),
+            &format!(r#"{{"revision":{revision},"state":"ok","labels":{labels}}}"#),
+        )
+        .await;
+    }
+    for (node, staged) in [("web-1", true), ("web-2", true), ("web-3", false)] {
+        let (code, got, stderr) = etcd.dwctl_json(&["route", "DE", "--node", node]);
+        assert_eq!(code, 0, "{node}: {stderr}");
+        let shard = if staged { "us-1" } else { "eu-1" };
+        assert_eq!(got["shard"], shard, "{node}: {got}");
+        let stages = got["source"]["stages"].as_array().unwrap();
+        assert_eq!(stages.len(), usize::from(staged), "{node}: {got}");
+        if staged {
+            assert_eq!(stages[0]["id"], "de-to-us");
+            let text = etcd.dwctl(&["route", "DE", "--node", node]);
+            assert!(
+                text.stdout
+                    .contains("with the node's stages applied: de-to-us"),
+                "{}",
+                text.stdout
+            );
+        }
+    }
+    // Current routing (no --node): no stage applies.
+    let (_, now, _) = etcd.dwctl_json(&["route", "DE"]);
+    assert_eq!(now["shard"], "eu-1");
+}

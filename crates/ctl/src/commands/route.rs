@@ -187,12 +187,18 @@ fn describe(json: &Value) -> String {
         ),
         _ => format!("  from etcd at revision {} (current)", source["revision"]),
     });
-    if let Some(stages) = source["stages"].as_array().filter(|stages| !stages.is_empty()) {
+    if let Some(stages) = source["stages"]
+        .as_array()
+        .filter(|stages| !stages.is_empty())
+    {
         let names: Vec<String> = stages
             .iter()
             .map(|stage| format!("{} (revision {})", text(&stage["id"]), stage["revision"]))
             .collect();
-        lines.push(format!("  with the node's stages applied: {}", names.join(", ")));
+        lines.push(format!(
+            "  with the node's stages applied: {}",
+            names.join(", ")
+        ));
     }
     lines.push(match json["continent"].as_str() {
         Some(continent) => format!(
