@@ -164,7 +164,9 @@ impl fmt::Display for Error {
             Error::Lagging(outcome) => f.write_str(&outcome.text),
             Error::Io { path, source } => write!(f, "{path}: {source}"),
             Error::Failed(message) => f.write_str(message),
-            Error::WaitFailed { revision, reason, .. } => write!(
+            Error::WaitFailed {
+                revision, reason, ..
+            } => write!(
                 f,
                 "the write committed at revision {revision}, but waiting for the fleet failed: \
                  {reason}; see `dwctl status`"

@@ -12,8 +12,8 @@ use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::error::{Error, FieldError};
 use crate::output::{Outcome, Shown};
-use crate::record::DrainRecord;
 use crate::plan::run_plan;
+use crate::record::DrainRecord;
 use crate::state::{Changes, State};
 use crate::value::{PolicyValue, RegionValue};
 
@@ -105,7 +105,12 @@ pub async fn history(context: &Context, key: &str) -> Result<Outcome, Error> {
     let malformed = |value: &str| {
         drain_origin
             .and_then(|origin| DrainRecord::parse(origin, value.as_bytes()).err())
-            .map(|error| format!("\n          MALFORMED DRAIN RECORD: {}", Shown(&error.to_string())))
+            .map(|error| {
+                format!(
+                    "\n          MALFORMED DRAIN RECORD: {}",
+                    Shown(&error.to_string())
+                )
+            })
             .unwrap_or_default()
     };
     let mut lines: Vec<String> = entries

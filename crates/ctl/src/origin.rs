@@ -266,12 +266,14 @@ pub struct OriginListing {
 pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<OriginListing, Error> {
     let mut kv = dw_etcd::kv_client(client);
     let page = dw_etcd::DEFAULT_PAGE_KEYS;
-    let origins = dw_etcd::read_prefix_pages(&mut kv, layout.origins().as_bytes(), None, page).await?;
+    let origins =
+        dw_etcd::read_prefix_pages(&mut kv, layout.origins().as_bytes(), None, page).await?;
     let revision = Some(origins.revision);
     let registrations =
         dw_etcd::read_prefix_pages(&mut kv, layout.registrations().as_bytes(), revision, page)
             .await?;
-    let drains = dw_etcd::read_prefix_pages(&mut kv, layout.drains().as_bytes(), revision, page).await?;
+    let drains =
+        dw_etcd::read_prefix_pages(&mut kv, layout.drains().as_bytes(), revision, page).await?;
     let mut listing = OriginListing {
         revision: origins.revision,
         ..OriginListing::default()

@@ -102,7 +102,10 @@ fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
         let after_json = new.as_ref().map_or(Value::Null, |value| value.to_json());
         let shown_geo = Shown(geo);
         lines.push(match (&before, new) {
-            (None, Some(value)) => format!("+ region/{shown_geo} {}", Shown(&value.to_json().to_string())),
+            (None, Some(value)) => format!(
+                "+ region/{shown_geo} {}",
+                Shown(&value.to_json().to_string())
+            ),
             (Some(Ok(old)), Some(value)) => format!(
                 "~ region/{shown_geo} {}",
                 Shown(&describe(&old.to_json(), &value.to_json()))
@@ -138,16 +141,26 @@ fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
     for (origin, record) in &changes.drains {
         let existed = state.drains.contains_key(origin);
         let regions = |record: &crate::record::DrainRecord| {
-            let geos: Vec<String> = record.regions.keys().map(|geo| Shown(geo).to_string()).collect();
+            let geos: Vec<String> = record
+                .regions
+                .keys()
+                .map(|geo| Shown(geo).to_string())
+                .collect();
             geos.join(", ")
         };
         let shown_origin = Shown(origin);
         lines.push(match (existed, record) {
             (false, Some(record)) => {
-                format!("+ drain record {shown_origin} (regions {})", regions(record))
+                format!(
+                    "+ drain record {shown_origin} (regions {})",
+                    regions(record)
+                )
             }
             (true, Some(record)) => {
-                format!("~ drain record {shown_origin} (regions {})", regions(record))
+                format!(
+                    "~ drain record {shown_origin} (regions {})",
+                    regions(record)
+                )
             }
             (_, None) => format!("- drain record {shown_origin}"),
         });

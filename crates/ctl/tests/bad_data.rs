@@ -57,7 +57,8 @@ async fn no_planted_control_or_bidi_character_reaches_the_terminal() {
     );
     etcd.put(&region_key("DE"), &region).await;
     etcd.put(&region_key(&evil), DE).await;
-    etcd.put(&region_key("XX"), &format!("not json {evil}")).await;
+    etcd.put(&region_key("XX"), &format!("not json {evil}"))
+        .await;
     etcd.put(
         &format!("{}policy/global", common::PREFIX),
         &json!({"default": evil, "pick": evil}).to_string(),
@@ -71,7 +72,8 @@ async fn no_planted_control_or_bidi_character_reaches_the_terminal() {
                                      "after": {"shard": evil, "origins": ["x"], "weight": {"x": 100}}}},
     });
     etcd.put(&drain_key("fra-b"), &record.to_string()).await;
-    etcd.put(&drain_key("lon-a"), &format!("garbage {evil}")).await;
+    etcd.put(&drain_key("lon-a"), &format!("garbage {evil}"))
+        .await;
     let report = json!({
         "revision": 1, "state": evil, "reason": evil, "labels": {evil.clone(): evil},
         "published_at_ms": 1, "reported_at_ms": 1,
@@ -149,7 +151,11 @@ async fn a_malformed_drain_record_blocks_only_its_origin_until_repaired() {
     }
     let dir = tempfile::tempdir().unwrap();
     let desired = dir.path().join("desired.json");
-    std::fs::write(&desired, json!({"regions": {"AT": serde_json::from_str::<Value>(DE).unwrap()}}).to_string()).unwrap();
+    std::fs::write(
+        &desired,
+        json!({"regions": {"AT": serde_json::from_str::<Value>(DE).unwrap()}}).to_string(),
+    )
+    .unwrap();
     let apply = etcd.dwctl(&["apply", desired.to_str().unwrap(), "--dry-run"]);
     assert_eq!(apply.code, 0, "{}", apply.stderr);
 
@@ -157,7 +163,11 @@ async fn a_malformed_drain_record_blocks_only_its_origin_until_repaired() {
     for args in [vec!["drain", "lon-a"], vec!["restore", "lon-a"]] {
         let run = etcd.dwctl(&args);
         assert_eq!(run.code, 1, "dwctl {args:?}: {}", run.stdout);
-        assert!(run.stderr.contains("drain --repair lon-a"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("drain --repair lon-a"),
+            "{}",
+            run.stderr
+        );
     }
     // status, origin list and history name it.
     let status = etcd.dwctl(&["status"]);
@@ -167,9 +177,17 @@ async fn a_malformed_drain_record_blocks_only_its_origin_until_repaired() {
         status.stdout
     );
     let origins = etcd.dwctl(&["origin", "list"]);
-    assert!(origins.stdout.contains("lon-a") && origins.stdout.contains("MALFORMED"), "{}", origins.stdout);
+    assert!(
+        origins.stdout.contains("lon-a") && origins.stdout.contains("MALFORMED"),
+        "{}",
+        origins.stdout
+    );
     let history = etcd.dwctl(&["history", &drain_key("lon-a")]);
-    assert!(history.stdout.contains("MALFORMED DRAIN RECORD"), "{}", history.stdout);
+    assert!(
+        history.stdout.contains("MALFORMED DRAIN RECORD"),
+        "{}",
+        history.stdout
+    );
 
     // A valid record is not "repaired"; the malformed one is, with an audit record.
     let valid = etcd.dwctl(&["drain", "fra-a", "--force"]);
@@ -188,7 +206,10 @@ async fn a_malformed_drain_record_blocks_only_its_origin_until_repaired() {
     assert_eq!(audit["action"], "drain-repair");
     assert_eq!(audit["removed"]["value"], "garbage");
     assert_eq!(audit["reason"], "INC-9");
-    assert_eq!(audit["by"].as_str().map(|by| by.starts_with("tester")), Some(true));
+    assert_eq!(
+        audit["by"].as_str().map(|by| by.starts_with("tester")),
+        Some(true)
+    );
     let again = etcd.dwctl(&["drain", "--repair", "lon-a"]);
     assert_eq!(again.code, 1, "no record left to repair");
 }
@@ -238,7 +259,11 @@ async fn one_large_value_does_not_break_drains_and_too_large_plans_are_refused()
     // The drain rewrites the 900 KB value once; its record keeps only what restore needs.
     let dry = etcd.dwctl(&["drain", "fra-a", "--dry-run"]);
     assert_eq!(dry.code, 0, "{}", dry.stderr);
-    assert!(dry.stdout.contains("bytes, --max-request-bytes 1572864"), "{}", dry.stdout);
+    assert!(
+        dry.stdout.contains("bytes, --max-request-bytes 1572864"),
+        "{}",
+        dry.stdout
+    );
     let drain = etcd.dwctl(&["drain", "fra-a"]);
     assert_eq!(drain.code, 0, "{}", drain.stderr);
     let (record, _) = etcd.get(&drain_key("fra-a")).await.unwrap();
@@ -260,12 +285,23 @@ async fn one_large_value_does_not_break_drains_and_too_large_plans_are_refused()
         args.extend(extra);
         let run = etcd.dwctl(&args);
         assert_eq!(run.code, 4, "{args:?}: {}", run.stdout);
-        assert!(run.stderr.contains("--max-request-bytes 1572864"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("--max-request-bytes 1572864"),
+            "{}",
+            run.stderr
+        );
     }
     assert_eq!(etcd.revision().await, before, "nothing was written");
     // Lowering the setting refuses smaller plans; raising it past etcd's own limit lets
     // etcd refuse, and dwctl says why.
-    let small = etcd.dwctl(&["--max-request-bytes", "4096", "drain", "fra-a", "--region", "DE"]);
+    let small = etcd.dwctl(&[
+        "--max-request-bytes",
+        "4096",
+        "drain",
+        "fra-a",
+        "--region",
+        "DE",
+    ]);
     assert_eq!(small.code, 4, "{}", small.stderr);
     let raised = etcd.dwctl(&["--max-request-bytes", "4000000", "drain", "fra-a"]);
     assert_eq!(raised.code, 1, "{}", raised.stdout);
@@ -305,7 +341,11 @@ async fn bad_numbers_in_node_reports_are_shown_as_invalid() {
     etcd.put("/dw/nodes/text", &report(json!("7"))).await;
     etcd.put("/dw/nodes/float", &report(json!(1.5))).await;
     let status = etcd.dwctl(&["status"]);
-    assert_eq!(status.code, 5, "no invalid node counts as current: {}", status.stdout);
+    assert_eq!(
+        status.code, 5,
+        "no invalid node counts as current: {}",
+        status.stdout
+    );
     for id in ["min", "text", "float"] {
         let line = status
             .stdout
@@ -315,7 +355,11 @@ async fn bad_numbers_in_node_reports_are_shown_as_invalid() {
         assert!(line.contains("invalid"), "{line}");
         assert!(!line.contains("9223372036854775808"), "{line}");
     }
-    assert!(status.stdout.contains("0 of 3 live nodes"), "{}", status.stdout);
+    assert!(
+        status.stdout.contains("0 of 3 live nodes"),
+        "{}",
+        status.stdout
+    );
     let (_, json, _) = etcd.dwctl_json(&["status"]);
     let node = &json["nodes"][0];
     assert_eq!(node["revision"], Value::Null);
@@ -333,8 +377,22 @@ async fn a_committed_write_whose_wait_fails_says_it_committed() {
         vec!["user", "add", "root:rootpw", "--interactive=false"],
         vec!["user", "add", "ops:opspw", "--interactive=false"],
         vec!["role", "add", "ops"],
-        vec!["role", "grant-permission", "ops", "readwrite", "/dw/routing/", "--prefix=true"],
-        vec!["role", "grant-permission", "ops", "readwrite", "/dw/control/", "--prefix=true"],
+        vec![
+            "role",
+            "grant-permission",
+            "ops",
+            "readwrite",
+            "/dw/routing/",
+            "--prefix=true",
+        ],
+        vec![
+            "role",
+            "grant-permission",
+            "ops",
+            "readwrite",
+            "/dw/control/",
+            "--prefix=true",
+        ],
         vec!["user", "grant-role", "ops", "ops"],
         vec!["auth", "enable"],
     ] {
@@ -347,8 +405,16 @@ async fn a_committed_write_whose_wait_fails_says_it_committed() {
     assert_eq!(run.code, 6, "stdout {}\nstderr {}", run.stdout, run.stderr);
     let first = run.stdout.lines().next().unwrap_or_default();
     assert!(first.contains("committed at revision"), "{}", run.stdout);
-    assert!(run.stderr.contains("the write committed at revision"), "{}", run.stderr);
-    assert!(run.stderr.contains("waiting for the fleet failed"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the write committed at revision"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("waiting for the fleet failed"),
+        "{}",
+        run.stderr
+    );
 
     let mut args: Vec<&str> = vec!["--output", "json"];
     args.extend(ops);
@@ -356,7 +422,12 @@ async fn a_committed_write_whose_wait_fails_says_it_committed() {
     let run = etcd.dwctl(&args);
     assert_eq!(run.code, 6, "{}", run.stderr);
     let json: Value = serde_json::from_str(run.stdout.trim()).expect("one JSON document");
-    assert!(json["revision"].as_i64().is_some_and(|revision| revision > 0), "{json}");
+    assert!(
+        json["revision"]
+            .as_i64()
+            .is_some_and(|revision| revision > 0),
+        "{json}"
+    );
     assert_eq!(json["error"]["kind"], "wait-failed");
 }
 
@@ -394,7 +465,10 @@ async fn sigint_during_wait_after_the_commit_says_the_write_committed() {
         .expect("wait");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("the write committed at revision"), "{stderr}");
+    assert!(
+        stderr.contains("the write committed at revision"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("no transaction was sent"), "{stderr}");
 }
 

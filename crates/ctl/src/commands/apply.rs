@@ -45,7 +45,12 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
     if diff.is_empty() {
         lines.push("no changes: etcd already matches the file".into());
     }
-    lines.extend(changes.notes.iter().map(|note| format!("note: {}", Shown(note))));
+    lines.extend(
+        changes
+            .notes
+            .iter()
+            .map(|note| format!("note: {}", Shown(note))),
+    );
     match (args.dry_run, revision) {
         (true, _) if !diff.is_empty() => lines.push("dry run: nothing written".into()),
         (false, Some(revision)) => lines.push(format!("applied at revision {revision}")),

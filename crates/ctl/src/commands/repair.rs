@@ -22,7 +22,9 @@ pub async fn run(context: &Context, args: &DrainArgs) -> Result<Outcome, Error> 
     let mut client = context.etcd.connect().await?;
     let current = client.get(key.as_str(), None).await?;
     let Some(kv) = current.kvs().first() else {
-        return Err(Error::NotFound(format!("drain record of `{origin}` ({key})")));
+        return Err(Error::NotFound(format!(
+            "drain record of `{origin}` ({key})"
+        )));
     };
     let why = match DrainRecord::parse(origin, kv.value()) {
         Ok(_) => {
