@@ -27,6 +27,9 @@ Exit codes:
   4  validation failed: the message names the field, nothing written
   5  lagging: `status` found a live node behind the routing revision, or `--wait` timed
      out before the quorum of live nodes reported the change (the write itself committed)
+  6  the write committed (its revision is printed first), then `--wait` failed: it could
+     not read the fleet (permissions, etcd unreachable); see `dwctl status`
+  7, 8  reserved for staged rollouts (rollout aborted, step timed out)
   130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
 
 Examples:

@@ -130,3 +130,25 @@ pub fn terminal_safe(text: &str) -> String {
     let _ = write_escaped(&mut out, text, true);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_and_bidi_characters_are_escaped_and_the_rest_kept() {
+        assert_eq!(
+            escape("a\u{1b}]52;c;x\u{7}b\nc\u{202e}d\u{9b}é\\"),
+            "a\\u{1b}]52;c;x\\u{7}b\\u{a}c\\u{202e}d\\u{9b}é\\"
+        );
+        assert_eq!(format!("[{}]", Shown("fra-a")), "[fra-a]");
+        // The last filter keeps dwctl's own newlines only.
+        assert_eq!(terminal_safe("one\ntwo\u{1b}[8m"), "one\ntwo\\u{1b}[8m");
+        for c in [
+            '\u{2066}', '\u{2069}', '\u{200f}', '\u{61c}', '\u{2028}', '\u{7f}',
+        ] {
+            assert!(is_unsafe_char(c), "{c:?}");
+        }
+        assert!(!is_unsafe_char('€') && !is_unsafe_char(' '));
+    }
+}

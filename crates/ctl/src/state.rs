@@ -480,3 +480,68 @@ where
     request_bytes(layout, &state, &changes)?;
     Ok((state, changes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(max: usize) -> Layout {
+        Layout::new("/dw/routing/", "/dw/control/")
+            .unwrap()
+            .with_max_request_bytes(max)
+    }
+
+    fn with_shard(bytes: usize) -> Changes {
+        let value = RegionValue {
+            shard: "s".repeat(bytes),
+            origins: vec!["a".into()],
+            weight: [("a".to_string(), 100)].into(),
+            extra: Default::default(),
+        };
+        Changes {
+            regions: [("DE".to_string(), Some(value))].into(),
+            ..Changes::default()
+        }
+    }
+
+    #[test]
+    fn values_are_refused_past_one_mebibyte_exactly() {
+        let state = State::default();
+        let overhead = with_shard(0).regions["DE"]
+            .as_ref()
+            .unwrap()
+            .encode("t")
+            .len();
+        let big = layout(4 * MAX_VALUE_BYTES);
+        let at_limit = with_shard(MAX_VALUE_BYTES - overhead);
+        assert!(plan_txn(&big, &state, &at_limit, "t").is_ok());
+        let past = with_shard(MAX_VALUE_BYTES - overhead + 1);
+        let Err(Error::Invalid(errors)) = plan_txn(&big, &state, &past, "t") else {
+            panic!("a value of 1 MiB + 1 byte must be refused");
+        };
+        assert_eq!(errors[0].field, "/dw/routing/region/DE");
+    }
+
+    #[test]
+    fn the_request_size_is_an_upper_bound_checked_at_its_edge() {
+        let state = State::default();
+        let changes = with_shard(1000);
+        let bytes = plan_txn(&layout(1 << 20), &state, &changes, "t")
+            .unwrap()
+            .bytes;
+        assert!(request_bytes(&layout(1 << 20), &state, &changes).unwrap() >= bytes);
+        // Key, value and framing: more than the payload, not much more.
+        assert!(bytes > 1000 && bytes < 1000 + 512, "{bytes}");
+        assert!(plan_txn(&layout(bytes), &state, &changes, "t").is_ok());
+        let Err(Error::Invalid(errors)) = plan_txn(&layout(bytes - 1), &state, &changes, "t")
+        else {
+            panic!("one byte over the limit must be refused");
+        };
+        assert_eq!(errors[0].field, "request");
+        assert!(errors[0].reason.contains("--max-request-bytes"));
+        assert_eq!(
+            request_bytes(&layout(10), &state, &Changes::default()).unwrap(),
+            0
+        );
+    }
+}

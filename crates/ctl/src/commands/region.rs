@@ -25,10 +25,17 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
     let mut client = context.etcd.connect().await?;
     match command {
         RegionCommand::Get { geo } => {
-            let state = read_state(&mut client, &context.layout).await?;
-            let entry = state.regions.get(&geo).ok_or_else(|| {
-                Error::NotFound(format!("region `{geo}` ({})", context.layout.region(&geo)))
-            })?;
+            // One key, not the whole prefix.
+            let key = context.layout.region(&geo);
+            let response = dw_etcd::kv_client(&client).get(key.as_str(), None).await?;
+            let entry = response
+                .kvs()
+                .first()
+                .map(|kv| crate::state::Entry {
+                    raw: kv.value().to_vec(),
+                    mod_revision: kv.mod_revision(),
+                })
+                .ok_or_else(|| Error::NotFound(format!("region `{geo}` ({key})")))?;
             let row = region_row(&geo, &entry.raw, entry.mod_revision);
             let text = format!(
                 "{}\nmod_revision {}{}",
