@@ -68,6 +68,7 @@ fetch:
 	@$(CARGO) fetch --locked 2>/dev/null || $(CARGO) fetch
 	@$(CARGO) fetch --manifest-path fuzz/Cargo.toml
 	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
+	@command -v cargo-deb >/dev/null 2>&1 || $(CARGO) install --locked cargo-deb
 
 build: devenv fetch
 	$(IN_ENV) $(BUILD)
