@@ -260,8 +260,19 @@ impl Cluster {
 
     /// Starts a cluster whose client URLs are https with client certificates required.
     pub async fn start_with(dir: &Path, size: usize, tls: Option<TestTls>) -> Cluster {
+        Cluster::start_with_flags(dir, size, tls, &[]).await
+    }
+
+    /// Starts a cluster whose members also get `flags` (for instance
+    /// `["--auth-token-ttl", "5"]`, or a small `--quota-backend-bytes`).
+    pub async fn start_with_flags(
+        dir: &Path,
+        size: usize,
+        tls: Option<TestTls>,
+        flags: &[&str],
+    ) -> Cluster {
         for attempt in 0..3 {
-            let mut cluster = Cluster::spawn(dir, size, attempt, tls.clone());
+            let mut cluster = Cluster::spawn(dir, size, attempt, tls.clone(), flags);
             if cluster.wait_ready().await {
                 return cluster;
             }
@@ -271,7 +282,13 @@ impl Cluster {
         panic!("etcd did not start; see the logs under {}", dir.display());
     }
 
-    fn spawn(dir: &Path, size: usize, attempt: usize, tls: Option<TestTls>) -> Cluster {
+    fn spawn(
+        dir: &Path,
+        size: usize,
+        attempt: usize,
+        tls: Option<TestTls>,
+        flags: &[&str],
+    ) -> Cluster {
         let scheme = if tls.is_some() { "https" } else { "http" };
         let ports: Vec<(u16, u16)> = (0..size).map(|_| (free_port(), free_port())).collect();
         let initial: Vec<String> = ports
@@ -325,6 +342,7 @@ impl Cluster {
                     args.push("--client-cert-auth".into());
                 }
                 args.extend(["--log-level".into(), "warn".into()]);
+                args.extend(flags.iter().map(|flag| flag.to_string()));
                 Etcd {
                     log: dir.join(format!("{name}-{attempt}.log")),
                     name,

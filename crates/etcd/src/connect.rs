@@ -21,10 +21,19 @@ impl EtcdOptions {
     /// checked now), credentials, and require-leader, so that a member cut off from the
     /// quorum fails a watch instead of serving a silently frozen view of the cluster.
     /// Callers add keepalive and request timeouts to taste.
+    ///
+    /// With credentials the client re-authenticates when etcd answers `invalid auth
+    /// token` and sends the request again at once (etcd-client's token refresh, for unary
+    /// calls and stream opens): etcd forgets a simple token unused for `--auth-token-ttl`
+    /// (300 s by default), and without this a long-lived session (the agent's reporter,
+    /// `origin register`'s revoke at SIGTERM) kept sending the dead token until restarted.
+    /// Streams already open (a watch, a lease keep-alive) are not asked again by etcd.
     pub fn connect_options(&self) -> Result<ConnectOptions, Error> {
         let mut options = self.options_without_credentials()?;
         if let Some(credentials) = &self.credentials {
-            options = options.with_user(credentials.user.clone(), credentials.password.clone());
+            options = options
+                .with_user(credentials.user.clone(), credentials.password.clone())
+                .with_auto_token_refresh(true);
         }
         Ok(options)
     }
