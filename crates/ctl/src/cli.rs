@@ -405,7 +405,7 @@ Example:
         /// Lease time-to-live in seconds.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i64).range(1..=3600))]
         ttl: i64,
-        /// Metadata: a JSON object stored as the key's value.
+        /// Metadata: a JSON object stored as the key's value (at most 4096 bytes)
         #[arg(long, default_value = "{}")]
         meta: String,
     },

@@ -27,6 +27,23 @@ use crate::record::DrainRecord;
 use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
 
+/// The largest `--meta` accepted, in bytes of its JSON text as written to etcd: every
+/// node's agent copies it into its snapshot, and every publication re-writes it.
+pub const MAX_META_BYTES: usize = 4096;
+
+/// Parses `--meta` and checks its size (its JSON text as it is written, compact).
+fn meta_arg(text: &str) -> Result<Map<String, Value>, Error> {
+    let meta = json_object_arg("meta", text)?;
+    let size = Value::Object(meta.clone()).to_string().len();
+    if size > MAX_META_BYTES {
+        return Err(Error::Usage(format!(
+            "--meta is {size} bytes as JSON; at most {MAX_META_BYTES} are accepted (it is \
+             copied into every node's snapshot): keep only what the origin needs to be found"
+        )));
+    }
+    Ok(meta)
+}
+
 /// What `origin register` keeps alive.
 #[derive(Debug, Clone)]
 pub struct RegisterConfig {
@@ -55,7 +72,7 @@ pub async fn command(
                 layout: context.layout.clone(),
                 id: id.clone(),
                 ttl,
-                meta: json_object_arg("meta", &meta)?,
+                meta: meta_arg(&meta)?,
             };
             register(&config, context.reporter(), shutdown).await?;
             Ok(Outcome {
@@ -326,4 +343,36 @@ pub async fn mark_registered(client: &mut Client, layout: &Layout, id: &str) -> 
         )
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_is_bounded_at_its_edge() {
+        // {"a":"…"} is 8 bytes around the string.
+        let sized = |bytes: usize| format!("{{\"a\":\"{}\"}}", "x".repeat(bytes - 8));
+        assert_eq!(
+            Value::Object(meta_arg(&sized(MAX_META_BYTES)).unwrap())
+                .to_string()
+                .len(),
+            MAX_META_BYTES
+        );
+        let refused = meta_arg(&sized(MAX_META_BYTES + 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("4097 bytes") && refused.contains("at most 4096"),
+            "{refused}"
+        );
+        // Whitespace in the argument does not count: the size is what is written.
+        assert!(
+            meta_arg(&format!(
+                "{{ \"a\" : \"{}\" }}",
+                "x".repeat(MAX_META_BYTES - 8)
+            ))
+            .is_ok()
+        );
+    }
 }
