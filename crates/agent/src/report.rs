@@ -56,8 +56,35 @@ pub(crate) fn unix_ms(at: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The version of the report's layout, its `schema` field (docs/agent.md, "Node
+/// reports"). Fields are only ever added; a reader ignores the ones it does not know. A
+/// change that removes or redefines a field bumps it.
+pub(crate) const REPORT_SCHEMA: u64 = 1;
+
+/// This agent's instance id: random per start, so that a report another agent with the
+/// same node id wrote can be told from ours.
+pub(crate) fn instance_id() -> &'static str {
+    use std::hash::{BuildHasher, Hasher};
+    static INSTANCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    INSTANCE.get_or_init(|| {
+        // RandomState is seeded from the OS's randomness per process.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.write_u64(unix_ms(SystemTime::now()));
+        format!("{:016x}", hasher.finish())
+    })
+}
+
 impl Report {
-    pub(crate) fn to_json(&self, config: &ReportConfig, snapshot: &str, now_ms: u64) -> String {
+    /// The report as written: `lease` is the id of the lease the live key is put on (the
+    /// seen record carries the same value, so it names that lease too).
+    pub(crate) fn to_json(
+        &self,
+        config: &ReportConfig,
+        snapshot: &str,
+        now_ms: u64,
+        lease: i64,
+    ) -> String {
         let (state, reason, rejected) = match &self.condition {
             Condition::Ok => ("ok", Value::Null, Vec::new()),
             Condition::Stale(why) => ("stale", Value::from(why.as_str()), Vec::new()),
@@ -75,6 +102,9 @@ impl Report {
             .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
             .collect();
         json!({
+            "schema": REPORT_SCHEMA,
+            "instance": instance_id(),
+            "lease": lease,
             "node": config.node_id,
             "revision": self.revision,
             "published_revision": self.published_revision,
@@ -324,7 +354,7 @@ impl Reporter {
 
     async fn write(&self, leases: &mut Leases, report: &Report) -> Result<(), String> {
         let now = unix_ms(SystemTime::now());
-        let value = report.to_json(&self.config, &self.snapshot, now);
+        let value = report.to_json(&self.config, &self.snapshot, now, leases.live);
         let txn = Txn::new().and_then([
             TxnOp::put(
                 self.config.key(),
@@ -403,7 +433,11 @@ mod tests {
             }],
         };
         let value: Value =
-            serde_json::from_str(&report.to_json(&config, "/run/x.json", 5)).unwrap();
+            serde_json::from_str(&report.to_json(&config, "/run/x.json", 5, 77)).unwrap();
+        assert_eq!(value["schema"], REPORT_SCHEMA);
+        assert_eq!(value["lease"], 77);
+        assert_eq!(value["instance"], instance_id());
+        assert_eq!(instance_id().len(), 16);
         assert_eq!(value["node"], "edge-1");
         assert_eq!(value["revision"], 42);
         assert_eq!(value["published_revision"], 40);

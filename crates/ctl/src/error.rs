@@ -160,6 +160,9 @@ impl fmt::Display for Error {
                  (nothing written by this command); re-run it"
             ),
             Error::NotFound(what) => write!(f, "not found: {what}"),
+            Error::Etcd(source) if is_nospace(source) => {
+                write!(f, "etcd: {source}\n{NOSPACE_RECOVERY}")
+            }
             Error::Etcd(source) => write!(f, "etcd: {source}"),
             Error::Lagging(outcome) => f.write_str(&outcome.text),
             Error::Io { path, source } => write!(f, "{path}: {source}"),
@@ -206,4 +209,22 @@ impl From<etcd_client::Error> for Error {
     fn from(source: etcd_client::Error) -> Self {
         Error::Etcd(source)
     }
+}
+
+/// What etcd answers every write with once its backend reached `--quota-backend-bytes`.
+const NOSPACE: &str = "database space exceeded";
+
+/// The steps that bring a cluster out of NOSPACE, printed instead of the bare gRPC error.
+pub(crate) const NOSPACE_RECOVERY: &str = "\
+etcd is out of space (NOSPACE alarm): it refuses every write until an operator frees space.
+Recover (docs/dwctl.md, \"etcd's quota\"):
+  1. rev=$(etcdctl endpoint status --write-out=json | grep -o '\"revision\":[0-9]*' | head -1 | cut -d: -f2)
+  2. etcdctl compact \"$rev\"                      # drop the history before it
+  3. etcdctl defrag --cluster                     # give the space back, member by member
+  4. etcdctl alarm disarm                         # writes are accepted again
+  5. etcdctl alarm list                           # empty: done; find the writer that filled it";
+
+/// Whether etcd refused the request because its space quota is exhausted.
+pub(crate) fn is_nospace(error: &etcd_client::Error) -> bool {
+    error.to_string().contains(NOSPACE)
 }

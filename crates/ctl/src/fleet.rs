@@ -47,6 +47,10 @@ pub struct NodeReport {
     pub reported_at_ms: Option<u64>,
     /// The report as written (rejected keys, version, snapshot path, ...).
     pub raw: Value,
+    /// Why this report cannot be believed, when it cannot: it lives on no lease, or on a
+    /// lease other than the one it or its seen record names, or it vanished while that
+    /// lease lives (`missing`). Such a node counts as lagging, whatever its revision says.
+    pub untrusted: Option<String>,
 }
 
 impl NodeReport {
@@ -73,6 +77,27 @@ impl NodeReport {
             published_at_ms: raw["published_at_ms"].as_u64(),
             reported_at_ms: raw["reported_at_ms"].as_u64(),
             raw,
+            untrusted: None,
+        }
+    }
+
+    /// The lease the report says it lives on (schema 1 on; older reports name none).
+    fn named_lease(&self) -> Option<i64> {
+        self.raw["lease"].as_i64()
+    }
+
+    /// Whether the node counts as serving `revision`: live, trustworthy and at it.
+    fn serves(&self, revision: i64) -> bool {
+        self.live && self.untrusted.is_none() && is_at(self, revision)
+    }
+
+    /// The state shown: `gone`, `missing`, `untrusted`, or what the node reported.
+    fn shown_state(&self) -> &str {
+        match (&self.untrusted, self.live) {
+            (_, false) => "gone",
+            (Some(_), _) if self.state == MISSING => MISSING,
+            (Some(_), _) => "untrusted",
+            (None, true) => &self.state,
         }
     }
 
@@ -98,8 +123,13 @@ fn range_end(prefix: &str) -> Vec<u8> {
     dw_etcd::prefix_range_end(prefix.as_bytes())
 }
 
+/// The state of a node whose report vanished while the lease its seen record names lives.
+const MISSING: &str = "missing";
+
 /// Every node report, live ones and gone ones, sorted by id: read in pages at one
-/// revision (10,000 reports of 1 KB are 10 MB), live ones first.
+/// revision (10,000 reports of 1 KB are 10 MB). A report is checked against
+/// its lease and its seen record (see [`NodeReport::untrusted`]); a node whose report is
+/// gone while the lease its seen record names still lives is live and `missing`.
 pub async fn read_nodes(client: &mut Client, nodes_prefix: &str) -> Result<Vec<NodeReport>, Error> {
     let mut kv = dw_etcd::kv_client(client);
     let page = dw_etcd::DEFAULT_PAGE_KEYS;
@@ -108,20 +138,70 @@ pub async fn read_nodes(client: &mut Client, nodes_prefix: &str) -> Result<Vec<N
     let seen =
         dw_etcd::read_prefix_pages(&mut kv, seen_prefix.as_bytes(), Some(live.revision), page)
             .await?;
-    let mut nodes: BTreeMap<String, NodeReport> = BTreeMap::new();
+    let mut nodes: BTreeMap<String, (NodeReport, i64)> = BTreeMap::new();
     for kv in &live.kvs {
         if let Some(id) = crate::etcd::strip(kv.key(), nodes_prefix) {
-            nodes.insert(id.to_owned(), NodeReport::parse(id, true, kv.value()));
+            let report = NodeReport::parse(id, true, kv.value());
+            nodes.insert(id.to_owned(), (report, kv.lease()));
         }
     }
     for kv in &seen.kvs {
-        if let Some(id) = crate::etcd::strip(kv.key(), &seen_prefix)
-            && !nodes.contains_key(id)
-        {
-            nodes.insert(id.to_owned(), NodeReport::parse(id, false, kv.value()));
+        let Some(id) = crate::etcd::strip(kv.key(), &seen_prefix) else {
+            continue;
+        };
+        let seen = NodeReport::parse(id, false, kv.value());
+        match nodes.get_mut(id) {
+            Some((report, on_lease)) => {
+                report.untrusted = untrusted(report, *on_lease, seen.named_lease());
+            }
+            None => {
+                let mut node = seen;
+                if let Some(lease) = node.named_lease().filter(|lease| *lease != 0)
+                    && lease_lives(client, lease).await?
+                {
+                    node.live = true;
+                    node.untrusted = Some(format!(
+                        "its report is gone while the lease {lease:x} its seen record names lives"
+                    ));
+                    node.state = MISSING.to_owned();
+                }
+                nodes.insert(id.to_owned(), (node, 0));
+            }
         }
     }
-    Ok(nodes.into_values().collect())
+    Ok(nodes
+        .into_values()
+        .map(|(mut report, on_lease)| {
+            if report.live && report.state != MISSING && report.untrusted.is_none() {
+                report.untrusted = untrusted(&report, on_lease, None);
+            }
+            report
+        })
+        .collect())
+}
+
+/// Why a live report (on lease `on_lease`, 0 for none) cannot be believed, if so: the
+/// agent puts it on a lease it keeps alive and names that lease in it and in the seen
+/// record; a report put by anyone else usually gets one of them wrong.
+fn untrusted(report: &NodeReport, on_lease: i64, seen_names: Option<i64>) -> Option<String> {
+    if on_lease == 0 {
+        return Some("its report is on no lease".into());
+    }
+    match (report.named_lease(), seen_names) {
+        (Some(named), _) if named != on_lease => Some(format!(
+            "its report names lease {named:x} but is on lease {on_lease:x}"
+        )),
+        (_, Some(seen)) if seen != on_lease => Some(format!(
+            "its seen record names lease {seen:x}, its report is on lease {on_lease:x}"
+        )),
+        _ => None,
+    }
+}
+
+/// Whether the lease still lives (a time-to-live above zero).
+async fn lease_lives(client: &mut Client, lease: i64) -> Result<bool, Error> {
+    let response = client.lease_time_to_live(lease, None).await?;
+    Ok(response.ttl() > 0)
 }
 
 /// The revision of the routing prefix: its last change. The newest `mod_revision` under it
@@ -248,9 +328,10 @@ fn node_json(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
     json!({
         "id": node.id,
         "live": node.live,
-        "state": if node.live { node.state.as_str() } else { "gone" },
+        "state": node.shown_state(),
         "reported_state": node.state,
-        "reason": node.reason,
+        "reason": node.untrusted.as_ref().or(node.reason.as_ref()),
+        "untrusted": node.untrusted,
         "labels": node.labels,
         "revision": node.revision,
         "revision_valid": node.revision.is_some(),
@@ -281,7 +362,9 @@ fn revision_text(node: &NodeReport) -> String {
 }
 
 fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> String {
-    let state = if node.live {
+    let state = if let Some(why) = &node.untrusted {
+        format!("{} ({})", node.shown_state(), Shown(why))
+    } else if node.live {
         match (&node.state[..], &node.reason) {
             ("ok", _) | (_, None) => Shown(&node.state).to_string(),
             (state, Some(reason)) => format!("{} ({})", Shown(state), Shown(reason)),
@@ -320,10 +403,7 @@ pub async fn status(
         .collect();
     let now = now_ms();
     let live = nodes.iter().filter(|node| node.live).count();
-    let current = nodes
-        .iter()
-        .filter(|node| node.live && is_at(node, target))
-        .count();
+    let current = nodes.iter().filter(|node| node.serves(target)).count();
     let summary = format!("{current} of {live} live nodes at revision {target}");
     let mut lines = vec![
         format!("routing revision {target} ({})", context.layout.prefix),
@@ -381,7 +461,7 @@ pub async fn wait_after(
             .into_iter()
             .filter(|node| node.live)
             .collect();
-        let at = nodes.iter().filter(|node| is_at(node, revision)).count();
+        let at = nodes.iter().filter(|node| node.serves(revision)).count();
         let need = needed(nodes.len(), wait.quorum);
         if progress {
             let mut stderr = std::io::stderr().lock();
@@ -399,8 +479,8 @@ pub async fn wait_after(
     if progress {
         eprintln!();
     }
-    let at = nodes.iter().filter(|node| is_at(node, revision)).count();
-    let lagging: Vec<&NodeReport> = nodes.iter().filter(|n| !is_at(n, revision)).collect();
+    let at = nodes.iter().filter(|node| node.serves(revision)).count();
+    let lagging: Vec<&NodeReport> = nodes.iter().filter(|n| !n.serves(revision)).collect();
     let waited = started.elapsed().as_secs_f64();
     let mut lines = vec![if reached {
         format!(
@@ -421,9 +501,10 @@ pub async fn wait_after(
                 "  lagging {} at revision {} ({}{})",
                 Shown(&node.id),
                 revision_text(node),
-                Shown(&node.state),
-                node.reason
+                Shown(node.shown_state()),
+                node.untrusted
                     .as_ref()
+                    .or(node.reason.as_ref())
                     .map(|reason| format!(": {}", Shown(reason)))
                     .unwrap_or_default()
             ));
@@ -437,8 +518,8 @@ pub async fn wait_after(
         "at_revision": at,
         "waited_seconds": waited,
         "lagging": lagging.iter().map(|node| json!({
-            "id": node.id, "revision": node.revision, "state": node.state,
-            "reason": node.reason, "labels": node.labels,
+            "id": node.id, "revision": node.revision, "state": node.shown_state(),
+            "reason": node.untrusted.as_ref().or(node.reason.as_ref()), "labels": node.labels,
         })).collect::<Vec<_>>(),
     });
     outcome.text = if outcome.text.trim().is_empty() {

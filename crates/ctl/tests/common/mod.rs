@@ -48,11 +48,16 @@ impl Etcd {
     }
 
     async fn start_with(tls: Option<TestTls>) -> Etcd {
+        Etcd::start_with_flags(tls, &[]).await
+    }
+
+    /// Starts etcd with extra `flags` (`--auth-token-ttl`, `--quota-backend-bytes`, ...).
+    pub async fn start_with_flags(tls: Option<TestTls>, flags: &[&str]) -> Etcd {
         let dir = tempfile::Builder::new()
             .prefix("dwctl-test-")
             .tempdir()
             .expect("temp dir");
-        let cluster = Cluster::start_with(dir.path(), 1, tls).await;
+        let cluster = Cluster::start_with_flags(dir.path(), 1, tls, flags).await;
         Etcd {
             cluster,
             data_dir: dir.path().to_path_buf(),
