@@ -8,6 +8,7 @@ mod drain;
 mod policy;
 mod region;
 mod restore;
+mod stage;
 
 use serde_json::Value;
 
@@ -47,6 +48,7 @@ async fn run_one(
         Command::Apply(args) => apply::run(context, args).await,
         Command::Drain(args) => drain::run(context, args).await,
         Command::Restore(args) => restore::run(context, args).await,
+        Command::Stage(command) => stage::run(context, command).await,
         Command::Origin(command) => crate::origin::command(context, command, shutdown).await,
         Command::Rebalance => crate::rebalance::command(context, shutdown).await,
         Command::Health(args) => crate::health::command(context, args, shutdown).await,

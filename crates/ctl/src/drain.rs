@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::error::{Error, FieldError};
 use crate::record::{DrainRecord, DrainedRegion};
+use crate::stages::StageEdits;
 use crate::state::{Changes, State};
 use crate::value::RegionValue;
 use crate::weights::renormalise;
@@ -93,6 +94,7 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
 
     let mut changes = Changes {
         guard_regions: true,
+        stage_edits: StageEdits::Drain(Box::new(request.clone())),
         ..Changes::default()
     };
     let mut record = existing.clone().unwrap_or_else(|| DrainRecord {
@@ -102,6 +104,7 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         by: request.by.clone(),
         at: request.at.clone(),
         regions: Default::default(),
+        stages: Default::default(),
     });
     let mut would_empty = Vec::new();
     for geo in &geos {
@@ -249,6 +252,7 @@ pub fn plan_restore(
     };
     let mut changes = Changes {
         guard_regions: true,
+        stage_edits: StageEdits::Restore(origin.to_string()),
         ..Changes::default()
     };
     if let Some(source) = only_source
@@ -311,7 +315,7 @@ pub fn plan_restore(
 
 /// `current` with `origin` back at its previous position and previous share of the total;
 /// the other weights scaled to the rest. Returns the value and the origin's new weight.
-fn readd(current: &RegionValue, before: &RegionValue, origin: &str) -> (RegionValue, u32) {
+pub(crate) fn readd(current: &RegionValue, before: &RegionValue, origin: &str) -> (RegionValue, u32) {
     let previous_total = before.weight_sum();
     let share = if previous_total == 0 {
         0

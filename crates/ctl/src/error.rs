@@ -51,6 +51,9 @@ pub enum Error {
         /// How many attempts were made (`--retries`).
         attempts: u32,
     },
+    /// `stage promote`: staged keys were changed outside dwctl since the stage was made;
+    /// nothing written. Exit code 3.
+    Diverged(String),
     /// A key or record the command needs does not exist. Exit code 1.
     NotFound(String),
     /// etcd refused or could not be reached. Exit code 1.
@@ -89,7 +92,7 @@ impl Error {
         match self {
             Error::Invalid(_) => 4,
             Error::Usage(_) => 2,
-            Error::Conflict { .. } => 3,
+            Error::Conflict { .. } | Error::Diverged(_) => 3,
             Error::Lagging(_) => 5,
             Error::NotFound(_) | Error::Etcd(_) | Error::Io { .. } | Error::Failed(_) => 1,
             Error::Interrupted { code, .. } => *code,
@@ -102,6 +105,7 @@ impl Error {
             Error::Invalid(_) => "validation",
             Error::Usage(_) => "usage",
             Error::Conflict { .. } => "conflict",
+            Error::Diverged(_) => "stage-conflict",
             Error::Lagging(_) => "lagging",
             Error::NotFound(_) => "not-found",
             Error::Etcd(_) => "etcd",
@@ -133,6 +137,7 @@ impl fmt::Display for Error {
                 "gave up after {attempts} attempts: the keys kept changing concurrently \
                  (nothing written by this command); re-run it"
             ),
+            Error::Diverged(message) => f.write_str(message),
             Error::NotFound(what) => write!(f, "not found: {what}"),
             Error::Etcd(source) => write!(f, "etcd: {source}"),
             Error::Lagging(outcome) => f.write_str(&outcome.text),

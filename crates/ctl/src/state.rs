@@ -17,7 +17,9 @@ use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, 
 use crate::error::{Error, FieldError};
 use crate::etcd::{Layout, strip};
 use crate::record::DrainRecord;
+use crate::stages::{StageEdits, reconcile_stages};
 use crate::value::{PolicyValue, RegionValue};
+use dw_routing::stage::Stage;
 
 /// A key's raw value and the revision it was last modified at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +50,8 @@ pub struct State {
     pub policy: Option<Entry>,
     /// origin → drain record.
     pub drains: BTreeMap<String, Entry>,
+    /// stage id → the stage key (`<prefix>stage/<id>`).
+    pub stages: BTreeMap<String, Entry>,
 }
 
 impl State {
@@ -102,6 +106,16 @@ pub struct Changes {
     /// every region it read, also those it leaves alone (one that gained the origin
     /// meanwhile must not be skipped).
     pub guard_regions: bool,
+    /// stage id → new stage record, or `None` to delete the stage key.
+    pub stages: BTreeMap<String, Option<Stage>>,
+    /// Unguarded puts beside the change (stage audit records under the control prefix).
+    pub audit: BTreeMap<String, String>,
+    /// Extra guards: full key → the `mod_revision` it must still have (0: absent).
+    pub guards: BTreeMap<String, i64>,
+    /// Also guard that no stage key changed since the read.
+    pub guard_stages: bool,
+    /// How open stages follow this change (see `crate::stages`).
+    pub stage_edits: StageEdits,
     /// What the operator should know about the plan (skipped regions, renormalisations).
     pub notes: Vec<String>,
 }
@@ -109,7 +123,10 @@ pub struct Changes {
 impl Changes {
     /// Nothing to write (notes aside).
     pub fn is_empty(&self) -> bool {
-        self.regions.is_empty() && self.policy.is_none() && self.drains.is_empty()
+        self.regions.is_empty()
+            && self.policy.is_none()
+            && self.drains.is_empty()
+            && self.stages.is_empty()
     }
 }
 
@@ -120,6 +137,7 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
         TxnOp::get(layout.regions(), prefix()),
         TxnOp::get(layout.policy(), None),
         TxnOp::get(layout.drains(), prefix()),
+        TxnOp::get(layout.stages(), prefix()),
     ]);
     let response = client.txn(txn).await?;
     let revision = response
@@ -133,6 +151,7 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
     let regions = ranges.next().unwrap_or_default();
     let policy = ranges.next().unwrap_or_default();
     let drains = ranges.next().unwrap_or_default();
+    let stages = ranges.next().unwrap_or_default();
     let by_name = |kvs: Vec<KeyValue>, prefix: String| {
         kvs.iter()
             .filter_map(|kv| {
@@ -146,6 +165,7 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
         regions: by_name(regions, layout.regions()),
         policy: policy.first().map(Entry::from_kv),
         drains: by_name(drains, layout.drains()),
+        stages: by_name(stages, layout.stages()),
     })
 }
 
@@ -236,6 +256,34 @@ pub async fn commit(
             None => ops.push(TxnOp::delete(key, None)),
         }
     }
+    for (id, stage) in &changes.stages {
+        let key = layout.stage(id);
+        guard(key.clone(), state.stages.get(id));
+        match stage {
+            Some(stage) => ops.push(TxnOp::put(key, stage.to_json(), None)),
+            None => ops.push(TxnOp::delete(key, None)),
+        }
+    }
+    for (key, revision) in &changes.guards {
+        if *revision == 0 {
+            compares.push(Compare::create_revision(key.as_str(), CompareOp::Equal, 0));
+        } else {
+            compares.push(Compare::mod_revision(
+                key.as_str(),
+                CompareOp::Equal,
+                *revision,
+            ));
+        }
+    }
+    for (key, value) in &changes.audit {
+        ops.push(TxnOp::put(key.as_str(), value.as_str(), None));
+    }
+    if changes.guard_stages {
+        compares.push(
+            Compare::mod_revision(layout.stages(), CompareOp::Less, state.revision + 1)
+                .with_prefix(),
+        );
+    }
     if changes.guard_regions {
         compares.push(
             Compare::mod_revision(layout.regions(), CompareOp::Less, state.revision + 1)
@@ -267,8 +315,10 @@ pub async fn commit(
 fn explain_txn_error(error: etcd_client::Error, changes: &Changes) -> Error {
     let text = error.to_string();
     if text.contains("too many operations in txn") {
-        let keys =
-            changes.regions.len() + changes.drains.len() + usize::from(changes.policy.is_some());
+        let keys = changes.regions.len()
+            + changes.drains.len()
+            + changes.stages.len()
+            + usize::from(changes.policy.is_some());
         Error::Failed(format!(
             "etcd refused a transaction of {keys} keys ({text}); raise etcd's --max-txn-ops \
              so that one change can cover every region"
@@ -374,5 +424,6 @@ where
     let state = read_state(client, layout).await?;
     let mut changes = plan(&state)?;
     reconcile_drain_records(&state, &mut changes)?;
+    reconcile_stages(&state, &mut changes)?;
     Ok((state, changes))
 }
