@@ -139,7 +139,9 @@ Example:
   dwctl restore fra-a")]
     Restore(RestoreArgs),
     /// Staged changes: a routing change served by a cohort of nodes first.
-    #[command(subcommand, after_help = "\
+    #[command(
+        subcommand,
+        after_help = "\
 A stage holds the keys of a desired-state file (apply's format) that differ from current \
 routing; the nodes of its cohort (a share of the fleet by a stable hash of stage and node \
 id, named nodes, labels) serve the staged values, every other node current routing. \
@@ -151,7 +153,8 @@ Examples:
   dwctl stage show eu-map
   dwctl stage widen eu-map --cohort 25%
   dwctl stage promote eu-map --wait
-  dwctl stage abort eu-map")]
+  dwctl stage abort eu-map"
+    )]
     Stage(StageCommand),
     /// Register origins on leases, list them, forget them.
     #[command(subcommand)]

@@ -315,7 +315,11 @@ pub fn plan_restore(
 
 /// `current` with `origin` back at its previous position and previous share of the total;
 /// the other weights scaled to the rest. Returns the value and the origin's new weight.
-pub(crate) fn readd(current: &RegionValue, before: &RegionValue, origin: &str) -> (RegionValue, u32) {
+pub(crate) fn readd(
+    current: &RegionValue,
+    before: &RegionValue,
+    origin: &str,
+) -> (RegionValue, u32) {
     let previous_total = before.weight_sum();
     let share = if previous_total == 0 {
         0

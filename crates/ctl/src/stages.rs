@@ -225,10 +225,9 @@ fn drain_stages(state: &State, changes: &mut Changes, request: &DrainRequest) {
             };
             match planned.regions.get(geo) {
                 Some(after) => {
-                    stage.kvs.insert(
-                        key,
-                        after.as_ref().map(|value| value.encode(&request.at)),
-                    );
+                    stage
+                        .kvs
+                        .insert(key, after.as_ref().map(|value| value.encode(&request.at)));
                     taken.insert(
                         geo.to_string(),
                         DrainedRegion {
@@ -308,7 +307,9 @@ fn restore_stages(state: &State, changes: &mut Changes, origin: &str) -> Result<
                 }
                 Some(current) => readd(&current, &drained.before, origin).0,
             };
-            stage.kvs.insert(key, Some(restored.encode(&crate::clock::now_rfc3339())));
+            stage
+                .kvs
+                .insert(key, Some(restored.encode(&crate::clock::now_rfc3339())));
             changes.notes.push(format!(
                 "stage {}: {origin} is back in its staged region/{geo}",
                 shown(id)
@@ -348,11 +349,7 @@ pub fn promote_conflicts(state: &State, stage: &Stage, entry: &Entry) -> Vec<Str
 }
 
 /// The cohort the flags describe: `--cohort 5%` (or `2.5`, `100%`), `--nodes`, `--labels`.
-pub fn parse_cohort(
-    cohort: Option<&str>,
-    nodes: &[String],
-    labels: &str,
-) -> Result<Cohort, Error> {
+pub fn parse_cohort(cohort: Option<&str>, nodes: &[String], labels: &str) -> Result<Cohort, Error> {
     let points = match cohort {
         None => 0,
         Some(text) => parse_percent(text)?,

@@ -471,7 +471,12 @@ async fn widen(
     write_stage_action(context, "widened", id, plan).await
 }
 
-async fn promote(context: &Context, id: &str, rebase: bool, reason: &str) -> Result<Outcome, Error> {
+async fn promote(
+    context: &Context,
+    id: &str,
+    rebase: bool,
+    reason: &str,
+) -> Result<Outcome, Error> {
     let plan = |state: &State| {
         let (stage, entry) = find_stage(state, id)?;
         let conflicts = promote_conflicts(state, &stage, &entry);
