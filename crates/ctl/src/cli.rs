@@ -24,6 +24,7 @@ Exit codes:
   1  error (etcd unreachable, key not found, ...)
   2  usage (bad flags or arguments)
   3  conflict: every retry lost to a concurrent writer, nothing written; re-run
+     (`stage promote`: a staged key was changed outside dwctl; see --rebase)
   4  validation failed: the message names the field, nothing written
   5  lagging: `status` found a live node behind the routing revision, or `--wait` timed
      out before the quorum of live nodes reported the change (the write itself committed)
@@ -151,6 +152,24 @@ renormalised around it, and the output says so.
 Example:
   dwctl restore fra-a")]
     Restore(RestoreArgs),
+    /// Staged changes: a routing change served by a cohort of nodes first.
+    #[command(
+        subcommand,
+        after_help = "\
+A stage holds the keys of a desired-state file (apply's format) that differ from current \
+routing; the nodes of its cohort (a share of the fleet by a stable hash of stage and node \
+id, named nodes, labels) serve the staged values, every other node current routing. \
+Widen it, then promote it (one transaction makes the staged values current) or abort it.
+
+Examples:
+  dwctl stage create eu-map.toml --cohort 5% --reason 'CHG-42 new EU map' --dry-run
+  dwctl stage create eu-map.toml --cohort 5% --id eu-map --wait
+  dwctl stage show eu-map
+  dwctl stage widen eu-map --cohort 25%
+  dwctl stage promote eu-map --wait
+  dwctl stage abort eu-map"
+    )]
+    Stage(StageCommand),
     /// Register origins on leases, list them, forget them.
     #[command(subcommand)]
     Origin(OriginCommand),
@@ -389,6 +408,96 @@ impl Command {
     }
 }
 
+/// The cohort flags of `stage create` and `stage widen`.
+#[derive(Debug, Clone, Args)]
+pub struct CohortArgs {
+    /// A share of the fleet, 0 to 100 % with two decimals (5%, 0.5%).
+    #[arg(long, value_name = "PERCENT")]
+    pub cohort: Option<String>,
+    /// Nodes named by id (comma-separated or repeated).
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub nodes: Vec<String>,
+    /// Nodes carrying every one of these labels (k=v,k2=v2).
+    #[arg(long, default_value = "")]
+    pub labels: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StageCommand {
+    /// Stage the keys of FILE that differ from current routing.
+    #[command(after_help = "\
+FILE is apply's format (JSON, or TOML by extension) and is validated the same way (exit 4, \
+nothing written). Refused: a file that changes nothing, a key another open stage touches, \
+an empty cohort. --dry-run prints the diff and the nodes (from their reports) that would \
+be in the cohort.
+
+Example:
+  dwctl stage create eu-map.toml --cohort 5% --labels site=fra --reason 'CHG-42'")]
+    Create {
+        /// The desired state (JSON, or TOML by extension; `-` reads JSON from stdin).
+        file: String,
+        #[command(flatten)]
+        cohort: CohortArgs,
+        /// Why, for the stage and its audit record.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// The stage id (default: stage-<UTC time>).
+        #[arg(long)]
+        id: Option<String>,
+        /// Print the diff and the cohort, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Every open stage.
+    List,
+    /// One stage: cohort, diff against current routing, which cohort nodes serve it.
+    Show {
+        /// The stage id.
+        id: String,
+    },
+    /// Widen a stage's cohort (earlier members always stay in).
+    Widen {
+        /// The stage id.
+        id: String,
+        #[command(flatten)]
+        cohort: CohortArgs,
+        /// Why, for the audit record.
+        #[arg(long, default_value = "")]
+        reason: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Make the staged values current for every node and close the stage (one txn).
+    #[command(after_help = "\
+Guarded on the revisions the stage was made from: a staged key changed meanwhile outside \
+dwctl (etcdctl, another tool) makes it exit 3 and write nothing, unless --rebase (the \
+staged value then wins over that change).")]
+    Promote {
+        /// The stage id.
+        id: String,
+        /// Promote even over keys changed outside dwctl since the stage was made.
+        #[arg(long)]
+        rebase: bool,
+        /// Why, for the audit record.
+        #[arg(long, default_value = "")]
+        reason: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Close a stage without promoting it: its cohort returns to current routing.
+    Abort {
+        /// The stage id.
+        id: String,
+        /// Why, for the audit record.
+        #[arg(long, default_value = "")]
+        reason: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum OriginCommand {
     /// Long-running: keep <prefix>origin/<ID> alive on a lease until SIGTERM/SIGINT.
@@ -470,6 +579,12 @@ impl Command {
             Command::Drain(args) => args.wait.get(),
             Command::Restore(args) => args.wait.get(),
             Command::Rollback(args) => args.wait.get(),
+            Command::Stage(
+                StageCommand::Create { wait, .. }
+                | StageCommand::Widen { wait, .. }
+                | StageCommand::Promote { wait, .. }
+                | StageCommand::Abort { wait, .. },
+            ) => wait.get(),
             _ => None,
         }
     }

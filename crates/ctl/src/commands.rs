@@ -10,6 +10,7 @@ mod region;
 mod repair;
 mod restore;
 mod route;
+mod stage;
 
 use serde_json::Value;
 
@@ -75,6 +76,7 @@ async fn run_one(
         Command::Apply(args) => apply::run(context, args).await,
         Command::Drain(args) => drain::run(context, args).await,
         Command::Restore(args) => restore::run(context, args).await,
+        Command::Stage(command) => stage::run(context, command).await,
         Command::Origin(command) => crate::origin::command(context, command, shutdown).await,
         Command::Rebalance => crate::rebalance::command(context, shutdown).await,
         Command::Health(args) => crate::health::command(context, args, shutdown).await,

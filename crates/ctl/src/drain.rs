@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::error::{Error, FieldError};
 use crate::record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
+use crate::stages::StageEdits;
 use crate::state::{Changes, State};
 use crate::value::RegionValue;
 use crate::weights::renormalise;
@@ -93,17 +94,18 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
 
     let mut changes = Changes {
         guard_regions: true,
+        stage_edits: StageEdits::Drain(Box::new(request.clone())),
         ..Changes::default()
     };
     let mut record = existing.clone().unwrap_or_else(|| DrainRecord {
         schema: DRAIN_RECORD_SCHEMA,
-        stages: Default::default(),
         origin: origin.to_string(),
         reason: request.reason.clone(),
         source: request.source.clone(),
         by: request.by.clone(),
         at: request.at.clone(),
         regions: Default::default(),
+        stages: Default::default(),
     });
     let mut would_empty = Vec::new();
     for geo in &geos {
@@ -244,15 +246,9 @@ pub fn plan_restore(
             format!("no drain is recorded for `{origin}`"),
         ));
     };
-    if !record.stages.is_empty() {
-        return Err(Error::Failed(format!(
-            "the drain record of {origin} also holds edits of stages {:?}, which this dwctl \
-             cannot give back; restore it with a dwctl that knows staged rollouts",
-            record.stages.keys().collect::<Vec<_>>()
-        )));
-    }
     let mut changes = Changes {
         guard_regions: true,
+        stage_edits: StageEdits::Restore(origin.to_string()),
         ..Changes::default()
     };
     if let Some(source) = only_source
@@ -315,7 +311,11 @@ pub fn plan_restore(
 
 /// `current` with `origin` back at its previous position and previous share of the total;
 /// the other weights scaled to the rest. Returns the value and the origin's new weight.
-fn readd(current: &RegionValue, before: &RegionValue, origin: &str) -> (RegionValue, u32) {
+pub(crate) fn readd(
+    current: &RegionValue,
+    before: &RegionValue,
+    origin: &str,
+) -> (RegionValue, u32) {
     let previous_total = before.weight_sum();
     let share = if previous_total == 0 {
         0

@@ -62,6 +62,9 @@ pub enum Error {
         /// How many attempts were made (`--retries`).
         attempts: u32,
     },
+    /// `stage promote`: staged keys were changed outside dwctl since the stage was made;
+    /// nothing written. Exit code 3.
+    Diverged(String),
     /// A key or record the command needs does not exist. Exit code 1.
     NotFound(String),
     /// etcd refused or could not be reached. Exit code 1.
@@ -113,7 +116,7 @@ impl Error {
         match self {
             Error::Invalid(_) => 4,
             Error::Usage(_) => 2,
-            Error::Conflict { .. } => 3,
+            Error::Conflict { .. } | Error::Diverged(_) => 3,
             Error::Lagging(_) => 5,
             Error::WaitFailed { .. } => EXIT_WAIT_FAILED,
             Error::NotFound(_) | Error::Etcd(_) | Error::Io { .. } | Error::Failed(_) => 1,
@@ -127,6 +130,7 @@ impl Error {
             Error::Invalid(_) => "validation",
             Error::Usage(_) => "usage",
             Error::Conflict { .. } => "conflict",
+            Error::Diverged(_) => "stage-conflict",
             Error::Lagging(_) => "lagging",
             Error::WaitFailed { .. } => "wait-failed",
             Error::NotFound(_) => "not-found",
@@ -159,6 +163,7 @@ impl fmt::Display for Error {
                 "gave up after {attempts} attempts: the keys kept changing concurrently \
                  (nothing written by this command); re-run it"
             ),
+            Error::Diverged(message) => f.write_str(message),
             Error::NotFound(what) => write!(f, "not found: {what}"),
             Error::Etcd(source) if is_nospace(source) => {
                 write!(f, "etcd: {source}\n{NOSPACE_RECOVERY}")

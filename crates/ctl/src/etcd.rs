@@ -2,12 +2,14 @@
 //! kind of record under them (the kinds themselves are spelled in `dw_routing::keys`).
 
 pub use dw_routing::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
-use dw_routing::keys::{DRAINS, ORIGIN, POLICY, REGION, REGISTERED};
+use dw_routing::keys::{DRAINS, ORIGIN, POLICY, REGION, REGISTERED, ROLLOUTS, STAGE};
 
 use crate::error::Error;
 
 /// Audit records under the control prefix.
 const AUDIT: &str = "audit/";
+/// Stage audit records, below the control prefix: `stages/<id>`.
+pub const STAGE_AUDIT: &str = "stages/";
 
 /// The key layout: the agents' prefix (regions, policy, origins) and dwctl's control
 /// prefix (drain records, registered origins).
@@ -91,6 +93,20 @@ impl Layout {
     /// Audit records (drain repairs; stage actions later), beside the drain records.
     pub fn audits(&self) -> String {
         format!("{}{AUDIT}", self.control)
+    }
+    pub fn stages(&self) -> String {
+        format!("{}{STAGE}", self.prefix)
+    }
+    pub fn stage(&self, id: &str) -> String {
+        format!("{}{STAGE}{id}", self.prefix)
+    }
+    /// The audit record of stage `id`'s actions, beside the drain records (each action
+    /// rewrites it, so `dwctl history` lists them all).
+    pub fn stage_audit(&self, id: &str) -> String {
+        format!("{}{STAGE_AUDIT}{id}", self.control)
+    }
+    pub fn rollout(&self, id: &str) -> String {
+        format!("{}{ROLLOUTS}{id}", self.control)
     }
     pub fn registrations(&self) -> String {
         format!("{}{REGISTERED}", self.control)

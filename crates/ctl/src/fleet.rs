@@ -341,6 +341,7 @@ fn node_json(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
         "report_age_seconds": age(now, node.reported_at_ms),
         "rejected": node.raw["rejected"],
         "version": node.raw["version"],
+        "stages": node.raw["stages"].as_array().cloned().unwrap_or_default(),
     })
 }
 
@@ -373,6 +374,10 @@ fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
         "gone (lease expired)".into()
     };
     let seconds = |value: Option<f64>| value.map_or("-".into(), |s| format!("{s:.1}s"));
+    let state = match node_stages(node) {
+        stages if stages.is_empty() => state,
+        stages => format!("{state} stage {stages}"),
+    };
     format!(
         "{:<20} {:<20} {:>10} {:>6} {:>8} {:>8}  {}",
         Shown(&node.id).to_string(),
@@ -383,6 +388,29 @@ fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
         seconds(age(now, node.reported_at_ms)),
         state
     )
+}
+
+/// The stages a node's report says it applies: `id@revision,...` (control characters
+/// escaped: the report is written by the node).
+fn node_stages(node: &NodeReport) -> String {
+    node.raw["stages"]
+        .as_array()
+        .map(|stages| {
+            stages
+                .iter()
+                .map(|stage| {
+                    let id: String = stage["id"]
+                        .as_str()
+                        .unwrap_or("?")
+                        .chars()
+                        .flat_map(char::escape_default)
+                        .collect();
+                    format!("{id}@{}", stage["revision"].as_i64().unwrap_or(0))
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
 }
 
 const HEADER: &str =

@@ -60,6 +60,7 @@ mod rebalance;
 mod record;
 mod sessions;
 mod shutdown;
+mod stages;
 mod state;
 mod value;
 mod wait;

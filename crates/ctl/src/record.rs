@@ -62,8 +62,8 @@ pub struct DrainRecord {
     pub at: String,
     /// geo → the region before and after the drain.
     pub regions: BTreeMap<String, DrainedRegion>,
-    /// Reserved for staged rollouts: stage id → geo → the staged region before and after
-    /// the drain. Empty (and not written) until stages exist.
+    /// stage id → geo → the staged region before and after the drain, so that `restore`
+    /// puts the origin back into the stages it was drained from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stages: BTreeMap<String, BTreeMap<String, DrainedRegion>>,
 }

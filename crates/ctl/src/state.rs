@@ -16,7 +16,9 @@ use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp};
 use crate::error::{Error, FieldError};
 use crate::etcd::{Layout, strip};
 use crate::record::DrainRecord;
+use crate::stages::{StageEdits, reconcile_stages};
 use crate::value::{PolicyValue, RegionValue};
+use dw_routing::stage::Stage;
 
 /// A key's raw value and the revision it was last modified at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +49,8 @@ pub struct State {
     pub policy: Option<Entry>,
     /// origin → drain record.
     pub drains: BTreeMap<String, Entry>,
+    /// stage id → the stage key (`<prefix>stage/<id>`).
+    pub stages: BTreeMap<String, Entry>,
 }
 
 impl State {
@@ -101,6 +105,16 @@ pub struct Changes {
     /// every region it read, also those it leaves alone (one that gained the origin
     /// meanwhile must not be skipped).
     pub guard_regions: bool,
+    /// stage id → new stage record, or `None` to delete the stage key.
+    pub stages: BTreeMap<String, Option<Stage>>,
+    /// Unguarded puts beside the change (stage audit records under the control prefix).
+    pub audit: BTreeMap<String, String>,
+    /// Extra guards: full key → the `mod_revision` it must still have (0: absent).
+    pub guards: BTreeMap<String, i64>,
+    /// Also guard that no stage key changed since the read.
+    pub guard_stages: bool,
+    /// How open stages follow this change (see `crate::stages`).
+    pub stage_edits: StageEdits,
     /// What the operator should know about the plan (skipped regions, renormalisations).
     pub notes: Vec<String>,
 }
@@ -108,7 +122,10 @@ pub struct Changes {
 impl Changes {
     /// Nothing to write (notes aside).
     pub fn is_empty(&self) -> bool {
-        self.regions.is_empty() && self.policy.is_none() && self.drains.is_empty()
+        self.regions.is_empty()
+            && self.policy.is_none()
+            && self.drains.is_empty()
+            && self.stages.is_empty()
     }
 }
 
@@ -139,6 +156,13 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
         dw_etcd::DEFAULT_PAGE_KEYS,
     )
     .await?;
+    let stages = dw_etcd::read_prefix_pages(
+        &mut kv,
+        layout.stages().as_bytes(),
+        Some(revision),
+        dw_etcd::DEFAULT_PAGE_KEYS,
+    )
+    .await?;
     let by_name = |kvs: &[KeyValue], prefix: String| {
         kvs.iter()
             .filter_map(|kv| {
@@ -152,6 +176,7 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
         regions: by_name(&regions.kvs, layout.regions()),
         policy: policy.kvs().first().map(Entry::from_kv),
         drains: by_name(&drains.kvs, layout.drains()),
+        stages: by_name(&stages.kvs, layout.stages()),
     })
 }
 
@@ -294,9 +319,29 @@ fn plan_txn(
             None => delete(&mut planned, key),
         }
     }
+    for (id, stage) in &changes.stages {
+        let key = layout.stage(id);
+        guard(&mut planned, key.clone(), state.stages.get(id));
+        match stage {
+            Some(stage) => put(&mut planned, key, stage.to_json()),
+            None => delete(&mut planned, key),
+        }
+    }
+    for (key, revision) in &changes.guards {
+        planned.bytes += key.len() + ITEM_OVERHEAD_BYTES;
+        planned.compares.push(if *revision == 0 {
+            Compare::create_revision(key.as_str(), CompareOp::Equal, 0)
+        } else {
+            Compare::mod_revision(key.as_str(), CompareOp::Equal, *revision)
+        });
+    }
+    for (key, value) in &changes.audit {
+        put(&mut planned, key.clone(), value.clone());
+    }
     for (prefix, wanted) in [
         (layout.regions(), changes.guard_regions),
         (layout.drains(), changes.guard_drains),
+        (layout.stages(), changes.guard_stages),
     ] {
         if wanted {
             planned.bytes += 2 * prefix.len() + ITEM_OVERHEAD_BYTES;
@@ -363,8 +408,10 @@ pub async fn commit(
 fn explain_txn_error(error: etcd_client::Error, changes: &Changes, bytes: usize) -> Error {
     let text = error.to_string();
     if text.contains("too many operations in txn") {
-        let keys =
-            changes.regions.len() + changes.drains.len() + usize::from(changes.policy.is_some());
+        let keys = changes.regions.len()
+            + changes.drains.len()
+            + changes.stages.len()
+            + usize::from(changes.policy.is_some());
         Error::Failed(format!(
             "etcd refused a transaction of {keys} keys ({text}); raise etcd's --max-txn-ops \
              so that one change can cover every region"
@@ -476,6 +523,7 @@ where
     let state = read_state(client, layout).await?;
     let mut changes = plan(&state)?;
     reconcile_drain_records(&state, &mut changes)?;
+    reconcile_stages(&state, &mut changes)?;
     // A dry run refuses what the commit would refuse, before anything is sent.
     request_bytes(layout, &state, &changes)?;
     Ok((state, changes))

@@ -138,6 +138,7 @@ async fn state_at(etcd: &Etcd, revision: i64) -> State {
         regions,
         policy: None,
         drains,
+        stages: BTreeMap::new(),
     }
 }
 
