@@ -6,50 +6,15 @@
 //! when a region is as the drain left it; when the region changed since, it re-adds the
 //! origin with its previous share and renormalises the others around it, and says so.
 
-use std::collections::BTreeSet;
-
 use crate::error::{Error, FieldError};
+use crate::model::{Changes, StageEdits, State};
 use crate::record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
-use crate::stages::StageEdits;
-use crate::state::{Changes, State};
+pub use crate::record::{DrainRequest, FleetLimit};
 use crate::value::RegionValue;
 use crate::weights::renormalise;
 
 /// What the weights of a region sum to after a drain or a restore.
 pub const WEIGHT_TOTAL: u32 = 100;
-
-/// A drain to plan.
-#[derive(Debug, Clone)]
-pub struct DrainRequest {
-    /// The origin to take out.
-    pub origin: String,
-    /// Only these geos; empty means every region that lists the origin.
-    pub regions: Vec<String>,
-    /// Why, as the drain record keeps it.
-    pub reason: String,
-    /// `cli`, `rebalance` or `health` (see [`crate::DrainRecord`]).
-    pub source: String,
-    /// Who asked (the operator, or `rebalance:<host>`).
-    pub by: String,
-    /// When, RFC 3339 UTC.
-    pub at: String,
-    /// Drain even a region's last origin: its key is deleted (restore recreates it).
-    pub force: bool,
-    /// For automation: leave a region the drain would empty alone (and say so) instead of
-    /// refusing the whole drain.
-    pub skip_emptying: bool,
-    /// Refuse when this many origins of the set are drained already.
-    pub fleet_limit: Option<FleetLimit>,
-}
-
-/// At most `max_drained` of `origins` may be drained at once.
-#[derive(Debug, Clone)]
-pub struct FleetLimit {
-    /// The origins the limit counts (those health probes).
-    pub origins: BTreeSet<String>,
-    /// How many of them may be drained at once.
-    pub max_drained: usize,
-}
 
 pub fn check_origin_name(field: &str, origin: &str) -> Result<(), Error> {
     if origin.is_empty() {

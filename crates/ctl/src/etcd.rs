@@ -6,6 +6,10 @@ use dw_routing::keys::{DRAINS, ORIGIN, POLICY, REGION, REGISTERED, ROLLOUTS, STA
 
 use crate::error::Error;
 
+/// What etcd's `--max-request-bytes` is by default (1.5 MiB): dwctl's default for its own
+/// `--max-request-bytes`, since a client cannot read the server's setting.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1536 * 1024;
+
 /// Audit records under the control prefix.
 const AUDIT: &str = "audit/";
 /// Stage audit records, below the control prefix: `stages/<id>`.
@@ -37,7 +41,7 @@ impl Layout {
             prefix: normalise("--prefix", prefix)?,
             control: normalise("--control-prefix", control)?,
             nodes: DEFAULT_NODES_PREFIX.to_owned(),
-            max_request_bytes: crate::state::DEFAULT_MAX_REQUEST_BYTES,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         };
         if layout.prefix.starts_with(&layout.control) || layout.control.starts_with(&layout.prefix)
         {

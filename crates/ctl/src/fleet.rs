@@ -17,6 +17,7 @@ use dw_routing::keys::seen_prefix;
 use crate::context::Context;
 use crate::error::Error;
 use crate::etcd::Layout;
+pub use crate::input::parse_selector;
 use crate::output::{Outcome, OutputFormat, Shown};
 use crate::record::DrainRecord;
 use crate::wait::{Wait, needed};
@@ -589,23 +590,6 @@ async fn malformed_drain_records(
                 .map(|error| (origin.to_owned(), error.to_string()))
         })
         .collect())
-}
-
-/// Parses `k=v,k2=v2` into a label selector.
-pub fn parse_selector(text: &str) -> Result<BTreeMap<String, String>, Error> {
-    let mut selector = BTreeMap::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((key, value)) = item.split_once('=') else {
-            return Err(Error::Usage(format!(
-                "--labels {item:?}: expected key=value"
-            )));
-        };
-        if key.trim().is_empty() {
-            return Err(Error::Usage(format!("--labels {item:?}: empty label name")));
-        }
-        selector.insert(key.trim().to_owned(), value.trim().to_owned());
-    }
-    Ok(selector)
 }
 
 #[cfg(test)]

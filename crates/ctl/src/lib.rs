@@ -51,6 +51,7 @@ mod fleet;
 mod health;
 mod history;
 mod input;
+mod model;
 mod origin;
 mod output;
 mod plan;

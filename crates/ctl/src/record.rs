@@ -23,7 +23,7 @@
 //! by `status`, `origin list` and `history`, and `dwctl drain --repair ORIGIN` removes it
 //! with an audit record.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -129,6 +129,39 @@ impl DrainRecord {
     pub fn encode(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+/// A drain to plan.
+#[derive(Debug, Clone)]
+pub struct DrainRequest {
+    /// The origin to take out.
+    pub origin: String,
+    /// Only these geos; empty means every region that lists the origin.
+    pub regions: Vec<String>,
+    /// Why, as the drain record keeps it.
+    pub reason: String,
+    /// `cli`, `rebalance` or `health` (see [`crate::DrainRecord`]).
+    pub source: String,
+    /// Who asked (the operator, or `rebalance:<host>`).
+    pub by: String,
+    /// When, RFC 3339 UTC.
+    pub at: String,
+    /// Drain even a region's last origin: its key is deleted (restore recreates it).
+    pub force: bool,
+    /// For automation: leave a region the drain would empty alone (and say so) instead of
+    /// refusing the whole drain.
+    pub skip_emptying: bool,
+    /// Refuse when this many origins of the set are drained already.
+    pub fleet_limit: Option<FleetLimit>,
+}
+
+/// At most `max_drained` of `origins` may be drained at once.
+#[derive(Debug, Clone)]
+pub struct FleetLimit {
+    /// The origins the limit counts (those health probes).
+    pub origins: BTreeSet<String>,
+    /// How many of them may be drained at once.
+    pub max_drained: usize,
 }
 
 #[cfg(test)]

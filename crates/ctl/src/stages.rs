@@ -24,26 +24,13 @@ use serde_json::{Value, json};
 
 use dw_routing::stage::{COHORT_POINTS, Cohort, Stage};
 
-use crate::drain::{DrainRequest, plan_drain, readd};
+use crate::drain::{plan_drain, readd};
 use crate::error::Error;
 use crate::etcd::Layout;
+use crate::model::{Changes, Entry, StageEdits, State};
+use crate::record::DrainRequest;
 use crate::record::DrainedRegion;
-use crate::state::{Changes, Entry, State};
 use crate::value::RegionValue;
-
-/// How a change edits the open stages.
-#[derive(Debug, Clone, Default)]
-pub enum StageEdits {
-    /// A direct write: keys it writes leave the stages that touch them.
-    #[default]
-    Direct,
-    /// A drain: the origin leaves the staged values too.
-    Drain(Box<DrainRequest>),
-    /// A restore of this origin: it comes back into the stages it was drained from.
-    Restore(String),
-    /// A stage command: it edits stages itself.
-    Keep,
-}
 
 /// Text from etcd as it may reach a terminal: control characters escaped. (The one place
 /// the stage commands escape what they print.)
@@ -361,7 +348,7 @@ pub fn parse_cohort(cohort: Option<&str>, nodes: &[String], labels: &str) -> Res
             .map(|node| node.trim().to_owned())
             .filter(|node| !node.is_empty())
             .collect(),
-        labels: crate::fleet::parse_selector(labels)?,
+        labels: crate::input::parse_selector(labels)?,
     };
     cohort
         .check()
