@@ -17,13 +17,21 @@ const NODES: usize = 10_000;
 /// default --max-txn-ops is 128).
 const DRAINED: usize = 50;
 
-/// Puts `items` in transactions of 128 operations.
-async fn put_all(client: &mut Client, items: impl Iterator<Item = (String, String)>) {
+/// Puts `items` in transactions of 128 operations, on `lease` when given (node reports
+/// live on a lease, as an agent's do: status counts a report on none as untrusted).
+async fn put_all(
+    client: &mut Client,
+    items: impl Iterator<Item = (String, String)>,
+    lease: Option<i64>,
+) {
     let items: Vec<(String, String)> = items.collect();
     for chunk in items.chunks(128) {
         let ops = chunk
             .iter()
-            .map(|(key, value)| TxnOp::put(key.as_str(), value.as_str(), None))
+            .map(|(key, value)| {
+                let options = lease.map(|id| etcd_client::PutOptions::new().with_lease(id));
+                TxnOp::put(key.as_str(), value.as_str(), options)
+            })
             .collect::<Vec<_>>();
         client
             .txn(Txn::new().and_then(ops))
@@ -73,13 +81,16 @@ async fn every_command_works_at_100k_regions_and_10k_nodes() {
     put_all(
         &mut client,
         (0..REGIONS).map(|i| (region_key(&geo(i)), region(i))),
+        None,
     )
     .await;
     // Far ahead of every revision the test writes, so that --wait is reached at once.
     let ahead = 1_000_000_000;
+    let lease = client.lease_grant(600, None).await.expect("lease").id();
     put_all(
         &mut client,
         (0..NODES).map(|i| (format!("/dw/nodes/edge-{i:05}"), report(i, ahead))),
+        Some(lease),
     )
     .await;
     eprintln!(
@@ -153,6 +164,7 @@ async fn pages_too_large_for_the_client_are_split() {
     put_all(
         &mut client,
         (0..100).map(|i| (format!("/p/{i:03}"), value.clone())),
+        None,
     )
     .await;
     let first = etcd.revision().await;
