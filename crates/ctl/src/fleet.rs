@@ -400,12 +400,7 @@ fn node_stages(node: &NodeReport) -> String {
             stages
                 .iter()
                 .map(|stage| {
-                    let id: String = stage["id"]
-                        .as_str()
-                        .unwrap_or("?")
-                        .chars()
-                        .flat_map(char::escape_default)
-                        .collect();
+                    let id = crate::output::escape(stage["id"].as_str().unwrap_or("?"));
                     format!("{id}@{}", stage["revision"].as_i64().unwrap_or(0))
                 })
                 .collect::<Vec<_>>()

@@ -28,23 +28,10 @@ use crate::drain::{plan_drain, readd};
 use crate::error::Error;
 use crate::etcd::Layout;
 use crate::model::{Changes, Entry, StageEdits, State};
+use crate::output::escape as shown;
 use crate::record::DrainRequest;
 use crate::record::DrainedRegion;
 use crate::value::RegionValue;
-
-/// Text from etcd as it may reach a terminal: control characters escaped. (The one place
-/// the stage commands escape what they print.)
-pub fn shown(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
-}
 
 /// The open stages of `state`, read; an unreadable one as an error.
 pub fn open_stages(state: &State) -> Vec<(String, Result<Stage, Error>)> {

@@ -15,10 +15,10 @@ use crate::error::Error;
 use crate::fleet::{NodeReport, read_nodes};
 use crate::input::read_file_async;
 use crate::model::StageEdits;
-use crate::output::{Outcome, listing_text};
+use crate::output::{Outcome, escape as shown, listing_text};
 use crate::stages::{
     audit, cohort_text, find_stage, is_empty_cohort, key_revision, open_stages, parse_cohort,
-    promote_conflicts, shown,
+    promote_conflicts,
 };
 use crate::state::{Changes, State, preview, read_state, transact};
 use crate::value::{PolicyValue, RegionValue};
