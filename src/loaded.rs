@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-use dw_routing::{CountryCode, Route, Table};
+use dw_routing::{CountryCode, MemoKey, Route, Table};
 use ext_php_rs::ffi::zend_array;
 use ext_php_rs::types::Zval;
 
@@ -135,11 +135,10 @@ impl RouteSlots {
 
     #[inline(never)]
     fn memo_of_other(&self, table: &Table, geo: &[u8]) -> Option<&AtomicPtr<zend_array>> {
-        if let Some(region) = table.region_index(geo) {
-            return self.by_region.get(region as usize);
+        match table.memo_key_of_other(geo)? {
+            MemoKey::Region(region) => self.by_region.get(region as usize),
+            MemoKey::Country(code) => self.by_country.get(code.index()),
         }
-        let code = CountryCode::of(dw_routing::subdivision_country(geo)?)?;
-        self.by_country.get(code.index())
     }
 
     fn slot(&self, region: u32, origin: u32) -> Option<&AtomicPtr<zend_array>> {

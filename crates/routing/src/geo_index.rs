@@ -1,5 +1,7 @@
 //! The geo index of a table: which region answers for a geo, found without hashing for a
-//! country code (the common case) and with one integer or byte-slice hash otherwise.
+//! country code (the common case) and for a subdivision `CC-SUB` (its country by direct
+//! index, then a search of that country's few subdivisions), and with one integer or
+//! byte-slice hash otherwise.
 
 use rustc_hash::FxHashMap;
 
@@ -92,7 +94,47 @@ fn pack_short_geo(geo: &[u8]) -> Option<u64> {
     Some(bytes | (len as u64) << 56)
 }
 
-/// Region indexes by geo, in three tables by the geo's shape.
+/// A subdivision geo `CC-SUB` (`^[A-Z]{2}-[A-Z0-9]{1,3}$`, as
+/// [`crate::subdivision_country`] defines it) as its country's code and its subdivision
+/// part, packed big-endian so that integer order is byte order (and, every byte being
+/// non-zero, distinct parts pack distinctly).
+#[inline(always)]
+fn subdivision_parts(geo: &[u8]) -> Option<(CountryCode, u32)> {
+    let (&[first, second, dash], part) = geo.split_first_chunk::<3>()?;
+    if dash != b'-' || !first.is_ascii_uppercase() || !second.is_ascii_uppercase() {
+        return None;
+    }
+    let packed = match *part {
+        [a] => u32::from(a) << 24,
+        [a, b] => u32::from(a) << 24 | u32::from(b) << 16,
+        [a, b, c] => u32::from(a) << 24 | u32::from(b) << 16 | u32::from(c) << 8,
+        _ => return None,
+    };
+    if part
+        .iter()
+        .any(|&byte| CODE_OF_BYTE[byte as usize] == NOT_CODE)
+    {
+        return None;
+    }
+    let code = CountryCode::of(&[first, second])?;
+    Some((code, packed))
+}
+
+/// What a geo that is not a country code is to the chain ([`GeoIndex::classify_other`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OtherGeo {
+    /// It has a region of its own.
+    Own(u32),
+    /// A subdivision without a region of its own: it continues with its country.
+    SubdivisionOf(CountryCode),
+    /// Neither: an opaque geo without a region.
+    Opaque,
+}
+
+/// "No list" in [`GeoIndex::subdivisions_of`].
+const NO_LIST: u32 = u32::MAX;
+
+/// Region indexes by geo, in four tables by the geo's shape.
 #[derive(Debug, Clone)]
 pub(crate) struct GeoIndex {
     /// Geos of more than 7 bytes. FxHash: the keys come from configuration, and a
@@ -106,6 +148,12 @@ pub(crate) struct GeoIndex {
     /// `T1`): the region index at `code(first) * 36 + code(second)`, [`NO_REGION`] if none.
     /// No hashing at all for the common case.
     by_country_code: Box<[u32]>,
+    /// Subdivision geos `CC-SUB`: at a country code's index, the position in
+    /// `subdivision_lists` of that country's (packed subdivision, region) pairs, sorted by
+    /// the packed part once the table is built ([`GeoIndex::finish`]); [`NO_LIST`] if it
+    /// has none. Empty while the table has no subdivision at all.
+    subdivisions_of: Box<[u32]>,
+    subdivision_lists: Vec<Vec<(u32, u32)>>,
     /// The longest geo: a longer country cannot match, so it is not even hashed.
     longest_geo: usize,
 }
@@ -117,6 +165,8 @@ impl GeoIndex {
             by_long_geo: FxHashMap::default(),
             by_short_geo: FxHashMap::default(),
             by_country_code: vec![NO_REGION; CountryCode::COUNT].into_boxed_slice(),
+            subdivisions_of: Box::default(),
+            subdivision_lists: Vec::new(),
             longest_geo: 0,
         }
     }
@@ -133,12 +183,71 @@ impl GeoIndex {
     pub(crate) fn insert(&mut self, geo: &[u8], region: u32) {
         if let Some(slot) = country_code_slot(geo) {
             self.by_country_code[slot] = region;
+        } else if let Some((code, part)) = subdivision_parts(geo) {
+            if self.subdivisions_of.is_empty() {
+                self.subdivisions_of = vec![NO_LIST; CountryCode::COUNT].into_boxed_slice();
+            }
+            let list = &mut self.subdivisions_of[code.index()];
+            if *list == NO_LIST {
+                // At most one list per country code: fits in u32.
+                *list = self.subdivision_lists.len() as u32;
+                self.subdivision_lists.push(Vec::new());
+            }
+            self.subdivision_lists[*list as usize].push((part, region));
         } else if let Some(packed) = pack_short_geo(geo) {
             self.by_short_geo.insert(packed, region);
         } else {
             self.by_long_geo.insert(geo.into(), region);
         }
         self.longest_geo = self.longest_geo.max(geo.len());
+    }
+
+    /// Sorts each country's subdivisions for [`GeoIndex::get`], keeping the region
+    /// recorded last for a subdivision recorded twice (as [`GeoIndex::insert`] promises).
+    /// Called once every geo is in; a table's keys come in order, so the lists usually are
+    /// already.
+    pub(crate) fn finish(&mut self) {
+        for list in &mut self.subdivision_lists {
+            if !list.is_sorted_by(|a, b| a.0 < b.0) {
+                // Stable: of equal parts, the last recorded stays last.
+                list.sort_by_key(|&(part, _)| part);
+                let mut kept: Vec<(u32, u32)> = Vec::with_capacity(list.len());
+                for pair in list.drain(..) {
+                    match kept.last_mut() {
+                        Some(last) if last.0 == pair.0 => *last = pair,
+                        _ => kept.push(pair),
+                    }
+                }
+                *list = kept;
+            }
+        }
+    }
+
+    /// The region of the subdivision `part` of the country `code`, if it has one.
+    #[inline(always)]
+    fn subdivision(&self, code: CountryCode, part: u32) -> Option<u32> {
+        let list = *self.subdivisions_of.get(code.index())?;
+        let pairs = self.subdivision_lists.get(list as usize)?;
+        let found = pairs
+            .binary_search_by_key(&part, |&(packed, _)| packed)
+            .ok()?;
+        Some(pairs[found].1)
+    }
+
+    /// What `geo` (not a two-character country code) is to the chain: its own region,
+    /// else for a subdivision its country, else opaque. Subdivisions need no hash.
+    #[inline(never)]
+    pub(crate) fn classify_other(&self, geo: &[u8]) -> OtherGeo {
+        if let Some((code, part)) = subdivision_parts(geo) {
+            return match self.subdivision(code, part) {
+                Some(region) => OtherGeo::Own(region),
+                None => OtherGeo::SubdivisionOf(code),
+            };
+        }
+        match self.get_hashed(geo) {
+            Some(region) => OtherGeo::Own(region),
+            None => OtherGeo::Opaque,
+        }
     }
 
     /// The region of `geo`, if any. A country code, the common case, is looked up inline;
@@ -161,6 +270,15 @@ impl GeoIndex {
 
     #[inline(never)]
     fn get_other(&self, geo: &[u8]) -> Option<u32> {
+        match subdivision_parts(geo) {
+            Some((code, part)) => self.subdivision(code, part),
+            None => self.get_hashed(geo),
+        }
+    }
+
+    /// The region of a geo that is neither a country code nor a subdivision.
+    #[inline(always)]
+    fn get_hashed(&self, geo: &[u8]) -> Option<u32> {
         if let Some(packed) = pack_short_geo(geo) {
             self.by_short_geo.get(&packed).copied()
         } else if geo.len() <= self.longest_geo {
@@ -199,6 +317,73 @@ mod tests {
         ] {
             assert_eq!(CountryCode::of(other), None, "{other:?}");
         }
+    }
+
+    #[test]
+    fn subdivisions_are_exactly_the_chains_shape_and_pack_in_byte_order() {
+        for geo in [
+            "US-CA", "DE-BY", "GB-ENG", "SI-061", "FR-75C", "US-A", "XK-1",
+        ] {
+            let (code, _) = subdivision_parts(geo.as_bytes()).expect(geo);
+            let country = crate::subdivision_country(geo.as_bytes()).expect(geo);
+            assert_eq!(Some(code), CountryCode::of(country), "{geo}");
+        }
+        for geo in [
+            "US-",
+            "US-CALI",
+            "us-CA",
+            "U1-CA",
+            "T1-AB",
+            "US_CA",
+            "US-ca",
+            "US-C A",
+            "US-C\0",
+            "USCA",
+            "continent/EU",
+            "",
+            "US-\u{e9}",
+        ] {
+            assert_eq!(subdivision_parts(geo.as_bytes()), None, "{geo:?}");
+            assert_eq!(crate::subdivision_country(geo.as_bytes()), None, "{geo:?}");
+        }
+        let packed = |geo: &str| subdivision_parts(geo.as_bytes()).unwrap().1;
+        let mut parts = ["A", "AB", "ABC", "AC", "B", "Z9", "0", "09", "9ZZ"];
+        parts.sort();
+        let order: Vec<u32> = parts.iter().map(|p| packed(&format!("US-{p}"))).collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{parts:?} {order:?}");
+    }
+
+    #[test]
+    fn subdivisions_are_found_in_any_insertion_order_and_the_last_wins() {
+        let mut index = GeoIndex::new();
+        for (region, geo) in ["US-TX", "US-CA", "DE-BY", "US-CA", "US-AL", "USA-1"]
+            .iter()
+            .enumerate()
+        {
+            index.insert(geo.as_bytes(), region as u32);
+        }
+        index.insert(b"US", 9);
+        index.finish();
+        assert_eq!(index.get(b"US-CA"), Some(3));
+        assert_eq!(index.get(b"US-TX"), Some(0));
+        assert_eq!(index.get(b"US-AL"), Some(4));
+        assert_eq!(index.get(b"DE-BY"), Some(2));
+        assert_eq!(index.get(b"USA-1"), Some(5), "not a subdivision: hashed");
+        assert_eq!(index.get(b"US-NY"), None);
+        assert_eq!(index.get(b"FR-75C"), None);
+        let us = CountryCode::of(b"US").unwrap();
+        assert_eq!(index.classify_other(b"US-NY"), OtherGeo::SubdivisionOf(us));
+        assert_eq!(index.classify_other(b"US-CA"), OtherGeo::Own(3));
+        assert_eq!(index.classify_other(b"USA-1"), OtherGeo::Own(5));
+        assert_eq!(index.classify_other(b"USA-2"), OtherGeo::Opaque);
+        assert_eq!(
+            index.classify_other(b"FR-75C"),
+            OtherGeo::SubdivisionOf(CountryCode::of(b"FR").unwrap())
+        );
+        assert_eq!(
+            GeoIndex::new().classify_other(b"US-CA"),
+            OtherGeo::SubdivisionOf(us)
+        );
     }
 
     #[test]

@@ -78,5 +78,5 @@ pub use crate::{
     rebuild::invalid_keys,
     region::{MAX_WEIGHT, Region},
     snapshot::{SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
-    table::{InvalidKey, Route, Table},
+    table::{InvalidKey, MemoKey, Route, Table},
 };

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use crate::continent::{self, Continent, bucket_of_geo, subdivision_country};
+use crate::continent::{self, Continent, bucket_of_geo};
 use crate::error::Error;
-use crate::geo_index::{CountryCode, GeoIndex};
+use crate::geo_index::{CountryCode, GeoIndex, OtherGeo};
 use crate::keys::DEFAULT_PREFIX;
 use crate::pick::{legacy_index, rendezvous_index};
 use crate::policy::{PickMode, Policy};
@@ -21,6 +21,15 @@ pub struct InvalidKey {
     pub key: String,
     /// Why its value was refused.
     pub error: Error,
+}
+
+/// The memo under which a caller may keep a no-sticky answer ([`Table::memo_key_of_other`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoKey {
+    /// The answer of the region at this index (the geo's own region).
+    Region(u32),
+    /// The answer of this country code (a subdivision without a region of its own).
+    Country(CountryCode),
 }
 
 /// One answer of [`Table::resolve`].
@@ -186,6 +195,7 @@ impl Table {
     /// code in advance: called once every region is in. A fixed cost (one pass over the
     /// 1296 codes), whatever the number of regions or continents.
     pub(crate) fn finish(&mut self) {
+        self.geos.finish();
         self.fallback = std::iter::once(&self.policy.default)
             .chain(&self.policy.failover)
             .find_map(|geo| self.policy_geo_region(geo.as_bytes()));
@@ -352,12 +362,26 @@ impl Table {
     /// The answering region and hash key of any other geo: a subdivision, or an opaque geo.
     #[inline(never)]
     fn chain_of_other<'g>(&self, geo: &'g [u8]) -> Option<(u32, &'g [u8])> {
-        if let Some(own) = self.geos.get(geo) {
-            return Some((own, geo));
+        match self.geos.classify_other(geo) {
+            OtherGeo::Own(own) => Some((own, geo)),
+            // A subdivision's first two bytes are its country.
+            OtherGeo::SubdivisionOf(code) => Some((self.chain_of_code(code)?, geo.get(..2)?)),
+            OtherGeo::Opaque => Some((self.fallback?, geo)),
         }
-        match subdivision_country(geo) {
-            Some(country) => Some((self.chain_of_code(CountryCode::of(country)?)?, country)),
-            None => Some((self.fallback?, geo)),
+    }
+
+    /// Under which memo a caller may keep the answer of `resolve(geo)` without a sticky
+    /// key, for a `geo` that is not a two-character country code (those are memoised by
+    /// [`CountryCode`]): its own region's, or for a subdivision without a region of its
+    /// own its country's, since it then answers exactly as the country does (same chain,
+    /// same hash key). None for an opaque geo without a region. No hashing for a
+    /// subdivision.
+    #[inline]
+    pub fn memo_key_of_other(&self, geo: &[u8]) -> Option<MemoKey> {
+        match self.geos.classify_other(geo) {
+            OtherGeo::Own(region) => Some(MemoKey::Region(region)),
+            OtherGeo::SubdivisionOf(code) => Some(MemoKey::Country(code)),
+            OtherGeo::Opaque => None,
         }
     }
 
