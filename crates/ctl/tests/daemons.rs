@@ -435,3 +435,118 @@ async fn lease_of(etcd: &Etcd, key: &str) -> Option<i64> {
     let response = etcd.client().await.get(key, None).await.ok()?;
     response.kvs().first().map(|kv| kv.lease())
 }
+
+/// Continent buckets are regions to the daemons too: an origin that only a bucket uses is
+/// drained from it by `health` when its probe fails and by `rebalance` when its lease
+/// expires, with the same records, and restored with its weights.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_lease_drains_cover_bucket_keys() {
+    let etcd = Etcd::start().await;
+    let regions = [
+        (
+            "continent/EU",
+            r#"{"shard":"eu-1","origins":["fra-a","ams-a"],"weight":{"fra-a":60,"ams-a":40}}"#,
+        ),
+        (
+            "US",
+            r#"{"shard":"us-1","origins":["iad-a","iad-b"],"weight":{"iad-a":50,"iad-b":50}}"#,
+        ),
+    ];
+    for (geo, value) in regions {
+        assert_eq!(etcd.dwctl(&["region", "set", geo, value]).code, 0);
+    }
+    let bucket_before = etcd.get_json(&region_key("continent/EU")).await.unwrap();
+
+    // Health: fra-a (only the bucket uses it) fails its probe and is drained from the bucket.
+    let fra_healthy = Arc::new(AtomicBool::new(true));
+    let fra_probe = format!("fra-a={}", health_server(fra_healthy.clone()).await);
+    let iad_probe = format!(
+        "iad-a={}",
+        health_server(Arc::new(AtomicBool::new(true))).await
+    );
+    let health = Daemon::start(
+        &etcd,
+        "health-bucket",
+        &[
+            "health",
+            "--interval",
+            "0.2",
+            "--probe-timeout",
+            "1",
+            "--fail-after",
+            "2",
+            "--recover-after",
+            "2",
+            "--probe",
+            &fra_probe,
+            "--probe",
+            &iad_probe,
+        ],
+    );
+    fra_healthy.store(false, Ordering::SeqCst);
+    let record = eventually(Duration::from_secs(15), "fra-a is drained", || async {
+        drain_record(&etcd, "fra-a").await
+    })
+    .await;
+    assert_eq!(record["source"], "health");
+    assert!(
+        record.to_string().contains("continent/EU"),
+        "the record names the bucket: {record}"
+    );
+    assert!(!lists(&etcd, "continent/EU", "fra-a").await);
+    assert!(lists(&etcd, "continent/EU", "ams-a").await);
+    fra_healthy.store(true, Ordering::SeqCst);
+    eventually(Duration::from_secs(15), "fra-a is restored", || async {
+        drain_record(&etcd, "fra-a").await.is_none().then_some(())
+    })
+    .await;
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("continent/EU")).await.unwrap()),
+        listed_weights(&bucket_before)
+    );
+    assert_eq!(health.terminate().await, 0);
+
+    // Leases: ams-a registers, its registration dies, rebalance drains it from the bucket.
+    let rebalance = Daemon::start(&etcd, "rebalance-bucket", &["rebalance"]);
+    eventually(Duration::from_secs(10), "rebalance lists", || async {
+        rebalance.log().contains(" live, ").then_some(())
+    })
+    .await;
+    let register = || {
+        Daemon::start(
+            &etcd,
+            "register-ams",
+            &["origin", "register", "ams-a", "--ttl", "2"],
+        )
+    };
+    let first = register();
+    eventually(Duration::from_secs(10), "rebalance sees ams-a", || async {
+        rebalance.log().contains("ams-a registered").then_some(())
+    })
+    .await;
+    first.sigkill().await;
+    let record = eventually(Duration::from_secs(10), "ams-a is drained", || async {
+        drain_record(&etcd, "ams-a").await
+    })
+    .await;
+    assert_eq!(record["reason"], "lease-expired");
+    assert!(record.to_string().contains("continent/EU"), "{record}");
+    assert!(!lists(&etcd, "continent/EU", "ams-a").await);
+    let _second = register();
+    eventually(Duration::from_secs(10), "ams-a is restored", || async {
+        (drain_record(&etcd, "ams-a").await.is_none()
+            && lists(&etcd, "continent/EU", "ams-a").await)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("continent/EU")).await.unwrap()),
+        listed_weights(&bucket_before)
+    );
+    let history = etcd.dwctl(&["history"]);
+    assert!(
+        history.stdout.contains("continent/EU") || history.stdout.contains("ams-a"),
+        "history shows the bucket's drains:\n{}",
+        history.stdout
+    );
+}
