@@ -100,24 +100,28 @@ fn pack_short_geo(geo: &[u8]) -> Option<u64> {
 /// non-zero, distinct parts pack distinctly).
 #[inline(always)]
 fn subdivision_parts(geo: &[u8]) -> Option<(CountryCode, u32)> {
-    let (&[first, second, dash], part) = geo.split_first_chunk::<3>()?;
-    if dash != b'-' || !first.is_ascii_uppercase() || !second.is_ascii_uppercase() {
-        return None;
-    }
-    let packed = match *part {
-        [a] => u32::from(a) << 24,
-        [a, b] => u32::from(a) << 24 | u32::from(b) << 16,
-        [a, b, c] => u32::from(a) << 24 | u32::from(b) << 16 | u32::from(c) << 8,
+    let code = |byte: u8| CODE_OF_BYTE[byte as usize];
+    let is_code = |byte: u8| code(byte) != NOT_CODE;
+    let (first, second, packed) = match *geo {
+        [a, b, b'-', x] if is_code(x) => (a, b, u32::from(x) << 24),
+        [a, b, b'-', x, y] if is_code(x) && is_code(y) => {
+            (a, b, u32::from(x) << 24 | u32::from(y) << 16)
+        }
+        [a, b, b'-', x, y, z] if is_code(x) && is_code(y) && is_code(z) => (
+            a,
+            b,
+            u32::from(x) << 24 | u32::from(y) << 16 | u32::from(z) << 8,
+        ),
         _ => return None,
     };
-    if part
-        .iter()
-        .any(|&byte| CODE_OF_BYTE[byte as usize] == NOT_CODE)
-    {
-        return None;
-    }
-    let code = CountryCode::of(&[first, second])?;
-    Some((code, packed))
+    // The country is two letters: codes below 26 (a digit is 26-35, anything else 255).
+    let (first, second) = (code(first), code(second));
+    (first < 26 && second < 26).then(|| {
+        (
+            CountryCode(u16::from(first) * 36 + u16::from(second)),
+            packed,
+        )
+    })
 }
 
 /// What a geo that is not a country code is to the chain ([`GeoIndex::classify_other`]).
@@ -238,12 +242,19 @@ impl GeoIndex {
     /// else for a subdivision its country, else opaque. Subdivisions need no hash.
     #[inline(never)]
     pub(crate) fn classify_other(&self, geo: &[u8]) -> OtherGeo {
-        if let Some((code, part)) = subdivision_parts(geo) {
-            return match self.subdivision(code, part) {
+        match subdivision_parts(geo) {
+            Some((code, part)) => match self.subdivision(code, part) {
                 Some(region) => OtherGeo::Own(region),
                 None => OtherGeo::SubdivisionOf(code),
-            };
+            },
+            None => self.classify_hashed(geo),
         }
+    }
+
+    /// [`GeoIndex::classify_other`] of a geo that is not a subdivision: out of line, so
+    /// that a subdivision's path does not pay for the hash map's registers.
+    #[inline(never)]
+    fn classify_hashed(&self, geo: &[u8]) -> OtherGeo {
         match self.get_hashed(geo) {
             Some(region) => OtherGeo::Own(region),
             None => OtherGeo::Opaque,
