@@ -14,6 +14,8 @@
 //! - The first RINIT (`request_startup`) installs the object handlers and method handlers
 //!   of the per-request fast paths (see `router`).
 //! - MINFO prints the state (`info`).
+//! - RSHUTDOWN (`request_shutdown`) sets up watches deferred during the request and frees
+//!   the route arrays no table holds any more (`route_array`).
 //! - MSHUTDOWN is not needed: a watcher thread, if any, ends with its process, and a
 //!   child whose MINIT ran in its parent has nothing of its own to tear down.
 //!
@@ -68,6 +70,8 @@ extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
 
 extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
     watch::after_request();
+    // No script holds a route array any more: free those no table holds.
+    route_array::after_request();
     0
 }
 
@@ -82,6 +86,8 @@ extern "C" fn before_fork() {
     watch::lock_for_fork();
     source::lock_for_fork();
     registry::lock_for_fork();
+    // Last: a table dropped on the watcher's thread (under the reload lock) takes it.
+    route_array::lock_for_fork();
 }
 
 extern "C" fn after_fork_parent() {
@@ -97,6 +103,7 @@ fn release_fork_locks() {
     // SAFETY: `before_fork` took them all and forgot the guards, in this thread (the
     // child has only the forking thread).
     unsafe {
+        route_array::unlock_after_fork();
         registry::unlock_after_fork();
         source::unlock_after_fork();
         watch::unlock_after_fork();

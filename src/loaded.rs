@@ -66,17 +66,30 @@ impl Loaded {
     /// route was built for this call only.
     #[inline(always)]
     fn set_route(&self, retval: &mut Zval, route: &Route<'_>) -> Option<*mut zend_array> {
-        let slot = self.routes.slot(route.region_index, route.origin_index);
-        if let Some(slot) = slot {
-            let array = slot.load(Ordering::Acquire);
-            if !array.is_null() {
-                route_array::set_immutable_route(retval, array);
-                return Some(array);
-            }
+        let Some(slot) = self.routes.slot(route.region_index, route.origin_index) else {
+            // Not this table's pair: built for this call, never remembered.
+            route_array::set_built_route(retval, route.shard, route.origin);
+            return None;
+        };
+        let array = slot.load(Ordering::Acquire);
+        if !array.is_null() {
+            route_array::set_immutable_route(retval, array);
+            return Some(array);
         }
         let array = route_array::set_route(retval, route.shard, route.origin)?;
-        if let Some(slot) = slot {
-            slot.store(array, Ordering::Release);
+        // The table counts the arrays its slots hold, so that one it no longer holds can
+        // be freed after the request (route_array). A thread that lost the race (ZTS)
+        // holds nothing more.
+        if slot
+            .compare_exchange(
+                std::ptr::null_mut(),
+                array,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+        {
+            route_array::retain(array);
         }
         Some(array)
     }
@@ -85,6 +98,13 @@ impl Loaded {
 impl Drop for Loaded {
     fn drop(&mut self) {
         TABLES_IN_PROCESS.fetch_sub(1, Ordering::Relaxed);
+        route_array::release(
+            self.routes
+                .slots
+                .iter()
+                .map(|slot| slot.load(Ordering::Acquire))
+                .filter(|array| !array.is_null()),
+        );
     }
 }
 

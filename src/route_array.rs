@@ -7,10 +7,15 @@
 //! builds its literals. The engine never refcounts or frees such an array; a script that
 //! writes to it gets a private copy (copy on write), as with any literal.
 //!
-//! The arrays live until the process ends, since a script may still hold one after the
-//! table that produced it was replaced. Their number is bounded by the distinct pairs a
-//! process has seen; past `MAX_INTERNED` pairs, routes are built per call instead, as
-//! they are on a PHP version this was not checked on (see `engine`).
+//! A script may still hold such an array after the table that produced it was replaced,
+//! so an array is never freed while a request runs. Each table counts the arrays its slots
+//! hold (`retain`, `release`); an array no table holds any more is freed at the end of the
+//! request (`after_request`), when no script can hold it: so a worker keeps what its
+//! current tables answer, not every name it ever answered. In a thread-safe (ZTS) build
+//! another thread may be inside a request at any time, so nothing is freed there. In every
+//! build the interned arrays are bounded twice: `MAX_INTERNED` pairs and
+//! [`MAX_INTERNED_BYTES`] bytes; past either, routes are built per call instead, as they
+//! are on a PHP version this was not checked on (see `engine`).
 
 use std::collections::HashMap;
 use std::mem::offset_of;
@@ -29,6 +34,15 @@ use crate::engine::{self, Shortcut};
 /// not grow memory without bound).
 const MAX_INTERNED: usize = 1 << 16;
 
+/// Past this many bytes of interned pairs (their strings twice, as engine strings and as
+/// the map's keys, plus [`PAIR_OVERHEAD_BYTES`] each), stop interning: 8 MiB per process.
+pub const MAX_INTERNED_BYTES: usize = 8 << 20;
+
+/// What one interned pair costs beyond its strings, counted against
+/// [`MAX_INTERNED_BYTES`]: two string headers, the array and its eight buckets, the maps'
+/// entries (rounded up).
+const PAIR_OVERHEAD_BYTES: usize = 512;
+
 /// A pointer to an immutable array that lives for the rest of the process.
 #[derive(Clone, Copy)]
 struct RouteArray(*mut zend_array);
@@ -36,10 +50,28 @@ struct RouteArray(*mut zend_array);
 // SAFETY: the array is immutable once built and never freed; the engine only reads it.
 unsafe impl Send for RouteArray {}
 
+/// One interned pair: its array, the two strings in it, and how many tables hold it.
+struct Pair {
+    key: (Box<str>, Box<str>),
+    strings: [usize; 2],
+    bytes: usize,
+    /// Slots of live tables holding the array.
+    users: u32,
+    /// Never freed: the fail-open route, which no table counts.
+    pinned: bool,
+    /// Its last table let go of it (and none took it since): freed after the request.
+    orphan: bool,
+}
+
 struct Interned {
     shard_key: usize,
     origin_key: usize,
     routes: HashMap<(Box<str>, Box<str>), RouteArray>,
+    /// By array address.
+    pairs: HashMap<usize, Pair>,
+    bytes: usize,
+    /// Pairs whose last table let go of them since the last `after_request`.
+    orphaned: usize,
 }
 
 static INTERNED: Mutex<Option<Interned>> = Mutex::new(None);
@@ -74,7 +106,7 @@ unsafe fn interned_value(s: *mut zend_string) -> zval {
     }
 }
 
-fn build(interned: &Interned, shard: &str, origin: &str) -> RouteArray {
+fn build(interned: &Interned, shard: &str, origin: &str) -> (RouteArray, [usize; 2]) {
     // SAFETY: a zeroed zend_array is initialised by `_zend_hash_init` as a persistent
     // table; the keys and values are persistent interned strings, so the table never
     // refcounts them; the flags then make the table immutable, as opcache does.
@@ -82,9 +114,11 @@ fn build(interned: &Interned, shard: &str, origin: &str) -> RouteArray {
         let ht = libc::calloc(1, std::mem::size_of::<zend_array>()) as *mut zend_array;
         assert!(!ht.is_null(), "out of memory building a route array");
         _zend_hash_init(ht, 2, None, true);
-        let mut shard_value = interned_value(persistent_string(shard));
+        let shard_string = persistent_string(shard);
+        let origin_string = persistent_string(origin);
+        let mut shard_value = interned_value(shard_string);
         zend_hash_update(ht, interned.shard_key as *mut zend_string, &mut shard_value);
-        let mut origin_value = interned_value(persistent_string(origin));
+        let mut origin_value = interned_value(origin_string);
         zend_hash_update(
             ht,
             interned.origin_key as *mut zend_string,
@@ -92,7 +126,10 @@ fn build(interned: &Interned, shard: &str, origin: &str) -> RouteArray {
         );
         (*ht).gc.refcount = 2;
         (*ht).gc.u.type_info = IS_ARRAY | GC_NOT_COLLECTABLE | GC_IMMUTABLE | GC_PERSISTENT;
-        RouteArray(ht)
+        (
+            RouteArray(ht),
+            [shard_string as usize, origin_string as usize],
+        )
     }
 }
 
@@ -109,16 +146,142 @@ fn intern(shard: &str, origin: &str) -> Option<RouteArray> {
         shard_key: unsafe { persistent_string("shard") } as usize,
         origin_key: unsafe { persistent_string("origin") } as usize,
         routes: HashMap::new(),
+        pairs: HashMap::new(),
+        bytes: 0,
+        orphaned: 0,
     });
-    if let Some(found) = interned.routes.get(&(shard.into(), origin.into())) {
+    let key: (Box<str>, Box<str>) = (shard.into(), origin.into());
+    if let Some(found) = interned.routes.get(&key) {
         return Some(*found);
     }
-    if interned.routes.len() >= MAX_INTERNED {
+    let bytes = 2 * (shard.len() + origin.len()) + PAIR_OVERHEAD_BYTES;
+    if interned.routes.len() >= MAX_INTERNED
+        || interned.bytes.saturating_add(bytes) > MAX_INTERNED_BYTES
+    {
         return None;
     }
-    let array = build(interned, shard, origin);
-    interned.routes.insert((shard.into(), origin.into()), array);
+    let (array, strings) = build(interned, shard, origin);
+    interned.routes.insert(key.clone(), array);
+    interned.pairs.insert(
+        array.0 as usize,
+        Pair {
+            key,
+            strings,
+            bytes,
+            users: 0,
+            pinned: false,
+            orphan: false,
+        },
+    );
+    interned.bytes += bytes;
     Some(array)
+}
+
+/// A table's slot now holds `array` (one [`set_route`] returned).
+pub fn retain(array: *mut zend_array) {
+    if let Some(pair) = INTERNED
+        .lock()
+        .as_mut()
+        .and_then(|interned| interned.pairs.get_mut(&(array as usize)))
+    {
+        pair.users = pair.users.saturating_add(1);
+        pair.orphan = false;
+    }
+}
+
+/// A table whose slots held `arrays` is gone. An array no table holds any more is freed
+/// at the end of the request ([`after_request`]), never before: a script may hold it.
+pub fn release(arrays: impl Iterator<Item = *mut zend_array>) {
+    let mut guard = INTERNED.lock();
+    let Some(interned) = guard.as_mut() else {
+        return;
+    };
+    for array in arrays {
+        if let Some(pair) = interned.pairs.get_mut(&(array as usize)) {
+            pair.users = pair.users.saturating_sub(1);
+            if pair.users == 0 && !pair.pinned {
+                pair.orphan = true;
+                interned.orphaned += 1;
+            }
+        }
+    }
+}
+
+/// At the end of a request (RSHUTDOWN): frees the arrays no table holds, which no script
+/// can hold either once its request is over. Never in a ZTS build, where another thread
+/// may be in a request. Costs one lock when nothing was orphaned.
+pub fn after_request() {
+    if ext_php_rs::PHP_ZTS {
+        return;
+    }
+    let mut guard = INTERNED.lock();
+    let Some(interned) = guard.as_mut() else {
+        return;
+    };
+    if interned.orphaned == 0 {
+        return;
+    }
+    interned.orphaned = 0;
+    let unused: Vec<usize> = interned
+        .pairs
+        .iter()
+        .filter(|(_, pair)| pair.orphan && pair.users == 0 && !pair.pinned)
+        .map(|(&array, _)| array)
+        .collect();
+    for array in unused {
+        let Some(pair) = interned.pairs.remove(&array) else {
+            continue;
+        };
+        interned.routes.remove(&pair.key);
+        interned.bytes -= pair.bytes;
+        // SAFETY: built by `build`, let go of by every table that held it (an orphan,
+        // users 0, not pinned), and the request that could have held it in a variable
+        // is over; no other thread runs requests (not ZTS).
+        unsafe { free_route(array as *mut zend_array, pair.strings) };
+    }
+}
+
+/// The interned pairs and their bytes ([`MAX_INTERNED_BYTES`]'s measure), for `stats()`.
+pub fn interned_size() -> (usize, usize) {
+    INTERNED
+        .lock()
+        .as_ref()
+        .map_or((0, 0), |interned| (interned.pairs.len(), interned.bytes))
+}
+
+/// Frees an array [`build`] made and its two strings (the keys are shared, never freed).
+///
+/// # Safety
+/// Nothing may hold `array` or the strings any more.
+unsafe fn free_route(array: *mut zend_array, strings: [usize; 2]) {
+    // SAFETY: `build` made the table persistent and hashed (string keys), so its data
+    // block was malloc'd (pemalloc, persistent) and starts the hash part before arData:
+    // HT_GET_DATA_ADDR, `arData - HT_HASH_SIZE(nTableMask)`. The strings were malloc'd by
+    // `persistent_string`, the table by calloc.
+    unsafe {
+        let hash_size = ((*array).nTableMask.wrapping_neg() as usize) * size_of::<u32>();
+        let data = ((*array).__bindgen_anon_1.arData as *mut u8).sub(hash_size);
+        libc::free(data.cast());
+        libc::free(array.cast());
+        for string in strings {
+            libc::free(string as *mut libc::c_void);
+        }
+    }
+}
+
+/// Takes the interned pairs' lock and keeps it until [`unlock_after_fork`]: from the fork
+/// `prepare` handler (a table may be dropped on the watcher's thread, which takes it).
+pub fn lock_for_fork() {
+    std::mem::forget(INTERNED.lock());
+}
+
+/// Releases the lock [`lock_for_fork`] took.
+///
+/// # Safety
+/// Only after [`lock_for_fork`], in the thread that called it.
+pub unsafe fn unlock_after_fork() {
+    // SAFETY: the caller's contract: the lock is held by this thread.
+    unsafe { INTERNED.force_unlock() }
 }
 
 #[inline(always)]
@@ -135,7 +298,15 @@ pub fn set_fallback_route(retval: &mut Zval) -> Option<*mut zend_array> {
     static FALLBACK: OnceLock<Option<usize>> = OnceLock::new();
     let array = FALLBACK.get_or_init(|| {
         let (shard, origin) = crate::ini::fallback();
-        intern(shard, origin).map(|a| a.0 as usize)
+        let array = intern(shard, origin)?;
+        if let Some(pair) = INTERNED
+            .lock()
+            .as_mut()
+            .and_then(|interned| interned.pairs.get_mut(&(array.0 as usize)))
+        {
+            pair.pinned = true;
+        }
+        Some(array.0 as usize)
     });
     match array {
         Some(array) => {

@@ -4,6 +4,7 @@ use ext_php_rs::boxed::ZBox;
 use ext_php_rs::types::{ZendCallable, ZendHashTable, Zval};
 
 use crate::loaded::{self, Loaded};
+use crate::route_array;
 use crate::source::Source;
 use crate::watch;
 
@@ -89,6 +90,16 @@ pub fn stats_to_array(source: &Source, shown: &Loaded) -> ZBox<ZendHashTable> {
     let _ = stats.insert(
         "tables_in_process",
         i64::try_from(loaded::tables_in_process()).unwrap_or(i64::MAX),
+    );
+    // The interned route arrays of this process, bounded by route_array::MAX_INTERNED_BYTES.
+    let (interned_routes, interned_bytes) = route_array::interned_size();
+    let _ = stats.insert(
+        "interned_routes",
+        i64::try_from(interned_routes).unwrap_or(i64::MAX),
+    );
+    let _ = stats.insert(
+        "interned_bytes",
+        i64::try_from(interned_bytes).unwrap_or(i64::MAX),
     );
     let mut invalid = ZendHashTable::with_capacity(table.invalid_keys().len() as u32);
     for key in table.invalid_keys() {

@@ -91,6 +91,8 @@ final class RegionRouter
      *     last_error: string|null,
      *     inotify_unavailable: string|null,
      *     tables_in_process: int,
+     *     interned_routes: int,
+     *     interned_bytes: int,
      *     invalid: array<string, string>,
      *     stages: list<array{id: string, revision: int}>
      * }

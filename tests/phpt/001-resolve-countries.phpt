@@ -78,7 +78,7 @@ array(0) {
 int(1)
 int(0)
 NULL
-array(13) {
+array(15) {
   [0]=>
   string(4) "path"
   [1]=>
@@ -102,7 +102,11 @@ array(13) {
   [10]=>
   string(17) "tables_in_process"
   [11]=>
-  string(7) "invalid"
+  string(15) "interned_routes"
   [12]=>
+  string(14) "interned_bytes"
+  [13]=>
+  string(7) "invalid"
+  [14]=>
   string(6) "stages"
 }
