@@ -2,7 +2,7 @@
 # resolve() at each step of the geography chain (issue 18): a country hit, a subdivision
 # hit, a subdivision falling to its country, a country falling to its continent bucket,
 # beside today's figure (the same country hit on a snapshot with no bucket or subdivision
-# keys, and, with DW_BENCH_BASELINE_SO naming a build from before the chain, that build). Wall clock (interleaved rounds, medians) and callgrind instructions.
+# keys, the same with a stage open on this node, and, with DW_BENCH_BASELINE_SO naming a build from before the chain, that build). Wall clock (interleaved rounds, medians) and callgrind instructions.
 # A bench/ plug-in (see bench/README.md): Markdown on stdout, logs on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,12 @@ php -r '$s = json_decode(file_get_contents($argv[1]), true);
   $s["kvs"]["/dw/routing/region/US-CA"] = $r("us-2", ["sjc-a", "iad-a"]);
   $s["kvs"]["/dw/routing/region/continent/EU"] = $r("eu-1", ["fra-a", "ams-a"]);
   file_put_contents($argv[2], json_encode($s));' "$WORK/plain.json" "$WORK/chain.json"
+# A stage open, this node in its cohort (issue 22): the agent's overlay is in kvs (region/DE
+# staged to another shard) and the top-level `stages` names it; no stage key is copied.
+php -r '$s = json_decode(file_get_contents($argv[1]), true);
+  $s["kvs"]["/dw/routing/region/DE"] = json_encode(["shard" => "eu-staged", "origins" => ["fra-a", "ams-a"], "weight" => ["fra-a" => 50, "ams-a" => 50]]);
+  $s["stages"] = [["id" => "bench-canary", "revision" => $s["revision"]]];
+  file_put_contents($argv[2], json_encode($s));' "$WORK/plain.json" "$WORK/staged.json"
 
 PHP_ARGS=(-d opcache.enable_cli=1 -d opcache.jit=off)
 VARIANTS_CHAIN="DE,US-CA,US-NY,DE-BY,SI,DE:visitor-7,SI:visitor-7"
@@ -46,6 +52,7 @@ run_set() { # label so snapshot variants
 }
 run_set chain "$SO" "$WORK/chain.json" "$VARIANTS_CHAIN"
 run_set plain "$SO" "$WORK/plain.json" "$VARIANTS_PLAIN"
+run_set staged "$SO" "$WORK/staged.json" "$VARIANTS_PLAIN"
 if [[ -n $BASELINE_SO && -f $BASELINE_SO ]]; then
   run_set before "$BASELINE_SO" "$WORK/plain.json" "$VARIANTS_PLAIN"
 fi

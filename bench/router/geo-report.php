@@ -46,6 +46,7 @@ function measured(string $raw, string $label): ?array
 $chain = measured($raw, 'chain');
 $plain = measured($raw, 'plain');
 $before = measured($raw, 'before');
+$staged = measured($raw, 'staged');
 $hit = $chain['DE'];
 $labels = [
     'DE' => 'country hit: `resolve(\'DE\')`, region/DE',
@@ -90,6 +91,10 @@ $md[] = '| today\'s figure: country hit on a snapshot without buckets | wall per
 $md[] = '|---|---:|---:|---:|---:|';
 $md[] = $row('this build, `resolve(\'DE\')`', $plain['DE'], $hit);
 $md[] = $row('this build, `resolve(\'DE\', \'visitor-7\')`', $plain['DE:visitor-7'], $hit);
+if ($staged !== null) {
+    $md[] = $row('this build, a stage open on this node (region/DE staged, `stages` named), `resolve(\'DE\')`', $staged['DE'], $hit);
+    $md[] = $row('this build, a stage open on this node, `resolve(\'DE\', \'visitor-7\')`', $staged['DE:visitor-7'], $hit);
+}
 if ($before !== null) {
     $md[] = $row('the build before the chain (main), `resolve(\'DE\')`', $before['DE'], $hit);
     $md[] = $row('the build before the chain (main), `resolve(\'DE\', \'visitor-7\')`', $before['DE:visitor-7'], $hit);
@@ -98,6 +103,10 @@ $fallbacks = array_map(fn ($s) => $chain[$s]['ir'] / $hit['ir'], ['US-CA', 'US-N
 $met = max($fallbacks) <= 1.3;
 $md[] = '';
 $md[] = sprintf('Fallbacks against the hit, instructions: at most %.2f× (target ≤ 1.3×: **%s**).', max($fallbacks), $met ? 'met' : 'not met');
+if ($staged !== null) {
+    $md[] = sprintf('A stage open against none (staged rollouts, target: unchanged within noise), instructions: %.2f× (%+.1f per call).',
+        $staged['DE']['ir'] / $plain['DE']['ir'], $staged['DE']['ir'] - $plain['DE']['ir']);
+}
 if ($before !== null) {
     $md[] = sprintf('The hit against the build before the chain, instructions: %.2f× (%+.1f per call).',
         $hit['ir'] / $before['DE']['ir'], $hit['ir'] - $before['DE']['ir']);
