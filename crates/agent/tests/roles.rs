@@ -112,14 +112,12 @@ fn lists(region: &Option<(String, i64)>, origin: &str) -> bool {
     })
 }
 
-async fn get(client: &mut etcd_client::Client, key: &str) -> Option<(String, i64)> {
+async fn get(mut client: etcd_client::Client, key: &str) -> Option<(String, i64)> {
     let response = client.get(key, None).await.unwrap();
-    response.kvs().first().map(|kv| {
-        (
-            String::from_utf8_lossy(kv.value()).into_owned(),
-            kv.lease(),
-        )
-    })
+    response
+        .kvs()
+        .first()
+        .map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.lease()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -250,7 +248,7 @@ async fn each_role_does_its_job_and_nothing_else() {
     );
     let origin_key = format!("{PREFIX}origin/fra-a");
     eventually("fra-a registers", || async {
-        get(&mut root, &origin_key).await.is_some()
+        get(root.clone(), &origin_key).await.is_some()
     })
     .await;
     let mut fra_a = client_as(&endpoints, "dw-origin-fra-a", &passwords).await;
@@ -307,7 +305,9 @@ async fn each_role_does_its_job_and_nothing_else() {
         ],
     );
     eventually("health drains fra-c", || async {
-        get(&mut root, "/dw/control/drains/fra-c").await.is_some()
+        get(root.clone(), "/dw/control/drains/fra-c")
+            .await
+            .is_some()
     })
     .await;
     health_stop.trigger();
@@ -321,18 +321,36 @@ async fn each_role_does_its_job_and_nothing_else() {
         &["rebalance", "--grace=200ms"],
     );
     let region_key = format!("{PREFIX}region/DE");
-    assert!(lists(&get(&mut root, &region_key).await, "fra-a"));
+    assert!(lists(&get(root.clone(), &region_key).await, "fra-a"));
     origin_stop.trigger();
     origin_task.await.unwrap();
     assert!(
-        get(&mut root, &origin_key).await.is_none(),
+        get(root.clone(), &origin_key).await.is_none(),
         "the origin revoked its lease"
     );
     eventually("rebalance drains fra-a", || async {
-        get(&mut root, "/dw/control/drains/fra-a").await.is_some()
+        get(root.clone(), "/dw/control/drains/fra-a")
+            .await
+            .is_some()
     })
     .await;
-    assert!(!lists(&get(&mut root, &region_key).await, "fra-a"));
+    assert!(!lists(&get(root.clone(), &region_key).await, "fra-a"));
+    // ... and restores it when it registers again.
+    let (origin_stop, origin_task) = daemon(
+        &endpoints,
+        "dw-origin-fra-a",
+        &passwords,
+        &["origin", "register", "fra-a", "--ttl", "5"],
+    );
+    eventually("rebalance restores fra-a", || async {
+        get(root.clone(), "/dw/control/drains/fra-a")
+            .await
+            .is_none()
+            && lists(&get(root.clone(), &region_key).await, "fra-a")
+    })
+    .await;
+    origin_stop.trigger();
+    origin_task.await.unwrap();
     rebalance_stop.trigger();
     rebalance_task.await.unwrap();
 

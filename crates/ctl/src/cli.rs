@@ -12,9 +12,9 @@ use auth::AUTH_HELP;
 mod auth;
 mod stage;
 
+use crate::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
-use crate::wait::{Wait, parse_wait};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -265,11 +265,14 @@ pub struct RebalanceArgs {
     pub grace: Duration,
 }
 
+/// The longest `rebalance --grace`.
+pub const MAX_GRACE: Duration = Duration::from_secs(600);
+
 /// `--grace`: a duration of at most ten minutes.
 fn parse_grace(text: &str) -> Result<Duration, String> {
     let grace = dw_etcd::parse_duration(text)?;
-    if grace > crate::rebalance::MAX_GRACE {
-        return Err(format!("at most {}s", crate::rebalance::MAX_GRACE.as_secs()));
+    if grace > MAX_GRACE {
+        return Err(format!("at most {}s", MAX_GRACE.as_secs()));
     }
     Ok(grace)
 }

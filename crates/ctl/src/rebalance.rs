@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use etcd_client::{Client, EventType, WatchOptions};
-use tokio::time::Instant;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::clock::{now_rfc3339, operator};
 use crate::context::Context;
@@ -24,8 +24,8 @@ use crate::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::error::Error;
 use dw_etcd::{Backoff, EtcdOptions};
 
-use crate::etcd::{Layout, strip};
 use crate::cli::RebalanceArgs;
+use crate::etcd::{Layout, strip};
 use crate::origin::{lease_lives, list_origins, mark_registered, registered_lease};
 use crate::output::{Outcome, Reporter};
 use crate::record::SOURCE_REBALANCE;
@@ -35,9 +35,6 @@ use crate::state::{Changes, Committed, RetryPolicy, State, transact};
 
 /// The reason written in drain records of origins whose lease ended.
 pub const LEASE_EXPIRED: &str = "lease-expired";
-
-/// The longest `--grace`.
-pub const MAX_GRACE: Duration = Duration::from_secs(600);
 
 /// What `dwctl rebalance` needs.
 #[derive(Debug, Clone)]

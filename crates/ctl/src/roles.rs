@@ -428,7 +428,11 @@ mod tests {
         assert_eq!(
             steps,
             [
-                Step::Revoke("dw-agent-a".into(), legacy.clone(), "not needed by this role"),
+                Step::Revoke(
+                    "dw-agent-a".into(),
+                    legacy.clone(),
+                    "not needed by this role"
+                ),
                 Step::Revoke(
                     "edge".into(),
                     legacy,

@@ -28,7 +28,9 @@ async fn rebalance_and_origin_register_go_on_after_the_auth_token_expired() {
     admin.user_add("root", "root-pw", None).await.unwrap();
     admin.user_grant_role("root", "root").await.unwrap();
     admin.auth_enable().await.unwrap();
-    let options = etcd_client::ConnectOptions::new().with_user("root", "root-pw");
+    let options = etcd_client::ConnectOptions::new()
+        .with_user("root", "root-pw")
+        .with_auto_token_refresh(true);
     let mut root = etcd_client::Client::connect([etcd.endpoint()], Some(options))
         .await
         .unwrap();
@@ -51,6 +53,11 @@ async fn rebalance_and_origin_register_go_on_after_the_auth_token_expired() {
         "rebalance",
         as_user("dw-rebalance", &["rebalance", "--grace", "200ms"]),
     );
+    // Registering after rebalance has listed makes it see `a` arrive on its watch.
+    eventually(WAIT, "rebalance lists", || async {
+        rebalance.log().contains(" live, ").then_some(())
+    })
+    .await;
     let register_args = as_user("dw-origin-a", &["origin", "register", "a", "--ttl", "3"]);
     let register = start("register-1", register_args.clone());
     let key = format!("{PREFIX}origin/a");

@@ -27,7 +27,11 @@ async fn lease_of(etcd: &Etcd, key: &str) -> Option<i64> {
 async fn lists(etcd: &Etcd, origin: &str) -> bool {
     etcd.get_json(&region_key("DE"))
         .await
-        .is_some_and(|region| listed_weights(&region).iter().any(|(name, _)| name == origin))
+        .is_some_and(|region| {
+            listed_weights(&region)
+                .iter()
+                .any(|(name, _)| name == origin)
+        })
 }
 
 /// Waits until `daemon`'s log holds `text` `count` times.
@@ -90,7 +94,12 @@ async fn a_deleted_origin_key_is_put_back_at_once() {
         .unwrap();
     assert_eq!(record["lease"], lease, "the record names the lease");
 
-    let deleted = etcd.client().await.delete(key.as_str(), None).await.unwrap();
+    let deleted = etcd
+        .client()
+        .await
+        .delete(key.as_str(), None)
+        .await
+        .unwrap();
     let at = deleted.header().unwrap().revision();
     let back = eventually(WAIT, "a's key is back", || lease_of(&etcd, &key)).await;
     assert_eq!(back, lease, "on its own lease");
@@ -130,7 +139,11 @@ async fn a_key_put_on_a_foreign_lease_and_revoked_drains_nothing() {
     assert_eq!(back, lease);
     // rebalance saw the change, and that a came back within the grace period.
     logged(&rebalance, "is back within the grace period", 1).await;
-    assert!(etcd.get(&drain_key("a")).await.is_none(), "{}", rebalance.log());
+    assert!(
+        etcd.get(&drain_key("a")).await.is_none(),
+        "{}",
+        rebalance.log()
+    );
     assert!(lists(&etcd, "a").await);
     assert_eq!(register.terminate().await, 0);
     assert_eq!(rebalance.terminate().await, 0);
@@ -149,7 +162,11 @@ async fn rebalance_waits_for_the_grace_period_and_trusts_only_the_named_lease() 
     etcd.client().await.lease_revoke(first).await.unwrap();
     let second = register_by_hand(&etcd, "a").await;
     logged(&rebalance, "is back within the grace period", 1).await;
-    assert!(etcd.get(&drain_key("a")).await.is_none(), "{}", rebalance.log());
+    assert!(
+        etcd.get(&drain_key("a")).await.is_none(),
+        "{}",
+        rebalance.log()
+    );
 
     // Gone for good: drained once the grace period has passed.
     etcd.client().await.lease_revoke(second).await.unwrap();

@@ -64,3 +64,33 @@ fn connection_flags_keep_dwctls_names_and_defaults() {
     assert!(parse(&["--timeout", "soon"]).is_err());
     assert!(parse(&["--cert", "c.pem"]).is_err(), "--cert needs --key");
 }
+
+/// `rebalance --grace`: 3 s by default, at most ten minutes.
+#[test]
+fn rebalance_grace_is_bounded_at_its_edge() {
+    use clap::Parser;
+    use std::time::Duration;
+    let grace = |args: &[&str]| {
+        let mut argv = vec!["dwctl", "rebalance"];
+        argv.extend_from_slice(args);
+        super::Cli::try_parse_from(argv).map(|cli| match cli.command {
+            super::Command::Rebalance(args) => args.grace,
+            _ => unreachable!(),
+        })
+    };
+    assert_eq!(grace(&[]).unwrap(), Duration::from_secs(3));
+    assert_eq!(grace(&["--grace", "10m"]).unwrap(), super::MAX_GRACE);
+    assert!(grace(&["--grace", "601s"]).is_err());
+    assert_eq!(grace(&["--grace", "0"]).unwrap(), Duration::ZERO);
+}
+
+/// `auth --dry-run` only with `--apply`.
+#[test]
+fn auth_dry_run_needs_apply() {
+    use clap::Parser;
+    assert!(super::Cli::try_parse_from(["dwctl", "auth", "--nodes", "a", "--dry-run"]).is_err());
+    assert!(
+        super::Cli::try_parse_from(["dwctl", "auth", "--nodes", "a,b", "--apply", "--dry-run"])
+            .is_ok()
+    );
+}

@@ -205,8 +205,9 @@ async fn apply_step(
                 .await?;
         }
         Step::Revoke(role, grant, _) => {
-            let options = (!grant.range_end.is_empty())
-                .then(|| RoleRevokePermissionOptions::new().with_range_end(grant.range_end.clone()));
+            let options = (!grant.range_end.is_empty()).then(|| {
+                RoleRevokePermissionOptions::new().with_range_end(grant.range_end.clone())
+            });
             client
                 .role_revoke_permission(role.as_str(), grant.key.clone(), options)
                 .await?;
@@ -224,7 +225,9 @@ async fn apply_step(
             client.user_grant_role(user.as_str(), role.as_str()).await?;
         }
         Step::RevokeRole(user, role) => {
-            client.user_revoke_role(user.as_str(), role.as_str()).await?;
+            client
+                .user_revoke_role(user.as_str(), role.as_str())
+                .await?;
         }
     }
     Ok(())
@@ -328,7 +331,11 @@ mod tests {
         assert_eq!(first.len(), 2 * PASSWORD_BYTES);
         let meta = std::fs::metadata(&path).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-        assert_eq!(password_file(&path).unwrap(), first, "an existing file is reused");
+        assert_eq!(
+            password_file(&path).unwrap(),
+            first,
+            "an existing file is reused"
+        );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(password_file(&path).is_err(), "a readable file is refused");
 
@@ -344,6 +351,9 @@ mod tests {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o702)).unwrap();
         assert!(check_password_dir(dir.path()).is_err());
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(check_password_dir(&path).is_err(), "a file is not a directory");
+        assert!(
+            check_password_dir(&path).is_err(),
+            "a file is not a directory"
+        );
     }
 }

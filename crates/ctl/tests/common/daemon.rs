@@ -63,4 +63,3 @@ impl Drop for Daemon {
         }
     }
 }
-
