@@ -117,6 +117,8 @@ async fn session(
     // Origins whose key is absent (or on a lease their record does not name), with when
     // that was first seen: checked once the grace period has passed.
     let mut pending: BTreeMap<String, Instant> = BTreeMap::new();
+    // Pending origins whose named lease was found alive (reported once).
+    let mut held: BTreeSet<String> = BTreeSet::new();
     for id in &seen {
         let lease = listing.live.get(id).map(|(_, lease)| *lease);
         if trusted(&mut client, &config.layout, id, lease).await? {
@@ -149,8 +151,13 @@ async fn session(
                     .collect();
                 for id in ready {
                     pending.remove(&id);
-                    if !check_absent(config, reporter, &mut client, &id).await? {
-                        // Its lease lives: look again after another grace period.
+                    let quiet = held.contains(&id);
+                    if check_absent(config, reporter, &mut client, &id, quiet).await? {
+                        held.remove(&id);
+                    } else {
+                        // Its lease lives: look again after another grace period (said
+                        // once, not every time).
+                        held.insert(id.clone());
                         pending.insert(id, Instant::now());
                     }
                 }
@@ -181,6 +188,7 @@ async fn session(
                         mark_registered(&mut client, &config.layout, &id).await?;
                     }
                     if trusted(&mut client, &config.layout, &id, Some(kv.lease())).await? {
+                        held.remove(&id);
                         if pending.remove(&id).is_some() {
                             reporter.event(
                                 "back",
@@ -245,12 +253,14 @@ async fn trusted(
 
 /// Once the grace period has passed: drains `id` if its key is still absent (or on a
 /// lease its record does not name) and the lease its record names has ended. False when
-/// that lease still lives (the origin's `origin register` is up and will put the key back).
+/// that lease still lives (the origin's `origin register` is up and will put the key back),
+/// reported unless `quiet`.
 async fn check_absent(
     config: &RebalanceConfig,
     reporter: Reporter,
     client: &mut Client,
     id: &str,
+    quiet: bool,
 ) -> Result<bool, Error> {
     let key = client.get(config.layout.origin(id), None).await?;
     let lease = key.kvs().first().map(|kv| kv.lease());
@@ -260,6 +270,9 @@ async fn check_absent(
     if let Some(named) = registered_lease(client, &config.layout, id).await?
         && lease_lives(client, named).await?
     {
+        if quiet {
+            return Ok(false);
+        }
         reporter.event(
             "held",
             &format!(

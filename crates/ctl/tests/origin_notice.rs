@@ -190,3 +190,38 @@ async fn rebalance_waits_for_the_grace_period_and_trusts_only_the_named_lease() 
     assert!(!lists(&etcd, "a").await);
     assert_eq!(rebalance.terminate().await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_deleted_while_its_named_lease_lives_is_held_until_that_lease_ends() {
+    let etcd = Etcd::start().await;
+    assert_eq!(etcd.dwctl(&["region", "set", "DE", DE]).code, 0);
+    let rebalance = Daemon::start(&etcd, "rebalance", &["rebalance", "--grace", "500ms"]);
+    logged(&rebalance, " live, ", 1).await;
+    let lease = register_by_hand(&etcd, "a").await;
+    logged(&rebalance, "a registered", 1).await;
+
+    // Deleted by someone else; the lease its record names lives on: not drained.
+    etcd.client()
+        .await
+        .delete(origin_key("a"), None)
+        .await
+        .unwrap();
+    logged(&rebalance, "which its registration record names, lives", 1).await;
+    assert!(
+        etcd.get(&drain_key("a")).await.is_none(),
+        "{}",
+        rebalance.log()
+    );
+    assert!(lists(&etcd, "a").await);
+
+    // That lease ends: drained after the next grace period, and "held" was said once.
+    etcd.client().await.lease_revoke(lease).await.unwrap();
+    eventually(WAIT, "a is drained", || async {
+        etcd.get(&drain_key("a")).await.map(|_| ())
+    })
+    .await;
+    assert!(!lists(&etcd, "a").await);
+    let log = rebalance.log();
+    assert_eq!(log.matches("held:").count(), 1, "{log}");
+    assert_eq!(rebalance.terminate().await, 0);
+}
