@@ -7,7 +7,14 @@ use dw_etcd::EtcdArgs;
 use dw_routing::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
 
 use crate::output::OutputFormat;
+use auth::AUTH_HELP;
+
+mod auth;
+mod stage;
+
 use crate::wait::{Wait, parse_wait};
+pub use auth::AuthArgs;
+pub use stage::{CohortArgs, StageCommand};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -181,9 +188,15 @@ registers again, that drain is restored. Origins that never registered are never
 Drains made by people or by `health` are left alone. Survives etcd restarts (re-lists and \
 reconciles). Safe to run more than one.
 
+An origin is drained only once its key has been absent for --grace and the lease its \
+registration record (<control-prefix>registered/<id>) names has ended: a key deleted, or \
+put on another lease and revoked, by anyone else drains nothing while the origin's own \
+`origin register` is alive (it puts the key back at once), and a put on a lease the \
+record does not name restores nothing.
+
 Example:
   dwctl rebalance --endpoints http://10.0.0.10:2379,http://10.0.0.11:2379")]
-    Rebalance,
+    Rebalance(RebalanceArgs),
     /// Long-running: drain origins that fail HTTP probes, restore them when they recover.
     #[command(after_help = "\
 Each probe is an HTTP GET (plain http://); a 2xx or 3xx answer within --probe-timeout is a \
@@ -195,6 +208,9 @@ restored. Never more than --max-drained-fraction of the probed origins are drain
 Example:
   dwctl health --probe fra-a=http://10.1.0.1/healthz --probe fra-b=http://10.1.0.2/healthz")]
     Health(HealthArgs),
+    /// The etcd roles and users each component needs (least privilege); --apply makes them.
+    #[command(after_help = AUTH_HELP)]
+    Auth(AuthArgs),
     /// The fleet: which revision each edge node routes from.
     #[command(after_help = "\
 One line per node that reports under --nodes-prefix: id, labels, the revision it applied, \
@@ -238,6 +254,27 @@ Examples:
   dwctl route DE --node web-1 --output json
   dwctl route KE --snapshot /run/dw-router/routing.json")]
     Route(RouteArgs),
+}
+
+/// `dwctl rebalance`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct RebalanceArgs {
+    /// How long an origin's key must stay absent (and its lease ended) before it is
+    /// drained (e.g. 3s, 500ms; at most 10 minutes).
+    #[arg(long, default_value = "3s", value_parser = parse_grace)]
+    pub grace: Duration,
+}
+
+/// The longest `rebalance --grace`.
+pub const MAX_GRACE: Duration = Duration::from_secs(600);
+
+/// `--grace`: a duration of at most ten minutes.
+fn parse_grace(text: &str) -> Result<Duration, String> {
+    let grace = dw_etcd::parse_duration(text)?;
+    if grace > MAX_GRACE {
+        return Err(format!("at most {}s", MAX_GRACE.as_secs()));
+    }
+    Ok(grace)
 }
 
 #[derive(Debug, Args)]
@@ -402,100 +439,10 @@ impl Command {
         matches!(
             self,
             Command::Origin(OriginCommand::Register { .. })
-                | Command::Rebalance
+                | Command::Rebalance(_)
                 | Command::Health(_)
         )
     }
-}
-
-/// The cohort flags of `stage create` and `stage widen`.
-#[derive(Debug, Clone, Args)]
-pub struct CohortArgs {
-    /// A share of the fleet, 0 to 100 % with two decimals (5%, 0.5%).
-    #[arg(long, value_name = "PERCENT")]
-    pub cohort: Option<String>,
-    /// Nodes named by id (comma-separated or repeated).
-    #[arg(long, value_name = "ID", value_delimiter = ',')]
-    pub nodes: Vec<String>,
-    /// Nodes carrying every one of these labels (k=v,k2=v2).
-    #[arg(long, default_value = "")]
-    pub labels: String,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum StageCommand {
-    /// Stage the keys of FILE that differ from current routing.
-    #[command(after_help = "\
-FILE is apply's format (JSON, or TOML by extension) and is validated the same way (exit 4, \
-nothing written). Refused: a file that changes nothing, a key another open stage touches, \
-an empty cohort. --dry-run prints the diff and the nodes (from their reports) that would \
-be in the cohort.
-
-Example:
-  dwctl stage create eu-map.toml --cohort 5% --labels site=fra --reason 'CHG-42'")]
-    Create {
-        /// The desired state (JSON, or TOML by extension; `-` reads JSON from stdin).
-        file: String,
-        #[command(flatten)]
-        cohort: CohortArgs,
-        /// Why, for the stage and its audit record.
-        #[arg(long, default_value = "")]
-        reason: String,
-        /// The stage id (default: stage-<UTC time>).
-        #[arg(long)]
-        id: Option<String>,
-        /// Print the diff and the cohort, write nothing.
-        #[arg(long)]
-        dry_run: bool,
-        #[command(flatten)]
-        wait: WaitArgs,
-    },
-    /// Every open stage.
-    List,
-    /// One stage: cohort, diff against current routing, which cohort nodes serve it.
-    Show {
-        /// The stage id.
-        id: String,
-    },
-    /// Widen a stage's cohort (earlier members always stay in).
-    Widen {
-        /// The stage id.
-        id: String,
-        #[command(flatten)]
-        cohort: CohortArgs,
-        /// Why, for the audit record.
-        #[arg(long, default_value = "")]
-        reason: String,
-        #[command(flatten)]
-        wait: WaitArgs,
-    },
-    /// Make the staged values current for every node and close the stage (one txn).
-    #[command(after_help = "\
-Guarded on the revisions the stage was made from: a staged key changed meanwhile outside \
-dwctl (etcdctl, another tool) makes it exit 3 and write nothing, unless --rebase (the \
-staged value then wins over that change).")]
-    Promote {
-        /// The stage id.
-        id: String,
-        /// Promote even over keys changed outside dwctl since the stage was made.
-        #[arg(long)]
-        rebase: bool,
-        /// Why, for the audit record.
-        #[arg(long, default_value = "")]
-        reason: String,
-        #[command(flatten)]
-        wait: WaitArgs,
-    },
-    /// Close a stage without promoting it: its cohort returns to current routing.
-    Abort {
-        /// The stage id.
-        id: String,
-        /// Why, for the audit record.
-        #[arg(long, default_value = "")]
-        reason: String,
-        #[command(flatten)]
-        wait: WaitArgs,
-    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -504,7 +451,10 @@ pub enum OriginCommand {
     #[command(after_help = "\
 The key lives on a lease of --ttl seconds, kept alive about every ttl/3. On SIGTERM or \
 SIGINT the lease is revoked (the key vanishes at once). If the lease is lost (etcd \
-unreachable for longer than the ttl), the origin registers again.
+unreachable for longer than the ttl), the origin registers again. The key is watched: if \
+anyone else deletes it, or puts it on another lease, it is put back on this lease at once \
+(event `key-changed`, naming the revision of the change). The record \
+<control-prefix>registered/<ID> names the lease, which is the only one `rebalance` believes.
 
 Example:
   dwctl origin register fra-a --ttl 10 --meta '{\"addr\":\"10.1.0.1:443\"}'")]
@@ -591,69 +541,4 @@ impl Command {
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    /// clap's own consistency checks (clashing ids, such as a global `--key` and a `KEY`).
-    #[test]
-    fn the_command_line_is_consistent() {
-        super::Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn wait_takes_an_optional_timeout() {
-        use clap::Parser;
-        use std::time::Duration;
-        let wait = |args: &[&str]| {
-            let mut argv = vec!["dwctl", "drain", "fra-a"];
-            argv.extend_from_slice(args);
-            super::Cli::try_parse_from(argv).map(|cli| cli.command.wait())
-        };
-        assert_eq!(wait(&[]).unwrap(), None);
-        let default = wait(&["--wait"]).unwrap().unwrap();
-        assert_eq!(default.timeout, Duration::from_secs(10));
-        assert_eq!(default.quorum, 100);
-        let given = wait(&["--wait", "2s", "--quorum", "90"]).unwrap().unwrap();
-        assert_eq!((given.timeout, given.quorum), (Duration::from_secs(2), 90));
-        assert_eq!(
-            wait(&["--wait=500ms"]).unwrap().unwrap().timeout,
-            Duration::from_millis(500)
-        );
-        assert!(wait(&["--wait", "--quorum", "0"]).is_err());
-        assert!(wait(&["--wait=never"]).is_err());
-    }
-
-    /// The shared connection flags, as dwctl adapts them: its own variables, a local etcd
-    /// by default, 5 s per request, `--timeout` as the older name, on every subcommand.
-    #[test]
-    fn connection_flags_keep_dwctls_names_and_defaults() {
-        use clap::Parser;
-        use std::time::Duration;
-        let command = super::Cli::command();
-        for (id, variable) in [
-            ("endpoints", "DWCTL_ENDPOINTS"),
-            ("user", "DWCTL_USER"),
-            ("password", "DWCTL_PASSWORD"),
-            ("password_file", "DWCTL_PASSWORD_FILE"),
-            ("cacert", "DWCTL_CACERT"),
-            ("request_timeout", "DWCTL_REQUEST_TIMEOUT"),
-        ] {
-            let arg = command.get_arguments().find(|a| a.get_id() == id).unwrap();
-            assert_eq!(arg.get_env(), Some(std::ffi::OsStr::new(variable)), "{id}");
-            assert!(arg.is_global_set(), "{id} is global");
-        }
-        let parse = |args: &[&str]| {
-            let mut argv = vec!["dwctl", "region", "list"];
-            argv.extend_from_slice(args);
-            super::Cli::try_parse_from(argv).map(|cli| cli.global.etcd)
-        };
-        let defaults = parse(&[]).unwrap();
-        assert_eq!(defaults.endpoints, ["http://127.0.0.1:2379"]);
-        assert_eq!(defaults.request_timeout, Duration::from_secs(5));
-        assert_eq!(defaults.dial_timeout, Duration::from_secs(3));
-        let older = parse(&["--timeout", "2.5"]).unwrap();
-        assert_eq!(older.request_timeout, Duration::from_millis(2500));
-        assert!(parse(&["--timeout", "soon"]).is_err());
-        assert!(parse(&["--cert", "c.pem"]).is_err(), "--cert needs --key");
-    }
-}
+mod tests;

@@ -4,6 +4,7 @@
 //! helpers in `input` and `plan`, and none of them imports this module.
 
 mod apply;
+mod auth;
 mod drain;
 mod policy;
 mod region;
@@ -78,7 +79,8 @@ async fn run_one(
         Command::Restore(args) => restore::run(context, args).await,
         Command::Stage(command) => stage::run(context, command).await,
         Command::Origin(command) => crate::origin::command(context, command, shutdown).await,
-        Command::Rebalance => crate::rebalance::command(context, shutdown).await,
+        Command::Rebalance(args) => crate::rebalance::command(context, args, shutdown).await,
+        Command::Auth(args) => auth::run(context, args).await,
         Command::Health(args) => crate::health::command(context, args, shutdown).await,
         Command::History(args) => crate::history::history(context, &args.etcd_key).await,
         Command::Route(args) => route::run(context, args).await,

@@ -3,14 +3,16 @@
 //!
 //! An origin's key `<prefix>origin/<id>` lives on a lease; when the process stops renewing
 //! it, etcd deletes the key and `rebalance` drains the origin. Registering also writes a
-//! marker `<control prefix>registered/<id>` (no lease): the record that this origin once
-//! registered, so that `rebalance` knows which vanished keys are worth a drain even when it
-//! was not running at the time.
+//! record `<control prefix>registered/<id>` (no lease) naming the lease: the record that
+//! this origin registered, so that `rebalance` knows which vanished keys are worth a drain
+//! even when it was not running at the time, and believes a key (or its disappearance)
+//! only on that lease. `origin register` watches its own key: deleted, or put on another
+//! lease, by anyone else while its lease lives, it is put back at once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
+use etcd_client::{Client, Compare, CompareOp, EventType, PutOptions, Txn, TxnOp, WatchOptions};
 use serde_json::{Map, Value, json};
 
 use crate::cli::OriginCommand;
@@ -148,21 +150,7 @@ async fn session(
     let mut client = config.etcd.connect().await?;
     let lease = client.lease_grant(config.ttl, None).await?.id();
     let key = config.layout.origin(&config.id);
-    let value = Value::Object(config.meta.clone()).to_string();
-    let marker = config.layout.registration(&config.id);
-    let txn = Txn::new().and_then(vec![
-        TxnOp::put(
-            key.as_str(),
-            value,
-            Some(PutOptions::new().with_lease(lease)),
-        ),
-        TxnOp::put(
-            marker.as_str(),
-            json!({"origin": config.id, "registered": now_rfc3339()}).to_string(),
-            None,
-        ),
-    ]);
-    client.txn(txn).await?;
+    let revision = put_registration(&mut client, config, lease).await?;
     backoff.reset();
     reporter.event(
         "registered",
@@ -170,8 +158,16 @@ async fn session(
             "{} at {key} on lease {lease:x} (ttl {}s)",
             config.id, config.ttl
         ),
-        json!({"origin": config.id, "key": key, "lease": lease, "ttl": config.ttl}),
+        json!({"origin": config.id, "key": key, "lease": lease, "ttl": config.ttl, "revision": revision}),
     );
+    // Its own key, from the registration on: a delete, or a put on another lease, by
+    // anyone else is undone at once.
+    let mut watch = client
+        .watch(
+            key.as_str(),
+            Some(WatchOptions::new().with_start_revision(revision + 1)),
+        )
+        .await?;
     let (mut keeper, mut responses) = client.lease_keep_alive(lease).await?;
     let period = Duration::from_millis((config.ttl as u64 * 1000 / 3).max(200));
     let mut ticker = tokio::time::interval(period);
@@ -193,7 +189,104 @@ async fn session(
                 Some(_) => {}
                 None => return Err(Error::Failed("the keep-alive stream ended".into())),
             },
+            message = watch.message() => {
+                let Some(response) = message? else {
+                    return Err(Error::Failed("the watch of the origin's key ended".into()));
+                };
+                if response.canceled() {
+                    return Err(Error::Failed(format!(
+                        "the watch of the origin's key was canceled ({})",
+                        response.cancel_reason()
+                    )));
+                }
+                let changed = response.events().iter().rev().find_map(|event| {
+                    let kv = event.kv()?;
+                    match event.event_type() {
+                        EventType::Delete => Some((kv.mod_revision(), "deleted".to_owned())),
+                        EventType::Put if kv.lease() != lease => Some((
+                            kv.mod_revision(),
+                            format!("put on lease {:x}, not ours", kv.lease()),
+                        )),
+                        EventType::Put => None,
+                    }
+                });
+                if let Some((changed_at, how)) = changed {
+                    reporter.event(
+                        "key-changed",
+                        &format!(
+                            "{}: {key} was {how} at revision {changed_at} while lease {lease:x} lives; registering again",
+                            config.id
+                        ),
+                        json!({"origin": config.id, "key": key, "revision": changed_at, "change": how, "lease": lease}),
+                    );
+                    let revision = match put_registration(&mut client, config, lease).await {
+                        Ok(revision) => revision,
+                        // It vanished because the lease expired (this process was
+                        // frozen past the ttl): register anew.
+                        Err(error) if error.to_string().contains("lease not found") => {
+                            return Ok(SessionEnd::LeaseLost);
+                        }
+                        Err(error) => return Err(error),
+                    };
+                    reporter.event(
+                        "re-registered",
+                        &format!("{} at {key} on lease {lease:x} again (revision {revision})", config.id),
+                        json!({"origin": config.id, "key": key, "lease": lease, "revision": revision}),
+                    );
+                }
+            }
         }
+    }
+}
+
+/// Puts the origin's key on `lease` and its registration record naming that lease, in one
+/// transaction; the revision it committed at.
+async fn put_registration(
+    client: &mut Client,
+    config: &RegisterConfig,
+    lease: i64,
+) -> Result<i64, Error> {
+    let key = config.layout.origin(&config.id);
+    let marker = config.layout.registration(&config.id);
+    let value = Value::Object(config.meta.clone()).to_string();
+    let txn = Txn::new().and_then(vec![
+        TxnOp::put(
+            key.as_str(),
+            value,
+            Some(PutOptions::new().with_lease(lease)),
+        ),
+        TxnOp::put(
+            marker.as_str(),
+            json!({"origin": config.id, "registered": now_rfc3339(), "lease": lease}).to_string(),
+            None,
+        ),
+    ]);
+    let response = client.txn(txn).await?;
+    Ok(response.header().map_or(0, |header| header.revision()))
+}
+
+/// The lease an origin's registration record names (`None`: no record, or a record
+/// written before records named leases, or by `rebalance` for a key it found live).
+pub async fn registered_lease(
+    client: &mut Client,
+    layout: &Layout,
+    id: &str,
+) -> Result<Option<i64>, Error> {
+    let response = client.get(layout.registration(id), None).await?;
+    Ok(response.kvs().first().and_then(|kv| {
+        serde_json::from_slice::<Value>(kv.value())
+            .ok()?
+            .get("lease")?
+            .as_i64()
+    }))
+}
+
+/// Whether `lease` is alive (etcd answers -1, or "not found", for one that ended).
+pub async fn lease_lives(client: &mut Client, lease: i64) -> Result<bool, Error> {
+    match client.lease_time_to_live(lease, None).await {
+        Ok(response) => Ok(response.ttl() > 0),
+        Err(error) if error.to_string().contains("not found") => Ok(false),
+        Err(error) => Err(error.into()),
     }
 }
 

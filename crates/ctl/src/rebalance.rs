@@ -1,17 +1,22 @@
 //! `rebalance`: drain origins whose lease expires, restore them when they register again.
 //!
 //! A session lists origins, registration markers and drain records at one revision,
-//! reconciles (registered but gone: drain; live with a rebalance drain: restore), then
-//! watches `<prefix>origin/` from the next revision. Any error ends the session; the next
+//! reconciles (live with a rebalance drain: restore; registered but gone: pending), then
+//! watches `<prefix>origin/` from the next revision. An origin is believed live only on the
+//! lease its registration record names (when it names one), and is drained only once its
+//! key has been absent (or on another lease) for the grace period and that lease has
+//! ended: a key someone else deleted, or put on a lease of theirs and revoked, drains
+//! nothing while the origin's own `origin register` lives (it puts the key back). Any error ends the session; the next
 //! one starts after a jittered backoff with a fresh list, so an etcd restart or a compacted
 //! watch costs a re-list, never a missed change. Only origins that registered (a marker,
 //! or a key seen live) are ever drained, and only drains made by rebalance are restored.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use etcd_client::{Client, EventType, WatchOptions};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::clock::{now_rfc3339, operator};
 use crate::context::Context;
@@ -19,8 +24,9 @@ use crate::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::error::Error;
 use dw_etcd::{Backoff, EtcdOptions};
 
+use crate::cli::RebalanceArgs;
 use crate::etcd::{Layout, strip};
-use crate::origin::{list_origins, mark_registered};
+use crate::origin::{lease_lives, list_origins, mark_registered, registered_lease};
 use crate::output::{Outcome, Reporter};
 use crate::record::SOURCE_REBALANCE;
 use crate::sessions::Sessions;
@@ -41,14 +47,21 @@ pub struct RebalanceConfig {
     pub retry: RetryPolicy,
     /// `by` of the drain records it writes.
     pub by: String,
+    /// How long a key must stay absent before its origin is drained (`--grace`).
+    pub grace: Duration,
 }
 
-pub async fn command(context: &Context, shutdown: Shutdown) -> Result<Outcome, Error> {
+pub async fn command(
+    context: &Context,
+    args: RebalanceArgs,
+    shutdown: Shutdown,
+) -> Result<Outcome, Error> {
     let config = RebalanceConfig {
         etcd: context.etcd.clone(),
         layout: context.layout.clone(),
         retry: context.retry,
         by: format!("rebalance:{}", operator()),
+        grace: args.grace,
     };
     run(&config, context.reporter(), shutdown).await?;
     Ok(Outcome {
@@ -101,8 +114,14 @@ async fn session(
         &format!("revision {}: {} live, {} registered", listing.revision, listing.live.len(), seen.len()),
         json!({"revision": listing.revision, "live": listing.live.keys().collect::<Vec<_>>(), "registered": seen}),
     );
+    // Origins whose key is absent (or on a lease their record does not name), with when
+    // that was first seen: checked once the grace period has passed.
+    let mut pending: BTreeMap<String, Instant> = BTreeMap::new();
+    // Pending origins whose named lease was found alive (reported once).
+    let mut held: BTreeSet<String> = BTreeSet::new();
     for id in &seen {
-        if listing.live.contains_key(id) {
+        let lease = listing.live.get(id).map(|(_, lease)| *lease);
+        if trusted(&mut client, &config.layout, id, lease).await? {
             if listing
                 .drains
                 .get(id)
@@ -111,7 +130,7 @@ async fn session(
                 restore(config, reporter, &mut client, id).await?;
             }
         } else {
-            drain(config, reporter, &mut client, id).await?;
+            pending.insert(id.clone(), Instant::now());
         }
     }
     let options = WatchOptions::new()
@@ -120,8 +139,30 @@ async fn session(
     let mut stream = client.watch(config.layout.origins(), Some(options)).await?;
     backoff.reset();
     loop {
+        let due = pending.values().min().map(|since| *since + config.grace);
         let message = tokio::select! {
             _ = shutdown.wait() => return Ok(()),
+            _ = sleep_until(due) => {
+                let now = Instant::now();
+                let ready: Vec<String> = pending
+                    .iter()
+                    .filter(|(_, since)| **since + config.grace <= now)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in ready {
+                    pending.remove(&id);
+                    let quiet = held.contains(&id);
+                    if check_absent(config, reporter, &mut client, &id, quiet).await? {
+                        held.remove(&id);
+                    } else {
+                        // Its lease lives: look again after another grace period (said
+                        // once, not every time).
+                        held.insert(id.clone());
+                        pending.insert(id, Instant::now());
+                    }
+                }
+                continue;
+            }
             message = stream.message() => message?,
         };
         let Some(response) = message else {
@@ -146,21 +187,103 @@ async fn session(
                     if seen.insert(id.clone()) {
                         mark_registered(&mut client, &config.layout, &id).await?;
                     }
-                    reporter.event("up", &format!("{id} registered"), json!({"origin": id}));
-                    restore(config, reporter, &mut client, &id).await?;
+                    if trusted(&mut client, &config.layout, &id, Some(kv.lease())).await? {
+                        held.remove(&id);
+                        if pending.remove(&id).is_some() {
+                            reporter.event(
+                                "back",
+                                &format!("{id} is back within the grace period; not drained"),
+                                json!({"origin": id, "revision": kv.mod_revision()}),
+                            );
+                        }
+                        reporter.event("up", &format!("{id} registered"), json!({"origin": id}));
+                        restore(config, reporter, &mut client, &id).await?;
+                    } else {
+                        reporter.event(
+                            "untrusted",
+                            &format!(
+                                "{id}: put at revision {} on lease {:x}, which its registration record does not name; not believed",
+                                kv.mod_revision(),
+                                kv.lease()
+                            ),
+                            json!({"origin": id, "revision": kv.mod_revision(), "lease": kv.lease()}),
+                        );
+                        pending.entry(id).or_insert_with(Instant::now);
+                    }
                 }
                 EventType::Delete if seen.contains(&id) => {
                     reporter.event(
                         "down",
-                        &format!("{id}: its key vanished (lease ended)"),
-                        json!({"origin": id}),
+                        &format!(
+                            "{id}: its key vanished at revision {}; drained if still absent after {:?} and its lease ended",
+                            kv.mod_revision(),
+                            config.grace
+                        ),
+                        json!({"origin": id, "revision": kv.mod_revision()}),
                     );
-                    drain(config, reporter, &mut client, &id).await?;
+                    pending.entry(id).or_insert_with(Instant::now);
                 }
                 EventType::Delete => {}
             }
         }
     }
+}
+
+/// Sleeps until `due`, or for ever.
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether a key of `id` on `lease` (`None`: no key) shows the origin live: the lease is
+/// the one its registration record names, or the record names none.
+async fn trusted(
+    client: &mut Client,
+    layout: &Layout,
+    id: &str,
+    lease: Option<i64>,
+) -> Result<bool, Error> {
+    let Some(lease) = lease else { return Ok(false) };
+    Ok(registered_lease(client, layout, id)
+        .await?
+        .is_none_or(|named| named == lease))
+}
+
+/// Once the grace period has passed: drains `id` if its key is still absent (or on a
+/// lease its record does not name) and the lease its record names has ended. False when
+/// that lease still lives (the origin's `origin register` is up and will put the key back),
+/// reported unless `quiet`.
+async fn check_absent(
+    config: &RebalanceConfig,
+    reporter: Reporter,
+    client: &mut Client,
+    id: &str,
+    quiet: bool,
+) -> Result<bool, Error> {
+    let key = client.get(config.layout.origin(id), None).await?;
+    let lease = key.kvs().first().map(|kv| kv.lease());
+    if trusted(client, &config.layout, id, lease).await? {
+        return Ok(true);
+    }
+    if let Some(named) = registered_lease(client, &config.layout, id).await?
+        && lease_lives(client, named).await?
+    {
+        if quiet {
+            return Ok(false);
+        }
+        reporter.event(
+            "held",
+            &format!(
+                "{id}: its key is absent but lease {named:x}, which its registration record names, lives; not drained"
+            ),
+            json!({"origin": id, "lease": named}),
+        );
+        return Ok(false);
+    }
+    drain(config, reporter, client, id).await?;
+    Ok(true)
 }
 
 async fn drain(

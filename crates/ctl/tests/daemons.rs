@@ -5,73 +5,15 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use common::daemon::Daemon;
 use common::{CONTROL, Etcd, PREFIX, drain_key, eventually, listed_weights, region_key};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::process::Child;
-
-/// A long-running dwctl whose output goes to a log file (shown when a test fails).
-struct Daemon {
-    child: Child,
-    log: std::path::PathBuf,
-}
-
-impl Daemon {
-    fn start(etcd: &Etcd, name: &str, args: &[&str]) -> Daemon {
-        let log = etcd.data_dir.join(format!("{name}.log"));
-        let file = std::fs::File::create(&log).expect("log file");
-        let child = etcd
-            .tokio_command(args)
-            .stdout(Stdio::from(file.try_clone().expect("log file")))
-            .stderr(Stdio::from(file))
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn dwctl");
-        Daemon { child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("still running").to_string();
-        let status = std::process::Command::new("kill")
-            .args([signal, &pid])
-            .status()
-            .expect("kill");
-        assert!(status.success());
-    }
-
-    /// SIGTERM, then the exit code.
-    async fn terminate(mut self) -> i32 {
-        self.signal("-TERM");
-        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("no exit after SIGTERM; log:\n{}", self.log()))
-            .expect("wait");
-        status.code().unwrap_or(-1)
-    }
-
-    async fn sigkill(mut self) {
-        self.child.kill().await.expect("SIGKILL");
-    }
-}
-
-impl Drop for Daemon {
-    /// A failing test shows what each daemon it started said.
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("--- {}:\n{}", self.log.display(), self.log());
-        }
-    }
-}
 
 async fn drain_record(etcd: &Etcd, origin: &str) -> Option<Value> {
     etcd.get_json(&drain_key(origin)).await
@@ -106,7 +48,7 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
         assert_eq!(etcd.dwctl(&["region", "set", geo, value]).code, 0);
     }
     let us_before = etcd.get(&region_key("US")).await.unwrap();
-    let rebalance = Daemon::start(&etcd, "rebalance", &["rebalance"]);
+    let rebalance = Daemon::start(&etcd, "rebalance", &["rebalance", "--grace", "200ms"]);
     // Registering only after rebalance has listed makes it see `a` arrive on its watch
     // (step 1); an origin already live at listing time is step 3's case.
     eventually(Duration::from_secs(10), "rebalance lists", || async {
