@@ -27,9 +27,12 @@ use crate::error::Error;
 use crate::etcd::{Connector, classify, within};
 use crate::http;
 use crate::metrics::{Metrics, State, StatusHandle};
-use crate::mirror::Mirror;
+use crate::mirror::{Mirror, release_freed_memory};
 use crate::publish::{Hold, Outcome, Publication, Publisher};
-use crate::report::{Condition, Report, Reporter, rejected_keys, unix_ms};
+use crate::readers::check_readers;
+use crate::report::Reporter;
+use crate::report_json::{Condition, Report, rejected_keys, unix_ms};
+use crate::write_retry::WriteRetry;
 use dw_etcd::Backoff;
 
 /// A started agent: configuration checked, snapshot directory usable, metrics bound.
@@ -46,7 +49,7 @@ pub struct Agent {
     reports: Option<watch::Sender<Option<Report>>>,
     reporter: Option<Reporter>,
     /// Keys of the published state left out of routing, once known.
-    rejected: Option<Vec<(String, String)>>,
+    rejected: Option<crate::report_json::Rejected>,
     published_at_ms: Option<u64>,
     /// The node's effective state when stages are open (`None`: the mirror's snapshot).
     effective: Option<dw_routing::stage::Overlay>,
@@ -59,44 +62,6 @@ pub struct Agent {
     refused_by_readers: Option<String>,
     /// Backoff between failed writes, and the cause last logged.
     write_retry: WriteRetry,
-}
-
-/// Failed writes are retried with backoff, and logged once per distinct cause.
-#[derive(Debug)]
-struct WriteRetry {
-    backoff: Backoff,
-    /// No write before this, after a failure.
-    not_before: Option<Instant>,
-    /// The cause of the last failure, until a write succeeds.
-    last_cause: Option<String>,
-}
-
-impl WriteRetry {
-    fn new(initial: Duration, max: Duration) -> WriteRetry {
-        WriteRetry {
-            backoff: Backoff::new(initial, max),
-            not_before: None,
-            last_cause: None,
-        }
-    }
-
-    fn due(&self, now: Instant) -> bool {
-        self.not_before.is_none_or(|not_before| now >= not_before)
-    }
-
-    /// A write failed: the delay until the next attempt.
-    fn failed(&mut self, now: Instant) -> Duration {
-        let delay = self.backoff.next_delay();
-        self.not_before = Some(now + delay);
-        delay
-    }
-
-    /// A write succeeded; true when it ends a run of failures.
-    fn succeeded(&mut self) -> bool {
-        self.backoff.reset();
-        self.not_before = None;
-        self.last_cause.take().is_some()
-    }
 }
 
 /// How a session ended.
@@ -155,6 +120,8 @@ impl Agent {
                     reports: receiver,
                     metrics: metrics.clone(),
                     lease: report_lease.clone().unwrap_or_default(),
+                    healer: crate::heal::Healer::default(),
+                    watch_refused: None,
                 };
                 (Some(sender), Some(reporter))
             }
@@ -474,7 +441,9 @@ impl Agent {
             let invalid = dw_routing::invalid_keys(effective);
             let mut rejected = rejected_keys(&invalid, self.mirror.unrepresentable_keys());
             if let Some(overlay) = &self.effective {
-                rejected.extend(overlay.problems.iter().cloned());
+                for (key, problem) in &overlay.problems {
+                    rejected.push(key, problem);
+                }
             }
             self.rejected = Some(rejected);
         }
@@ -613,35 +582,5 @@ impl Agent {
             info!("publishing again");
         }
         self.metrics.set_hold(None);
-    }
-}
-
-/// Checks the published file (or, before there is one, the directory) by the readers'
-/// trust rules, and records the verdict for `/healthz` and the node report; logs when the
-/// verdict changes, once per distinct reason.
-fn check_readers(publisher: &Publisher, metrics: &Metrics, last: &mut Option<String>) {
-    let verdict = publisher.refused_by_readers();
-    if verdict != *last {
-        match &verdict {
-            Some(reason) => warn!(reason = %reason,
-                "the readers (dw_router) refuse the snapshot by their trust rules; PHP serves \
-                 its last good table or the fail-open route until this is fixed"),
-            None if last.is_some() => info!("the readers' trust rules take the snapshot again"),
-            None => {}
-        }
-    }
-    metrics.set_refused_by_readers(verdict.clone());
-    *last = verdict;
-}
-
-/// Hands the memory of the state a listing replaced back to the kernel. glibc keeps freed
-/// heap pages otherwise, so the resident size would stay at the listing's peak (two states
-/// at once) for good. Once per listing; a few milliseconds at 100,000 keys.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the kernel; no memory in use is
-    // touched.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }

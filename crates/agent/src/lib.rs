@@ -39,13 +39,18 @@ mod agent;
 mod config;
 mod error;
 mod etcd;
+mod heal;
 mod http;
+mod metric_help;
 mod metrics;
 mod mirror;
 mod publish;
+mod readers;
 mod report;
+mod report_json;
 mod snapshot_dir;
 mod stages;
+mod write_retry;
 
 use std::future::Future;
 

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::metric_help::single_valued_help;
+
 /// What the agent is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -95,6 +97,8 @@ struct Condition {
     refused_by_readers: Option<String>,
     /// The error that ended the last session.
     last_error: Option<String>,
+    /// Another agent instance writes this node's report, while it does (see `heal.rs`).
+    report_conflict: Option<String>,
 }
 
 #[derive(Debug)]
@@ -119,6 +123,8 @@ pub(crate) struct Metrics {
     last_response: AtomicU64,
     report_writes: AtomicU64,
     report_failures: AtomicU64,
+    report_heals: AtomicU64,
+    report_conflicts: AtomicU64,
     /// Watch event received → snapshot renamed: microseconds, total and last.
     event_to_rename_micros_sum: AtomicU64,
     event_to_rename_count: AtomicU64,
@@ -166,6 +172,8 @@ impl Metrics {
             last_response: AtomicU64::new(0),
             report_writes: AtomicU64::new(0),
             report_failures: AtomicU64::new(0),
+            report_heals: AtomicU64::new(0),
+            report_conflicts: AtomicU64::new(0),
             event_to_rename_micros_sum: AtomicU64::new(0),
             event_to_rename_count: AtomicU64::new(0),
             event_to_rename_last_micros: AtomicU64::new(0),
@@ -177,6 +185,7 @@ impl Metrics {
                 refused_by_readers: None,
                 write_error: None,
                 last_error: None,
+                report_conflict: None,
             }),
         }
     }
@@ -232,6 +241,21 @@ impl Metrics {
 
     pub(crate) fn report_failed(&self) {
         self.report_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The report was written again after someone else deleted or overwrote it.
+    pub(crate) fn report_healed(&self) {
+        self.report_heals.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Another agent instance wrote this node's report.
+    pub(crate) fn report_conflict_seen(&self) {
+        self.report_conflicts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The conflict over this node's report, while there is one (`/healthz` names it).
+    pub(crate) fn set_report_conflict(&self, conflict: Option<String>) {
+        lock(&self.condition).report_conflict = conflict;
     }
 
     /// The time from receiving a watch response to renaming its snapshot into place.
@@ -311,6 +335,9 @@ impl Metrics {
         }
         if let Some(reason) = &condition.refused_by_readers {
             return Err(format!("readers refuse the snapshot: {reason}"));
+        }
+        if let Some(conflict) = &condition.report_conflict {
+            return Err(conflict.clone());
         }
         if let Some(hold) = &condition.hold {
             return Err(hold.clone());
@@ -413,6 +440,15 @@ impl Metrics {
                 "dw_agent_report_failures_total",
                 load(&self.report_failures),
             ),
+            ("dw_agent_report_heals_total", load(&self.report_heals)),
+            (
+                "dw_agent_report_conflicts_total",
+                load(&self.report_conflicts),
+            ),
+            (
+                "dw_agent_report_conflict",
+                u8::from(lock(&self.condition).report_conflict.is_some()).to_string(),
+            ),
             (
                 "dw_agent_last_event_to_rename_seconds",
                 last_event_to_rename,
@@ -473,40 +509,10 @@ impl Metrics {
     }
 }
 
-/// The metrics with one value each, as `name type help`, one a line: a table rather than
-/// a call per metric, so that each one's text is written once.
-const SINGLE_VALUED: &str = "\
-dw_agent_published_revision gauge etcd revision of the published snapshot file (-1 when there is none).
-dw_agent_mirror_revision gauge etcd revision the agent's in-memory state reflects.
-dw_agent_keys gauge Keys under the prefix in the in-memory state.
-dw_agent_unrepresentable_keys gauge Keys under the prefix left out because the key or value is not UTF-8.
-dw_agent_snapshot_writes_total counter Snapshot files published (renamed into place).
-dw_agent_snapshot_write_errors_total counter Failed attempts to publish the snapshot file.
-dw_agent_reconnects_total counter Sessions with etcd that ended and were retried.
-dw_agent_stale_events_total counter Watch events at or below the state's revision, skipped.
-dw_agent_silent_watch_checks_total counter Reads of the prefix that showed a silent watch had missed nothing (behind etcd grpc-proxy, which ignores progress requests).
-dw_agent_untrusted_snapshot_replaced_total counter Files at the snapshot path the agent did not trust (not its own, a symlink or FIFO, another etcd cluster's, a revision beyond etcd's), replaced.
-dw_agent_metrics_connections_evicted_total counter Idle connections to the metrics port closed to make room (--metrics-max-connections reached).
-dw_agent_metrics_connections_refused_total counter Connections to the metrics port closed at once: every slot was answering.
-dw_agent_report_writes_total counter Node reports written to etcd.
-dw_agent_report_failures_total counter Node report writes (or their leases) that etcd refused or did not answer.
-dw_agent_last_event_to_rename_seconds gauge Last publication: from the watch response's arrival to the rename (etcd does not record commit times).
-dw_agent_seconds_since_last_event gauge Seconds since etcd last delivered state (a list or watch events); since start if never.
-dw_agent_seconds_since_last_response gauge Seconds since the watch last answered (events or progress); since start if never.
-dw_agent_connected gauge 1 while a session with etcd is up (listing or watching).
-dw_agent_healthy gauge 1 when /healthz answers 200 (connected, current, publishing).";
-
-/// The type and help of a metric in [`SINGLE_VALUED`].
-fn single_valued_help(name: &str) -> (&'static str, &'static str) {
-    SINGLE_VALUED
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.split_once(' '))
-        .unwrap_or(("untyped", ""))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metric_help::SINGLE_VALUED;
 
     #[test]
     fn health_follows_state_holds_and_write_errors() {
@@ -546,6 +552,9 @@ mod tests {
             "dw_agent_state{state=\"starting\"} 1",
             "dw_agent_report_writes_total 0",
             "dw_agent_report_failures_total 0",
+            "dw_agent_report_heals_total 0",
+            "dw_agent_report_conflicts_total 0",
+            "dw_agent_report_conflict 0",
             "dw_agent_event_to_rename_seconds_count 0",
         ] {
             assert!(

@@ -16,133 +16,18 @@
 //! publication never depends on it.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp};
-use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::config::ReportConfig;
 use crate::etcd::{Connector, describe};
+use crate::heal::{Change, Healer, KeyWatch};
 use crate::metrics::Metrics;
-
-/// What the node reports (the write adds `reported_at_ms`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Report {
-    /// The revision of the state the node routes from: the published file is that state.
-    pub(crate) revision: u64,
-    /// The revision recorded in the published file.
-    pub(crate) published_revision: Option<u64>,
-    /// When this agent last renamed a snapshot into place (unix ms), if it did.
-    pub(crate) published_at_ms: Option<u64>,
-    pub(crate) condition: Condition,
-    /// The stages the published file applies (id and the revision of each).
-    pub(crate) stages: Vec<dw_routing::stage::AppliedStage>,
-}
-
-/// `ok`, `stale` (the file is not etcd's state, and why) or `rejected` (published, but
-/// some keys cannot be used: they are left out of routing).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Condition {
-    Ok,
-    Stale(String),
-    Rejected(Vec<(String, String)>),
-}
-
-pub(crate) fn unix_ms(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// The version of the report's layout, its `schema` field (docs/agent.md, "Node
-/// reports"). Fields are only ever added; a reader ignores the ones it does not know. A
-/// change that removes or redefines a field bumps it.
-pub(crate) const REPORT_SCHEMA: u64 = 1;
-
-/// This agent's instance id: random per start, so that a report another agent with the
-/// same node id wrote can be told from ours.
-pub(crate) fn instance_id() -> &'static str {
-    use std::hash::{BuildHasher, Hasher};
-    static INSTANCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    INSTANCE.get_or_init(|| {
-        // RandomState is seeded from the OS's randomness per process.
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u32(std::process::id());
-        hasher.write_u64(unix_ms(SystemTime::now()));
-        format!("{:016x}", hasher.finish())
-    })
-}
-
-impl Report {
-    /// The report as written: `lease` is the id of the lease the live key is put on (the
-    /// seen record carries the same value, so it names that lease too).
-    pub(crate) fn to_json(
-        &self,
-        config: &ReportConfig,
-        snapshot: &str,
-        now_ms: u64,
-        lease: i64,
-    ) -> String {
-        let (state, reason, rejected) = match &self.condition {
-            Condition::Ok => ("ok", Value::Null, Vec::new()),
-            Condition::Stale(why) => ("stale", Value::from(why.as_str()), Vec::new()),
-            Condition::Rejected(keys) => (
-                "rejected",
-                Value::from(format!("{} key(s) left out of routing", keys.len())),
-                keys.iter()
-                    .map(|(key, error)| json!({"key": key, "error": error}))
-                    .collect(),
-            ),
-        };
-        let labels: serde_json::Map<String, Value> = config
-            .labels
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
-            .collect();
-        json!({
-            "schema": REPORT_SCHEMA,
-            "instance": instance_id(),
-            "lease": lease,
-            "node": config.node_id,
-            "revision": self.revision,
-            "published_revision": self.published_revision,
-            "published_at_ms": self.published_at_ms,
-            "reported_at_ms": now_ms,
-            "snapshot": snapshot,
-            "version": env!("CARGO_PKG_VERSION"),
-            "state": state,
-            "reason": reason,
-            "rejected": rejected,
-            "labels": labels,
-            "stages": self.stages,
-        })
-        .to_string()
-    }
-}
-
-/// The most rejected keys one report lists (the count is always complete).
-pub(crate) const MAX_REJECTED_LISTED: usize = 50;
-
-/// Rejected keys as `(key, reason)`, for a report.
-pub(crate) fn rejected_keys(
-    invalid: &[dw_routing::InvalidKey],
-    unrepresentable: usize,
-) -> Vec<(String, String)> {
-    let mut keys: Vec<(String, String)> = invalid
-        .iter()
-        .take(MAX_REJECTED_LISTED)
-        .map(|k| (k.key.clone(), k.error.to_string()))
-        .collect();
-    if unrepresentable > 0 {
-        keys.push((
-            "(non-UTF-8 keys)".into(),
-            format!("{unrepresentable} key(s) whose key or value is not UTF-8"),
-        ));
-    }
-    keys
-}
+use crate::report_json::{Report, unix_ms};
 
 /// The report writer: runs beside the watch loop until dropped.
 pub(crate) struct Reporter {
@@ -154,6 +39,10 @@ pub(crate) struct Reporter {
     pub(crate) reports: watch::Receiver<Option<Report>>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) lease: LeaseHandle,
+    /// Changes of our keys by others, and conflicts (`heal.rs`).
+    pub(crate) healer: Healer,
+    /// Why our keys cannot be watched, as last logged.
+    pub(crate) watch_refused: Option<String>,
 }
 
 /// The live report's lease and a client to revoke it with, shared with the agent.
@@ -233,6 +122,8 @@ impl Reporter {
         let mut leases = self.grant(endpoint).await?;
         let mut last_write: Option<Instant> = None;
         let mut pending = true;
+        // Our two keys, watched from just after this session's first write.
+        let mut guard: Option<KeyWatch> = None;
         let keepalive_every = self.config.ttl / 3;
         let mut ticker = tokio::time::interval(keepalive_every);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -240,11 +131,15 @@ impl Reporter {
         let mut ticks = 0u64;
         let (mut live_answered, mut seen_answered) = (Instant::now(), Instant::now());
         loop {
-            let write_at = match last_write {
+            let mut write_at = match last_write {
                 Some(at) if *failures > 0 => at + backoff(self.config.min_interval, *failures),
                 Some(at) => at + self.config.min_interval,
                 None => Instant::now(),
             };
+            // In conflict with another agent, every write waits for the conflict's backoff.
+            if let Some(not_before) = self.healer.not_before() {
+                write_at = write_at.max(not_before);
+            }
             tokio::select! {
                 changed = self.reports.changed() => {
                     if changed.is_err() {
@@ -261,9 +156,11 @@ impl Reporter {
                     };
                     last_write = Some(Instant::now());
                     match self.write(&mut leases, &report).await {
-                        Ok(()) => {
+                        Ok(revision) => {
                             pending = false;
                             self.metrics.report_written();
+                            self.healer.written(&self.metrics);
+                            self.guard(&mut guard, &leases.client, revision).await;
                             if last_error.is_some() {
                                 info!("node report: writing again");
                             }
@@ -283,6 +180,20 @@ impl Reporter {
                         }
                     }
                 }
+                changes = changes(&mut guard) => match changes {
+                    Ok(changes) => {
+                        for change in changes {
+                            self.healer.changed(change, Instant::now(), &self.metrics);
+                            pending = true;
+                        }
+                    }
+                    Err(message) => {
+                        // Watched again after the next write, which comes at once.
+                        warn!(error = %message, "node report: the watch on it ended; writing it again");
+                        guard = None;
+                        pending = true;
+                    }
+                },
                 // Keep-alive answers are taken here, not awaited after each request: an
                 // `etcd grpc-proxy` answers one only when its own keep-alive loop next hears
                 // from etcd (every third of the lease's TTL, 200 s for the seen lease), and
@@ -297,6 +208,9 @@ impl Reporter {
                 }
                 _ = ticker.tick() => {
                     ticks += 1;
+                    if self.healer.expire(Instant::now(), &self.metrics) {
+                        pending = true;
+                    }
                     // Unanswered for a whole TTL: the lease has expired or the connection is
                     // gone; a new session grants new leases.
                     if live_answered.elapsed() > self.config.ttl {
@@ -352,9 +266,35 @@ impl Reporter {
         })
     }
 
-    async fn write(&self, leases: &mut Leases, report: &Report) -> Result<(), String> {
+    /// After a write committed at `revision`: its events are ours; the first one of a
+    /// session opens the watch on our keys. A watch refused (a role without read on the
+    /// keys) is logged once and tried again after the next write: reports go on unguarded.
+    async fn guard(&mut self, guard: &mut Option<KeyWatch>, client: &Client, revision: i64) {
+        if let Some(guard) = guard {
+            guard.own_write(revision);
+            return;
+        }
+        let keys = [self.config.key(), self.config.seen_key()];
+        match KeyWatch::open(client, keys, revision + 1, self.request_timeout).await {
+            Ok(watch) => {
+                *guard = Some(watch);
+                self.watch_refused = None;
+            }
+            Err(message) => {
+                if self.watch_refused.as_deref() != Some(message.as_str()) {
+                    warn!(error = %message, "node report: cannot watch it; a delete or overwrite \
+                        by someone else is not healed until this works");
+                    self.watch_refused = Some(message);
+                }
+            }
+        }
+    }
+
+    /// Writes both keys in one transaction; `Ok` holds the revision it committed at.
+    async fn write(&self, leases: &mut Leases, report: &Report) -> Result<i64, String> {
         let now = unix_ms(SystemTime::now());
-        let value = report.to_json(&self.config, &self.snapshot, now, leases.live);
+        let conflict = self.healer.conflict_json();
+        let value = report.to_json(&self.config, &self.snapshot, now, leases.live, &conflict);
         let txn = Txn::new().and_then([
             TxnOp::put(
                 self.config.key(),
@@ -369,7 +309,15 @@ impl Reporter {
         ]);
         crate::etcd::within(self.request_timeout, leases.client.txn(txn))
             .await
-            .map(|_| ())
+            .map(|response| response.header().map_or(0, |header| header.revision()))
+    }
+}
+
+/// The next changes of our keys by someone else; never, while they are not watched.
+async fn changes(guard: &mut Option<KeyWatch>) -> Result<Vec<Change>, String> {
+    match guard {
+        Some(guard) => guard.next().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -407,47 +355,6 @@ fn backoff(interval: Duration, failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
-
-    fn labels_json(labels: &BTreeMap<String, String>) -> Value {
-        Value::Object(
-            labels
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn a_report_is_json_with_every_field() {
-        let mut config = ReportConfig::new("edge-1");
-        config.labels.insert("dc".into(), "fra".into());
-        let report = Report {
-            revision: 42,
-            published_revision: Some(40),
-            published_at_ms: Some(1_700_000_000_000),
-            condition: Condition::Rejected(vec![("/dw/routing/region/XX".into(), "bad".into())]),
-            stages: vec![dw_routing::stage::AppliedStage {
-                id: "eu-map".into(),
-                revision: 39,
-            }],
-        };
-        let value: Value =
-            serde_json::from_str(&report.to_json(&config, "/run/x.json", 5, 77)).unwrap();
-        assert_eq!(value["schema"], REPORT_SCHEMA);
-        assert_eq!(value["lease"], 77);
-        assert_eq!(value["instance"], instance_id());
-        assert_eq!(instance_id().len(), 16);
-        assert_eq!(value["node"], "edge-1");
-        assert_eq!(value["revision"], 42);
-        assert_eq!(value["published_revision"], 40);
-        assert_eq!(value["stages"], json!([{"id": "eu-map", "revision": 39}]));
-        assert_eq!(value["reported_at_ms"], 5);
-        assert_eq!(value["state"], "rejected");
-        assert_eq!(value["rejected"][0]["key"], "/dw/routing/region/XX");
-        assert_eq!(value["labels"], labels_json(&config.labels));
-        assert_eq!(value["version"], env!("CARGO_PKG_VERSION"));
-    }
 
     #[test]
     fn backoff_doubles_and_is_capped() {

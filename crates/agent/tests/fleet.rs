@@ -8,67 +8,10 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use support::*;
 
 const REGION: &str =
     r#"{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":50,"fra-b":50}}"#;
-
-/// Runs a dwctl command line against `endpoints`: (exit code, the outcome's JSON).
-async fn dwctl(endpoints: &[String], args: &[&str]) -> (u8, Value) {
-    let mut argv = vec![
-        "dwctl".to_owned(),
-        format!("--endpoints={}", endpoints.join(",")),
-        "--output=json".to_owned(),
-    ];
-    argv.extend(args.iter().map(|s| s.to_string()));
-    let cli = <dwctl::Cli as clap::Parser>::try_parse_from(&argv).unwrap();
-    let (_trigger, shutdown) = dwctl::Shutdown::new();
-    match dwctl::run_command(cli, shutdown).await {
-        Ok(outcome) => (0, outcome.json),
-        Err(dwctl::Error::Lagging(outcome)) => (dwctl::EXIT_LAGGING, outcome.json),
-        Err(error) => (error.exit_code(), Value::String(error.to_string())),
-    }
-}
-
-/// Flags for a test agent that reports as `node`.
-fn node_agent_args(
-    endpoints: &[String],
-    snapshot: &Path,
-    node: &str,
-    extra: &[&str],
-) -> Vec<String> {
-    let mut args = agent_args(endpoints, snapshot, extra);
-    args.push(format!("--node-id={node}"));
-    args
-}
-
-fn node<'v>(status: &'v Value, id: &str) -> &'v Value {
-    status["nodes"]
-        .as_array()
-        .and_then(|nodes| nodes.iter().find(|n| n["id"] == id))
-        .unwrap_or_else(|| panic!("{id} is not in {status}"))
-}
-
-/// Polls `dwctl status` until `check` accepts it.
-async fn status_until(
-    endpoints: &[String],
-    what: &str,
-    check: impl Fn(u8, &Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + EVENTUALLY;
-    loop {
-        let (code, status) = dwctl(endpoints, &["status"]).await;
-        if check(code, &status) {
-            return status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting until {what}: {status}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_agents_report_and_wait_follows_the_live_ones() {

@@ -59,6 +59,7 @@ mod probe;
 mod progress;
 mod rebalance;
 mod record;
+mod revision;
 mod roles;
 mod sessions;
 mod shutdown;

@@ -1,11 +1,12 @@
 //! Test and benchmark harness of the agent, one file per concern: the agent in this
-//! process and as a binary (`agent`), what etcd and the snapshot hold (`state`), a file
+//! process and as a binary (`agent`), `dwctl` and reporting agents (`fleet`), what etcd and the snapshot hold (`state`), a file
 //! watcher that checks every snapshot it sees (`watcher`), a TCP proxy that can freeze or
 //! cut connections (`proxy`), and a writer that keeps etcd busy (`storm`). The etcd
 //! members themselves come from `dw-etcd-testkit`, shared with dwctl's tests.
 #![allow(dead_code)]
 
 mod agent;
+mod fleet;
 mod proxy;
 mod state;
 mod storm;
@@ -18,6 +19,7 @@ use std::time::Duration;
 pub use {
     agent::*,
     dw_etcd_testkit::{Cluster, Etcd, TestTls, free_port, signal},
+    fleet::*,
     proxy::*,
     state::*,
     storm::*,
