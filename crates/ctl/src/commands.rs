@@ -9,6 +9,7 @@ mod policy;
 mod region;
 mod repair;
 mod restore;
+mod rollout;
 mod route;
 mod stage;
 
@@ -77,6 +78,7 @@ async fn run_one(
         Command::Drain(args) => drain::run(context, args).await,
         Command::Restore(args) => restore::run(context, args).await,
         Command::Stage(command) => stage::run(context, command).await,
+        Command::Rollout(args) => rollout::run(context, args, shutdown).await,
         Command::Origin(command) => crate::origin::command(context, command, shutdown).await,
         Command::Rebalance => crate::rebalance::command(context, shutdown).await,
         Command::Health(args) => crate::health::command(context, args, shutdown).await,

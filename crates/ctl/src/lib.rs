@@ -48,6 +48,7 @@ mod error;
 #[allow(missing_docs)]
 mod etcd;
 mod fleet;
+mod gates;
 mod health;
 mod history;
 mod input;
@@ -59,6 +60,9 @@ mod probe;
 mod progress;
 mod rebalance;
 mod record;
+mod rollout;
+mod rollout_args;
+mod rollout_gate;
 mod sessions;
 mod shutdown;
 mod stages;

@@ -2,6 +2,8 @@
 //! dir, killed on drop) and the `dwctl` binary run against it.
 #![allow(dead_code)]
 
+pub mod fleet;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
