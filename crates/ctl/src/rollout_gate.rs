@@ -47,17 +47,18 @@ pub fn judge(stage: &Stage, revision: i64, prefix: &str, nodes: &[NodeReport]) -
     let mut gate = Gate::default();
     let stage_key = format!("{prefix}stage/{}", stage.id);
     for node in nodes.iter().filter(|node| node.live) {
-        if applies_any(node, &stage.id) {
-            for rejected in node.raw["rejected"].as_array().into_iter().flatten() {
-                let Some(key) = rejected["key"].as_str() else {
-                    continue;
-                };
-                let staged = key
-                    .strip_prefix(prefix)
-                    .is_some_and(|relative| stage.kvs.contains_key(relative));
-                if staged || key == stage_key {
-                    gate.rejected.push((node.id.clone(), key.to_owned()));
-                }
+        // A staged key rejected by a node that applies the stage, or the stage key itself
+        // rejected by any node (an agent that cannot read it applies it nowhere).
+        let applier = applies_any(node, &stage.id);
+        for rejected in node.raw["rejected"].as_array().into_iter().flatten() {
+            let Some(key) = rejected["key"].as_str() else {
+                continue;
+            };
+            let staged = key
+                .strip_prefix(prefix)
+                .is_some_and(|relative| stage.kvs.contains_key(relative));
+            if (applier && staged) || key == stage_key {
+                gate.rejected.push((node.id.clone(), key.to_owned()));
             }
         }
         let member = stage.cohort.contains(
@@ -84,11 +85,13 @@ pub fn judge(stage: &Stage, revision: i64, prefix: &str, nodes: &[NodeReport]) -
                 None => node.state.clone(),
             })
         } else if !applies(node, &stage.id, revision) {
-            Some(format!(
-                "does not serve revision {revision} of the stage yet (routes from {})",
-                node.revision
-                    .map_or_else(|| "an invalid revision".to_owned(), |r| r.to_string())
-            ))
+            Some(match node.revision {
+                Some(at) if at >= revision => format!(
+                    "at revision {at} but does not apply the stage (an agent without stages?)"
+                ),
+                Some(at) => format!("routes from revision {at}, before the stage's {revision}"),
+                None => "reports an invalid revision".to_owned(),
+            })
         } else {
             None
         };
@@ -234,7 +237,16 @@ mod tests {
                 .rejected
                 .is_empty()
         );
+        // The stage key itself rejected: the node could not read it, so it applies nowhere.
+        let unreadable = node(
+            "b",
+            json!({"revision": 9, "state": "rejected", "stages": [],
+                "rejected": [{"key": "/dw/routing/stage/s1", "error": "bad"}]}),
+        );
+        let gate = judge(&stage(0), 9, "/dw/routing/", &[unreadable]);
+        assert_eq!(gate.rejected, [("b".into(), "/dw/routing/stage/s1".into())]);
     }
+
     #[test]
     fn an_origin_is_unhealthy_after_fail_after_failures_in_a_row() {
         let mut streaks = Streaks::new(2);

@@ -419,7 +419,7 @@ async fn a_step_whose_cohort_never_serves_it_times_out_and_keeps_the_stage() {
     assert_eq!(run.code, 8, "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr
-            .contains("3/4 cohort node(s) serve the stage; not: edge-2 (does not serve"),
+            .contains("3/4 cohort node(s) serve the stage; not: edge-2 (routes from revision"),
         "{}",
         run.stderr
     );

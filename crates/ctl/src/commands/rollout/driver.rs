@@ -436,7 +436,8 @@ impl<'a> Driver<'a> {
         let message = format!("rollout {} aborted at {at}: {reason}; {aborted}", self.id());
         self.finish(RolloutState::Aborted, reason).await;
         let fields = json!({"step": self.record.step + 1, "reason": reason});
-        self.event("aborted", &message, fields);
+        let text = format!("stage {} aborted at {at}", self.id());
+        self.event("aborted", &text, fields);
         Error::Rollout {
             code: EXIT_ROLLOUT_ABORTED,
             kind: "rollout-aborted",
