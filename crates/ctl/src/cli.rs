@@ -37,7 +37,7 @@ Exit codes:
      out before the quorum of live nodes reported the change (the write itself committed)
   6  the write committed (its revision is printed first), then `--wait` failed: it could
      not read the fleet (permissions, etcd unreachable); see `dwctl status`
-  7, 8  reserved for staged rollouts (rollout aborted, step timed out)
+  7, 8  rollout: a gate failed and the stage was aborted / a step timed out (stage kept)
   130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
 
 Examples:
@@ -177,6 +177,9 @@ Examples:
   dwctl stage abort eu-map"
     )]
     Stage(StageCommand),
+    /// A stage advanced step by step, gated on node reports, probes and a check; promoted.
+    #[command(after_help = crate::rollout_args::AFTER_HELP)]
+    Rollout(crate::rollout_args::RolloutArgs),
     /// Register origins on leases, list them, forget them.
     #[command(subcommand)]
     Origin(OriginCommand),
@@ -441,6 +444,7 @@ impl Command {
             Command::Origin(OriginCommand::Register { .. })
                 | Command::Rebalance(_)
                 | Command::Health(_)
+                | Command::Rollout(_)
         )
     }
 }

@@ -10,6 +10,7 @@ mod policy;
 mod region;
 mod repair;
 mod restore;
+mod rollout;
 mod route;
 mod stage;
 
@@ -78,6 +79,7 @@ async fn run_one(
         Command::Drain(args) => drain::run(context, args).await,
         Command::Restore(args) => restore::run(context, args).await,
         Command::Stage(command) => stage::run(context, command).await,
+        Command::Rollout(args) => rollout::run(context, args, shutdown).await,
         Command::Origin(command) => crate::origin::command(context, command, shutdown).await,
         Command::Rebalance(args) => crate::rebalance::command(context, args, shutdown).await,
         Command::Auth(args) => auth::run(context, args).await,

@@ -45,9 +45,9 @@ pub const EXIT_WAIT_FAILED: u8 = 6;
 /// Exit code 3 is also staged rollouts' "promote conflict" (issue 22): a staged key changed
 /// outside dwctl; nothing written.
 pub const EXIT_PROMOTE_CONFLICT: u8 = 3;
-/// Exit code 7, reserved for staged rollouts (issue 22): the rollout aborted its stage.
+/// Exit code 7: `rollout` aborted its stage (a gate failed).
 pub const EXIT_ROLLOUT_ABORTED: u8 = 7;
-/// Exit code 8, reserved for staged rollouts (issue 22): a rollout step timed out.
+/// Exit code 8: a `rollout` step's cohort did not serve the stage within --step-timeout.
 pub const EXIT_STEP_TIMED_OUT: u8 = 8;
 
 /// Everything a dwctl command can fail with.
@@ -92,6 +92,17 @@ pub enum Error {
     /// Anything else that stops the command (a malformed drain record, a compacted
     /// revision, ...). Exit code 1.
     Failed(String),
+    /// `rollout` stopped before promoting: it aborted its stage (exit 7, kind
+    /// `rollout-aborted`), a step timed out (exit 8, `step-timed-out`), or a signal stopped it
+    /// (exit 130, `interrupted`). The message says what the stage is left as and what next.
+    Rollout {
+        /// The exit code.
+        code: u8,
+        /// The kind, for `--output json`.
+        kind: &'static str,
+        /// What happened and how to go on.
+        message: String,
+    },
     /// A one-shot command was stopped by a signal. Exit code 128 + the signal's number
     /// (130 for SIGINT, 143 for SIGTERM).
     Interrupted {
@@ -120,7 +131,7 @@ impl Error {
             Error::Lagging(_) => 5,
             Error::WaitFailed { .. } => EXIT_WAIT_FAILED,
             Error::NotFound(_) | Error::Etcd(_) | Error::Io { .. } | Error::Failed(_) => 1,
-            Error::Interrupted { code, .. } => *code,
+            Error::Interrupted { code, .. } | Error::Rollout { code, .. } => *code,
         }
     }
 
@@ -138,6 +149,7 @@ impl Error {
             Error::Io { .. } => "io",
             Error::Failed(_) => "failed",
             Error::Interrupted { .. } => "interrupted",
+            Error::Rollout { kind, .. } => kind,
         }
     }
 
@@ -171,7 +183,7 @@ impl fmt::Display for Error {
             Error::Etcd(source) => write!(f, "etcd: {source}"),
             Error::Lagging(outcome) => f.write_str(&outcome.text),
             Error::Io { path, source } => write!(f, "{path}: {source}"),
-            Error::Failed(message) => f.write_str(message),
+            Error::Failed(message) | Error::Rollout { message, .. } => f.write_str(message),
             Error::WaitFailed {
                 revision, reason, ..
             } => write!(

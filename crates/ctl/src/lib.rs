@@ -48,6 +48,7 @@ mod error;
 #[allow(missing_docs)]
 mod etcd;
 mod fleet;
+mod gates;
 mod health;
 mod history;
 mod input;
@@ -61,6 +62,9 @@ mod rebalance;
 mod record;
 mod revision;
 mod roles;
+mod rollout;
+mod rollout_args;
+mod rollout_gate;
 mod sessions;
 mod shutdown;
 mod stages;

@@ -16,6 +16,7 @@ use crate::fleet::{NodeReport, read_nodes};
 use crate::input::read_file_async;
 use crate::model::StageEdits;
 use crate::output::{Outcome, escape as shown, listing_text};
+use crate::rollout_gate::applies as serves;
 use crate::stages::{
     audit, cohort_text, find_stage, is_empty_cohort, key_revision, open_stages, parse_cohort,
     promote_conflicts,
@@ -131,7 +132,7 @@ fn plan_create(
     Ok(changes)
 }
 
-async fn create(
+pub(super) async fn create(
     context: &Context,
     file: &str,
     cohort: &CohortArgs,
@@ -231,16 +232,6 @@ fn members(stage: &Stage, nodes: &[NodeReport]) -> Vec<String> {
         })
         .map(|node| node.id.clone())
         .collect()
-}
-
-/// Whether a node's report says it applies stage `id` at `revision` or later.
-pub fn serves(node: &NodeReport, id: &str, revision: i64) -> bool {
-    node.raw["stages"].as_array().is_some_and(|stages| {
-        stages.iter().any(|applied| {
-            applied["id"].as_str() == Some(id)
-                && applied["revision"].as_i64().unwrap_or(0) >= revision
-        })
-    })
 }
 
 async fn list(context: &Context) -> Result<Outcome, Error> {
@@ -417,7 +408,7 @@ where
     })
 }
 
-async fn widen(
+pub(super) async fn widen(
     context: &Context,
     id: &str,
     args: &CohortArgs,
@@ -472,7 +463,7 @@ async fn widen(
     write_stage_action(context, "widened", id, plan).await
 }
 
-async fn promote(
+pub(super) async fn promote(
     context: &Context,
     id: &str,
     rebase: bool,
@@ -541,7 +532,7 @@ async fn promote(
     write_stage_action(context, "promoted", id, plan).await
 }
 
-async fn abort(context: &Context, id: &str, reason: &str) -> Result<Outcome, Error> {
+pub(super) async fn abort(context: &Context, id: &str, reason: &str) -> Result<Outcome, Error> {
     let plan = |state: &State| {
         if !state.stages.contains_key(id) {
             return Err(Error::NotFound(format!("no open stage {}", shown(id))));

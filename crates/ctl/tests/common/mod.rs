@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod fleet;
 
 use std::path::PathBuf;
 use std::process::Command;
