@@ -2,13 +2,16 @@
 //! forgets a token after five seconds without use, and `rebalance` and `origin register`
 //! (each with the role `dwctl auth` makes for it) must re-authenticate after quiet spells
 //! three times that long and go on: put back a deleted key, revoke at SIGTERM, drain,
-//! restore.
+//! restore; and `health` drains a failing origin and restores it after its own quiet spell.
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::daemon::Daemon;
+use common::probe::health_server;
 use common::{CONTROL, Etcd, PREFIX, drain_key, eventually};
 
 const DE: &str = r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":50,"b":50}}"#;
@@ -125,4 +128,85 @@ async fn rebalance_and_origin_register_go_on_after_the_auth_token_expired() {
     );
     assert_eq!(again.terminate().await, 0);
     assert_eq!(rebalance.terminate().await, 0);
+}
+
+/// `dwctl health` with the `dw-health` role: its probes pass for a quiet spell longer than
+/// the token's TTL (health writes nothing while every origin is healthy), then an origin
+/// fails and is drained, recovers and is restored, with no `invalid auth token` on the way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_drains_and_restores_after_the_auth_token_expired() {
+    let etcd = Etcd::start_with_flags(None, &["--auth-token-ttl", "5"]).await;
+    assert_eq!(etcd.dwctl(&["region", "set", "DE", DE]).code, 0);
+    let passwords = etcd.data_dir.join("passwords");
+    std::fs::create_dir(&passwords).unwrap();
+    let dir = format!("--password-dir={}", passwords.display());
+    let made = etcd.dwctl(&["auth", "--apply", &dir]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let mut admin = etcd.client().await;
+    admin.user_add("root", "root-pw", None).await.unwrap();
+    admin.user_grant_role("root", "root").await.unwrap();
+    admin.auth_enable().await.unwrap();
+    let options = etcd_client::ConnectOptions::new()
+        .with_user("root", "root-pw")
+        .with_auto_token_refresh(true);
+    let root = etcd_client::Client::connect([etcd.endpoint()], Some(options))
+        .await
+        .unwrap();
+    let a_healthy = Arc::new(AtomicBool::new(true));
+    let a_probe = format!("a={}", health_server(a_healthy.clone()).await);
+    let b_probe = format!("b={}", health_server(Arc::new(AtomicBool::new(true))).await);
+    let password_file = format!(
+        "--password-file={}",
+        passwords.join("dw-health.password").display()
+    );
+    let health = Daemon::start(
+        &etcd,
+        "health",
+        &[
+            "--user=dw-health",
+            &password_file,
+            "health",
+            "--interval",
+            "0.2",
+            "--probe-timeout",
+            "1",
+            "--fail-after",
+            "2",
+            "--recover-after",
+            "2",
+            "--probe",
+            &a_probe,
+            "--probe",
+            &b_probe,
+        ],
+    );
+    let drained = |root: &etcd_client::Client| {
+        let mut root = root.clone();
+        async move {
+            let response = root.get(drain_key("a"), None).await.ok()?;
+            Some(!response.kvs().is_empty())
+        }
+    };
+
+    // Quiet: every probe passes, health writes nothing and its token expires.
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(drained(&root).await, Some(false), "{}", health.log());
+
+    // a fails: drained with a fresh token.
+    a_healthy.store(false, Ordering::SeqCst);
+    eventually(WAIT, "health drains a", || async {
+        (drained(&root).await == Some(true)).then_some(())
+    })
+    .await;
+
+    // Quiet again while a stays drained; then a recovers: restored.
+    tokio::time::sleep(QUIET).await;
+    a_healthy.store(true, Ordering::SeqCst);
+    eventually(WAIT, "health restores a", || async {
+        (drained(&root).await == Some(false)).then_some(())
+    })
+    .await;
+    let log = health.log();
+    assert!(!log.contains("invalid auth token"), "{log}");
+    assert_eq!(health.terminate().await, 0, "{log}");
 }

@@ -10,10 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::daemon::Daemon;
+use common::probe::health_server;
 use common::{CONTROL, Etcd, PREFIX, drain_key, eventually, listed_weights, region_key};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 async fn drain_record(etcd: &Etcd, origin: &str) -> Option<Value> {
     etcd.get_json(&drain_key(origin)).await
@@ -199,28 +198,6 @@ async fn rebalance_drains_expired_leases_and_restores_on_reregistration() {
     assert_eq!(etcd.dwctl(&["origin", "forget", "a"]).code, 0);
     assert!(etcd.get(&format!("{CONTROL}registered/a")).await.is_none());
     assert_eq!(etcd.dwctl(&["origin", "forget", "a"]).code, 1);
-}
-
-/// An HTTP server on loopback answering 200 or 503 as told.
-async fn health_server(healthy: Arc<AtomicBool>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let healthy = healthy.clone();
-            tokio::spawn(async move {
-                let mut request = [0u8; 1024];
-                let _ = stream.read(&mut request).await;
-                let answer = if healthy.load(Ordering::SeqCst) {
-                    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                } else {
-                    "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                };
-                let _ = stream.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{address}/healthz")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,6 +4,7 @@
 
 pub mod daemon;
 pub mod fleet;
+pub mod probe;
 
 use std::path::PathBuf;
 use std::process::Command;
