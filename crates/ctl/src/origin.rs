@@ -183,11 +183,19 @@ async fn session(
                 reporter.event("stopped", &text, json!({"origin": config.id}));
                 return Ok(SessionEnd::Shutdown);
             }
-            _ = ticker.tick() => keeper.keep_alive().await?,
-            message = responses.message() => match message? {
-                Some(response) if response.ttl() <= 0 => return Ok(SessionEnd::LeaseLost),
-                Some(_) => {}
-                None => return Err(Error::Failed("the keep-alive stream ended".into())),
+            // A frozen process finds its lease gone either way: a keep-alive answered
+            // with ttl 0, or an error naming the lease (which of the two depends on when
+            // the stream noticed). Both are a lost lease, not an etcd failure.
+            _ = ticker.tick() => {
+                if let Err(error) = keeper.keep_alive().await {
+                    return lease_lost_or(error.into());
+                }
+            }
+            message = responses.message() => match message.map_err(Error::from) {
+                Err(error) => return lease_lost_or(error),
+                Ok(Some(response)) if response.ttl() <= 0 => return Ok(SessionEnd::LeaseLost),
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(Error::Failed("the keep-alive stream ended".into())),
             },
             message = watch.message() => {
                 let Some(response) = message? else {
@@ -223,10 +231,7 @@ async fn session(
                         Ok(revision) => revision,
                         // It vanished because the lease expired (this process was
                         // frozen past the ttl): register anew.
-                        Err(error) if error.to_string().contains("lease not found") => {
-                            return Ok(SessionEnd::LeaseLost);
-                        }
-                        Err(error) => return Err(error),
+                        Err(error) => return lease_lost_or(error),
                     };
                     reporter.event(
                         "re-registered",
@@ -436,6 +441,16 @@ pub async fn mark_registered(client: &mut Client, layout: &Layout, id: &str) -> 
         )
         .await?;
     Ok(())
+}
+
+/// A lease etcd no longer has (it expired while this process was frozen) ends the session
+/// as lost, to register anew; any other error is an error.
+fn lease_lost_or(error: Error) -> Result<SessionEnd, Error> {
+    if error.to_string().contains("lease not found") {
+        Ok(SessionEnd::LeaseLost)
+    } else {
+        Err(error)
+    }
 }
 
 #[cfg(test)]
