@@ -347,6 +347,14 @@ pub struct StatusArgs {
     /// Only nodes with these labels (k=v,k2=v2).
     #[arg(long, default_value = "")]
     pub labels: String,
+    /// Run as the fleet's Prometheus exporter: serve what `status` shows at
+    /// http://ADDR/metrics (OpenMetrics text) until SIGTERM, reading etcd every --interval.
+    /// Needs read access only (the dw-viewer role of `dwctl auth`). Example: 127.0.0.1:9466
+    #[arg(long, value_name = "ADDR")]
+    pub serve: Option<String>,
+    /// With --serve: seconds between readings of the fleet (0.5 to 3600).
+    #[arg(long, default_value_t = 5.0, requires = "serve")]
+    pub interval: f64,
 }
 
 #[derive(Debug, Args)]
@@ -445,7 +453,7 @@ impl Command {
                 | Command::Rebalance(_)
                 | Command::Health(_)
                 | Command::Rollout(_)
-        )
+        ) || matches!(self, Command::Status(args) if args.serve.is_some())
     }
 }
 

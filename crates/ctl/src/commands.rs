@@ -71,7 +71,19 @@ async fn run_one(
     match command {
         Command::Status(args) => {
             let selector = crate::fleet::parse_selector(&args.labels)?;
-            crate::fleet::status(context, &selector).await
+            match &args.serve {
+                Some(addr) => {
+                    if !(0.5..=3600.0).contains(&args.interval) {
+                        return Err(Error::Usage(format!(
+                            "--interval {}: must be between 0.5 and 3600 seconds",
+                            args.interval
+                        )));
+                    }
+                    let interval = std::time::Duration::from_secs_f64(args.interval);
+                    crate::exporter::serve(context, &selector, addr, interval, shutdown).await
+                }
+                None => crate::fleet::status(context, &selector).await,
+            }
         }
         Command::Region(command) => region::run(context, command).await,
         Command::Policy(command) => policy::run(context, command).await,

@@ -90,12 +90,12 @@ impl NodeReport {
 
     /// Whether the node counts as serving `revision`: live, trustworthy, not in conflict
     /// with another agent over its report, and at it.
-    fn serves(&self, revision: i64) -> bool {
+    pub(crate) fn serves(&self, revision: i64) -> bool {
         self.live && self.untrusted.is_none() && self.state != CONFLICT && is_at(self, revision)
     }
 
     /// The state shown: `gone`, `missing`, `untrusted`, or what the node reported.
-    fn shown_state(&self) -> &str {
+    pub(crate) fn shown_state(&self) -> &str {
         match (&self.untrusted, self.live) {
             (_, false) => "gone",
             (Some(_), _) if self.state == MISSING => MISSING,
@@ -104,7 +104,7 @@ impl NodeReport {
         }
     }
 
-    fn matches(&self, selector: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, selector: &BTreeMap<String, String>) -> bool {
         selector
             .iter()
             .all(|(k, v)| self.labels.get(k).is_some_and(|have| have == v))
@@ -207,7 +207,7 @@ async fn lease_lives(client: &mut Client, lease: i64) -> Result<bool, Error> {
     Ok(response.ttl() > 0)
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -219,7 +219,12 @@ fn age(now: u64, at: Option<u64>) -> Option<f64> {
 
 /// Seconds a node has been behind: since the first node in the fleet published a revision
 /// past this node's (etcd does not record commit times, the fleet's publications do).
-fn lag_seconds(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> Option<f64> {
+pub(crate) fn lag_seconds(
+    node: &NodeReport,
+    nodes: &[NodeReport],
+    target: i64,
+    now: u64,
+) -> Option<f64> {
     let revision = node.revision?;
     if revision >= target {
         return Some(0.0);
@@ -254,7 +259,7 @@ fn node_json(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
 }
 
 /// How many revisions `node` is behind `target`; `None` when its revision is invalid.
-fn lag_revisions(node: &NodeReport, target: i64) -> Option<i64> {
+pub(crate) fn lag_revisions(node: &NodeReport, target: i64) -> Option<i64> {
     node.revision
         .map(|revision| target.saturating_sub(revision).max(0))
 }

@@ -47,6 +47,7 @@ mod error;
 // crate).
 #[allow(missing_docs)]
 mod etcd;
+mod exporter;
 mod fleet;
 mod gates;
 mod health;

@@ -15,10 +15,14 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(etcd: &Etcd, name: &str, args: &[&str]) -> Daemon {
+        Daemon::spawn(etcd.tokio_command(args), etcd, name)
+    }
+
+    /// Starts `command` (made by [`Etcd::tokio_command`], then changed), its log beside etcd's data.
+    pub fn spawn(mut command: tokio::process::Command, etcd: &Etcd, name: &str) -> Daemon {
         let log = etcd.data_dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).expect("log file");
-        let child = etcd
-            .tokio_command(args)
+        let child = command
             .stdout(Stdio::from(file.try_clone().expect("log file")))
             .stderr(Stdio::from(file))
             .kill_on_drop(true)
