@@ -19,9 +19,10 @@ require_once __DIR__ . '/Cohort.php';
  *
  * A record is read as serde reads dw_routing::stage::Stage: unknown top-level fields are
  * ignored, unknown cohort fields are an error, every field has its exact JSON type (an
- * integer is not 1.0, a missing string is "" but a null one is an error). Not mirrored
- * (no dwctl writes them): serde's positional form of a struct (a JSON array), and a
- * field given twice (serde refuses it; json_decode keeps the last).
+ * integer is not 1.0, a missing string is "" but a null one is an error), and serde's
+ * positional form of a struct (a JSON array of its fields in order) is read too. Not
+ * mirrored (dwctl never writes it): a field given twice (serde refuses the record,
+ * json_decode keeps the last value).
  */
 final class DwStages
 {
@@ -29,6 +30,8 @@ final class DwStages
     public const MAX_STAGED_KEYS = 10000;
     public const MAX_COHORT_NODES = 1000;
     public const MAX_ID_BYTES = 63;
+    /** The record's fields in serde's order (its positional form). */
+    private const FIELDS = ['schema', 'id', 'cohort', 'kvs', 'base', 'created_by', 'created_at', 'reason'];
 
     /**
      * What a node routes from.
@@ -115,6 +118,13 @@ final class DwStages
             $record = json_decode($value, false, 512, JSON_THROW_ON_ERROR);
         } catch (JsonException $e) {
             return 'not a stage record: ' . $e->getMessage();
+        }
+        if (is_array($record)) {
+            // serde's positional form of a struct: its fields in order, defaults left off
+            if (count($record) < 4 || count($record) > count(self::FIELDS)) {
+                return 'not a stage record: a positional record has 4 to 8 fields';
+            }
+            $record = (object) array_combine(array_slice(self::FIELDS, 0, count($record)), $record);
         }
         if (!$record instanceof stdClass) {
             return 'not a stage record: not an object';
@@ -209,6 +219,12 @@ final class DwStages
      */
     private static function cohort(mixed $cohort): array|string
     {
+        if (is_array($cohort)) {
+            if (count($cohort) > 3) {
+                return 'a positional cohort has at most 3 fields';
+            }
+            $cohort = (object) array_combine(array_slice(['points', 'nodes', 'labels'], 0, count($cohort)), $cohort);
+        }
         if (!$cohort instanceof stdClass) {
             return 'cohort is not an object';
         }
