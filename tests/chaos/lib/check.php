@@ -198,7 +198,9 @@ foreach ($need as $rev => $byNode) {
         [, $key, $value] = $events[$i++];
         if ($value === null) { unset($state[$key]); } else { $state[$key] = $value; }
     }
-    if ($rev > $lastRev && $rev > $finalRev) {
+    // etcd's revision at the end (the final range read's header) bounds them too: the node
+    // reports, outside the prefix, raise it, and a node may publish the revision it reached
+    if ($rev > $lastRev && $rev > $finalRev && $rev > (int) ($final['header']['revision'] ?? 0)) {
         $beyondHistory[$rev] = true;
     }
     $staged = dw_chaos_has_stages($state);
