@@ -426,6 +426,24 @@ $cases['applied stages'] = static function (): array {
     return $checks;
 };
 
+// The overlay rule (php/Stages.php, the chaos checker's) on the cases dw-routing's
+// tests/overlay_cases.rs holds dw_routing::stage::overlay to (overlay-cases.php writes them).
+$cases['stage overlay'] = static function (): array {
+    require_once dirname(__DIR__, 2) . '/php/Stages.php';
+    $file = dirname(__DIR__, 2) . '/crates/routing/tests/overlay-cases.json';
+    $doc = json_decode((string) file_get_contents($file), true, 512, JSON_THROW_ON_ERROR);
+    $checks = [[count($doc['cases']) >= 40, true]];
+    foreach ($doc['cases'] as $case) {
+        $node = $case['node'];
+        $got = DwStages::overlay($case['kvs'], $case['prefix'], $node['id'] ?? null, $node['labels'] ?? [], $case['revisions']);
+        $want = $case['want'];
+        $checks[] = [[$case['name'], $got['kvs'], $got['stages'], array_keys($got['problems'])],
+            [$case['name'], $want['kvs'], $want['stages'], $want['problems']]];
+    }
+
+    return $checks;
+};
+
 $passed = 0;
 $failed = 0;
 foreach ($cases as $name => $case) {

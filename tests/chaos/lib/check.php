@@ -7,22 +7,26 @@ declare(strict_types=1);
  * started before anything was written (etcdctl watch --rev 1 -w json), and for every
  * answer the load generator recorded recomputes the route with the userland twin
  * (DwRouter\RegionRouter) from a snapshot built, in docs/snapshot-format.md's format, from
- * the prefix's state at the answer's revision. Also: no worker's revision goes backwards;
+ * the effective state at the answer's revision of the node that served it: the prefix's
+ * keys with that node's stages in place (tests/chaos/lib/stages.php, the agent's overlay
+ * rule), so that answers from staged values are checked too; at least one must have been
+ * served, and the writer's fixed stages must have been promoted and aborted. Also: no worker's revision goes backwards;
  * after the nemesis stopped, every node served the final revision within 1 s of it being
  * committed; staleness (commit acknowledged by dwctl -> the node's last answer from an
  * older revision) during faults and outside. Prints "CHECK ok|FAIL <what>" lines and the
  * figures; writes them as Markdown to --markdown.
  *
  *   php check.php --log DIR --nodes N --final-rev R --final-ns T [--seed S --duration D]
- *                 [--markdown FILE] [--tmp DIR]
+ *                 [--markdown FILE] [--tmp DIR] [--node-ids ID,ID,..] [--node-labels 'k=v,..;..']
  * DIR holds history.jsonl, writes.log, faults.log, records-node<i>.<thread>, final-kvs.json.
  */
 
 require __DIR__ . '/../../../php/RegionRouter.php';
 require __DIR__ . '/../../lib/revision-order.php';
+require __DIR__ . '/stages.php';
 
 $opts = getopt('', ['log:', 'nodes:', 'final-rev:', 'final-ns:', 'seed:', 'duration:', 'markdown:', 'tmp:', 'servers:',
-    'socket-errors:', 'partition:', 'load-end-ns:']);
+    'socket-errors:', 'partition:', 'load-end-ns:', 'node-ids:', 'node-labels:']);
 $loadEnd = (int) ($opts['load-end-ns'] ?? 0);
 $log = (string) ($opts['log'] ?? '.');
 $nodes = (int) ($opts['nodes'] ?? 3);
@@ -30,6 +34,7 @@ $finalRev = (int) ($opts['final-rev'] ?? 0);
 $finalNs = (int) ($opts['final-ns'] ?? 0);
 $tmp = (string) ($opts['tmp'] ?? sys_get_temp_dir());
 $servers = explode(',', (string) ($opts['servers'] ?? ''));
+$nodeInfo = dw_chaos_nodes((string) ($opts['node-ids'] ?? ''), (string) ($opts['node-labels'] ?? ''), $nodes);
 $checks = [];
 $check = function (bool $ok, string $what) use (&$checks): void {
     $checks[] = [$ok, $what];
@@ -144,7 +149,7 @@ for ($n = 1; $n <= $nodes; $n++) {
         $files[] = [$n, $file];
     }
 }
-$need = []; // revision => [country|sticky => true]
+$need = []; // revision => node => [country|sticky => true]
 $records = 0;
 foreach ($files as [$n, $file]) {
     $fh = fopen($file, 'r');
@@ -153,47 +158,80 @@ foreach ($files as [$n, $file]) {
         if (count($f) !== 9 || $f[1] !== '200' || !ctype_digit($f[4])) {
             continue;
         }
-        $need[(int) $f[4]][$f[7] . '|' . $f[8]] = true;
+        $need[(int) $f[4]][$n][$f[7] . '|' . $f[8]] = true;
     }
     fclose($fh);
 }
 ksort($need);
 
 // ---- the twin on each revision's state -----------------------------------------------------
-$expected = []; // "rev|country|sticky" => "shard origin"
+// Each node's effective state (its stages in place) at each revision it answered from; a
+// node that applies a stage also gets the answer from current values alone, so that the
+// answers a staged value decided can be counted.
+$expected = []; // "rev|node|country|sticky" => "shard origin"
+$current = []; // the same, from current values alone, where a node applied a stage
+$nodeStages = []; // "rev|node" => stage ids applied
 $twinDir = $tmp . '/chaos-twin-' . getmypid();
 @mkdir($twinDir, 0755, true);
-$state = [];
-$i = 0;
-$beyondHistory = [];
-foreach ($need as $rev => $cases) {
-    while ($i < count($events) && $events[$i][0] <= $rev) {
-        [, $key, $value] = $events[$i++];
-        if ($value === null) { unset($state[$key]); } else { $state[$key] = $value; }
-    }
-    if ($rev > $lastRev && $rev > $finalRev) {
-        $beyondHistory[$rev] = true;
-    }
-    $kvs = $state;
-    ksort($kvs, SORT_STRING);
-    $snapshot = ['format' => 1, 'revision' => $rev, 'prefix' => '/dw/routing/', 'kvs' => (object) $kvs];
+$routeAll = function (array $kvs, int $rev, array $cases) use ($twinDir, $check): array {
+    $snapshot = ['format' => 1, 'revision' => $rev, 'prefix' => DW_CHAOS_PREFIX, 'kvs' => (object) $kvs];
     $path = "$twinDir/rev-$rev.json";
     file_put_contents($path, json_encode($snapshot, JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR));
     $twin = new DwRouter\RegionRouter($path, ['apcu' => false]);
     if ($twin->revision() !== $rev) {
         $check(false, "twin loads the snapshot built for revision $rev");
     }
+    $out = [];
     foreach ($cases as $case => $_) {
         [$country, $sticky] = explode('|', (string) $case);
         $route = $twin->resolve($country === '~' ? '' : $country, $sticky === '~' ? null : $sticky);
-        $expected["$rev|$case"] = $route['shard'] . ' ' . $route['origin'];
+        $out[$case] = $route['shard'] . ' ' . $route['origin'];
     }
     unlink($path);
+    return $out;
+};
+$state = [];
+$i = 0;
+$beyondHistory = [];
+foreach ($need as $rev => $byNode) {
+    while ($i < count($events) && $events[$i][0] <= $rev) {
+        [, $key, $value] = $events[$i++];
+        if ($value === null) { unset($state[$key]); } else { $state[$key] = $value; }
+    }
+    // etcd's revision at the end (the final range read's header) bounds them too: the node
+    // reports, outside the prefix, raise it, and a node may publish the revision it reached
+    if ($rev > $lastRev && $rev > $finalRev && $rev > (int) ($final['header']['revision'] ?? 0)) {
+        $beyondHistory[$rev] = true;
+    }
+    $staged = dw_chaos_has_stages($state);
+    [$base] = dw_chaos_effective($state, null);
+    // nodes with the same effective state share one twin
+    $groups = []; // serialized kvs => [kvs, [node => cases]]
+    foreach ($byNode as $n => $cases) {
+        [$kvs, $ids] = $staged ? dw_chaos_effective($state, $nodeInfo[$n] ?? null) : [$base, []];
+        $ids !== [] && $nodeStages["$rev|$n"] = $ids;
+        $g = md5(serialize($kvs));
+        $groups[$g][0] = $kvs;
+        $groups[$g][1][$n] = $cases;
+    }
+    foreach ($groups as [$kvs, $nodeCases]) {
+        $cases = array_merge(...array_values($nodeCases));
+        $routes = $routeAll($kvs, $rev, $cases);
+        $routesNow = $kvs === $base ? null : $routeAll($base, $rev, $cases);
+        foreach ($nodeCases as $n => $cs) {
+            foreach ($cs as $case => $_) {
+                $expected["$rev|$n|$case"] = $routes[$case];
+                $routesNow !== null && $current["$rev|$n|$case"] = $routesNow[$case];
+            }
+        }
+    }
 }
 @rmdir($twinDir);
 
 // ---- pass 2: compare, order, availability, staleness ---------------------------------------
 $wrong = 0;
+$fromStage = 0; // answers of a node that applied a stage at their revision
+$stagedValue = 0; // ... that a staged value decided (current values alone answer otherwise)
 $wrongShown = [];
 $checked = 0;
 $failed = 0;
@@ -259,7 +297,13 @@ foreach ($files as [$n, $file]) {
         $clock = (int) $f[3];
         $rev === 0 && $revZero++;
         $checked++;
-        $want = $expected["$rev|{$f[7]}|{$f[8]}"] ?? '?';
+        $want = $expected["$rev|$n|{$f[7]}|{$f[8]}"] ?? '?';
+        if (isset($nodeStages["$rev|$n"])) {
+            $fromStage++;
+            if ($want === "{$f[5]} {$f[6]}" && ($current["$rev|$n|{$f[7]}|{$f[8]}"] ?? $want) !== $want) {
+                $stagedValue++;
+            }
+        }
         if ($want !== "{$f[5]} {$f[6]}") {
             $wrong++;
             if (count($wrongShown) < 10) {
@@ -356,27 +400,27 @@ $stateAt = function (int $rev) use ($events): array {
         }
         if ($value === null) { unset($state[$key]); } else { $state[$key] = $value; }
     }
-    ksort($state, SORT_STRING);
     return $state;
 };
 $previousMatches = 0;
 foreach ($wrongShown as $k => $w) {
-    if (!preg_match("/revision (\\d+) country '([^']*)' sticky '([^']*)': served '([^']*)'/", $w, $m)) {
+    if (!preg_match("/^node (\\d+) .* revision (\\d+) country '([^']*)' sticky '([^']*)': served '([^']*)'/", $w, $m)) {
         continue;
     }
-    $rev = (int) $m[1];
+    [, $n, $rev, $country, $sticky, $served] = $m;
+    $rev = (int) $rev;
     $path = "$tmp/chaos-prev-" . getmypid() . ".json";
-    file_put_contents($path, json_encode(['format' => 1, 'revision' => $rev - 1, 'prefix' => '/dw/routing/',
-        'kvs' => (object) $stateAt($rev - 1)], JSON_UNESCAPED_SLASHES));
+    file_put_contents($path, json_encode(['format' => 1, 'revision' => $rev - 1, 'prefix' => DW_CHAOS_PREFIX,
+        'kvs' => (object) dw_chaos_effective($stateAt($rev - 1), $nodeInfo[(int) $n] ?? null)[0]], JSON_UNESCAPED_SLASHES));
     $twin = new DwRouter\RegionRouter($path, ['apcu' => false]);
-    $route = $twin->resolve($m[2] === '~' ? '' : $m[2], $m[3] === '~' ? null : $m[3]);
+    $route = $twin->resolve($country === '~' ? '' : $country, $sticky === '~' ? null : $sticky);
     unlink($path);
-    if ($route['shard'] . ' ' . $route['origin'] === $m[4]) {
+    if ($route['shard'] . ' ' . $route['origin'] === $served) {
         $previousMatches++;
         $wrongShown[$k] .= sprintf(" (= the twin's answer at revision %d: route from the table before, revision from the next)", $rev - 1);
     }
 }
-$check($wrong === 0, "$checked answers recomputed by the twin from the state at their revision: $wrong wrong"
+$check($wrong === 0, "$checked answers recomputed by the twin from the effective state of their node at their revision: $wrong wrong"
     . ($wrong > 0 ? sprintf(' (%d of the first %d equal the answer at the revision before)', $previousMatches, count($wrongShown)) : ''));
 foreach ($wrongShown as $w) {
     echo "    $w\n";
@@ -408,12 +452,24 @@ $check(count($writes) >= 2, sprintf('writer: %d dwctl writes, %d committed with 
     $writeCount, count($writes) - ($finalRev > 0 ? 1 : 0),
     implode(', ', array_map(fn ($k, $v) => "$k: $v", array_keys($writeRc), $writeRc))));
 
+// Stages: the writer's fixed ones went through (history), and staged values were served.
+$stageOps = dw_chaos_stage_ops(@file("$log/writes.log", FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) ?: []);
+$stageOpsText = implode(', ', array_map(fn ($what, $rcs) => "$what " . array_sum($rcs) . ' (exit ' .
+    implode(', ', array_map(fn ($rc, $c) => "$rc: $c", array_keys($rcs), $rcs)) . ')', array_keys($stageOps), $stageOps)) ?: 'none';
+$promoted = dw_chaos_stage_fate($events, 'chaos-p1');
+$aborted = dw_chaos_stage_fate($events, 'chaos-a1');
+$check($promoted['promoted'] === true && $aborted['promoted'] === false,
+    sprintf('stages: chaos-p1 created at revision %s, promoted at %s; chaos-a1 created at %s, aborted at %s (stage ops: %s)',
+        $promoted['created'] ?? '-', $promoted['closed'] ?? '-', $aborted['created'] ?? '-', $aborted['closed'] ?? '-', $stageOpsText));
+$check($stagedValue > 0, sprintf('stages: %d answers from nodes applying a stage at their revision, %d of them decided by a staged value (current values alone answer otherwise)',
+    $fromStage, $stagedValue));
+
 // ---- figures -------------------------------------------------------------------------------
 $seconds = max(1, ($lastNs - $firstNs) / 1e9);
 $md = [];
 $md[] = sprintf('### Chaos run: %s, seed %s', $opts['duration'] ?? '?', $opts['seed'] ?? '?');
 $md[] = '';
-$md[] = sprintf('3-member etcd (%s), %d nodes (%s), each with its own dw-agent (all three endpoints) and its snapshot on a 512 KiB tmpfs; wrk, 2 connections per node, random CF-IPCountry and X-DW-Sticky; a dwctl writer (drain, restore, region set/delete, policy set) every 250 ms; one fault at a time on a seeded schedule. Machine: 2 shared cores, everything on it.',
+$md[] = sprintf('3-member etcd (%s), %d nodes (%s), each with its own dw-agent (all three endpoints) and its snapshot on a 512 KiB tmpfs; wrk, 2 connections per node, random CF-IPCountry and X-DW-Sticky; a dwctl writer (drain, restore, region set/delete, policy set, stage create/widen/promote/abort) every 250 ms; one fault at a time on a seeded schedule. Machine: 2 shared cores, everything on it.',
     ($opts['partition'] ?? '0') === '1' ? 'loopback; member 3 in its own network namespace behind a veth pair' : 'loopback',
     $nodes, implode(', ', array_filter($servers)) ?: 'nginx + php-fpm');
 $md[] = '';
@@ -422,6 +478,8 @@ $md[] = '|---|---|';
 $md[] = sprintf('| requests recorded | %d (%.0f/s over %.0f s) |', $records, $records / $seconds, $seconds);
 $md[] = sprintf('| answers checked against the twin | %d (%d distinct revisions) |', $checked, count($need));
 $md[] = sprintf('| wrong answers | %d%s |', $wrong, $wrong > 0 ? sprintf(' (%d of the first %d equal the twin\'s answer at the revision before theirs)', $previousMatches, count($wrongShown)) : '');
+$md[] = sprintf('| answers from nodes applying a stage / decided by a staged value | %d / %d |', $fromStage, $stagedValue);
+$md[] = sprintf('| stage ops (exit codes) | %s |', $stageOpsText);
 $md[] = sprintf('| failed requests | %d |', $failed);
 $md[] = sprintf('| non-200 during the node\'s own pool restart (counted apart) | %d |', $unavailable);
 $md[] = sprintf('| wrk socket errors (connect, read, write, timeout) | %s |', $opts['socket-errors'] ?? '-');
