@@ -71,6 +71,41 @@ fn written_keys(changes: &Changes) -> BTreeSet<String> {
     keys
 }
 
+/// A drain or restore that writes a key an open stage stages, without editing that stage
+/// (the staged value does not list the origin), writes the stage again unchanged in the
+/// same transaction, so that the key and the stage share the drain's revision and promote
+/// sees dwctl's own write, not one around it.
+fn rewrite_stages_of_written_keys(state: &State, changes: &mut Changes) {
+    let written = written_keys(changes);
+    for (id, stage) in open_stages(state) {
+        let Ok(stage) = stage else { continue };
+        if changes.stages.contains_key(&id) || !stage.kvs.keys().any(|key| written.contains(key)) {
+            continue;
+        }
+        changes.stages.insert(id, Some(stage));
+    }
+}
+
+/// `stage` as it is written again over `entry` (its key as read): the base of every
+/// staged key that dwctl wrote together with the stage's last write (both at
+/// `entry.mod_revision`) moves to that revision. Promote believes a key whose revision is
+/// its base or the stage key's, so without this a later rewrite of the stage (a widen, a
+/// second drain) would make the earlier drain look like a write around dwctl.
+pub fn carry_base(state: &State, stage: &Stage, entry: Option<&Entry>) -> Stage {
+    let mut stage = stage.clone();
+    let Some(entry) = entry else { return stage };
+    let carried: Vec<String> = stage
+        .kvs
+        .keys()
+        .filter(|key| key_revision(state, key) == entry.mod_revision)
+        .cloned()
+        .collect();
+    for key in carried {
+        stage.base.insert(key, entry.mod_revision);
+    }
+    stage
+}
+
 /// Edits the open stages to follow `changes` (see the module's rules).
 pub fn reconcile_stages(state: &State, changes: &mut Changes) -> Result<(), Error> {
     match std::mem::take(&mut changes.stage_edits) {
@@ -121,11 +156,13 @@ pub fn reconcile_stages(state: &State, changes: &mut Changes) -> Result<(), Erro
         StageEdits::Drain(request) => {
             drain_stages(state, changes, &request);
             changes.stage_edits = StageEdits::Drain(request);
+            rewrite_stages_of_written_keys(state, changes);
             Ok(())
         }
         StageEdits::Restore(origin) => {
             restore_stages(state, changes, &origin)?;
             changes.stage_edits = StageEdits::Restore(origin);
+            rewrite_stages_of_written_keys(state, changes);
             Ok(())
         }
     }

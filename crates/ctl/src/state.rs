@@ -18,7 +18,7 @@ pub use crate::etcd::DEFAULT_MAX_REQUEST_BYTES;
 use crate::etcd::{Layout, strip};
 pub use crate::model::{Changes, Entry, State};
 use crate::record::DrainRecord;
-use crate::stages::reconcile_stages;
+use crate::stages::{carry_base, reconcile_stages};
 
 /// Reads regions, policy and drain records at one revision: the regions in pages (the
 /// first fixes the revision), then the policy and the drain records at that revision, so
@@ -210,7 +210,10 @@ fn plan_txn(
         let key = layout.stage(id);
         guard(&mut planned, key.clone(), state.stages.get(id));
         match stage {
-            Some(stage) => put(&mut planned, key, stage.to_json()),
+            Some(stage) => {
+                let carried = carry_base(state, stage, state.stages.get(id));
+                put(&mut planned, key, carried.to_json());
+            }
             None => delete(&mut planned, key),
         }
     }

@@ -391,3 +391,53 @@ async fn a_direct_write_of_a_staged_key_leaves_the_stage() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(stage(&etcd, "s1").await.is_none(), "{}", run.stdout);
 }
+
+/// Found by the chaos soak: a drain, then any later rewrite of the stage (here a widen),
+/// made promote take the drain for a write around dwctl (exit 3); so did a drain of an
+/// origin that only the current value lists (the stage was not rewritten with it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promote_believes_dwctls_own_drains_after_the_stage_changed() {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE)]).await;
+    let file = write_file(&etcd, "de.json", &de_move());
+    let ok = |args: &[&str]| {
+        let run = etcd.dwctl(args);
+        assert_eq!(run.code, 0, "{args:?}: {}{}", run.stdout, run.stderr);
+    };
+    ok(&["stage", "create", &file, "--nodes", "edge-1", "--id", "s1"]);
+    ok(&["drain", "fra-a", "--reason", "INC-8"]);
+    ok(&["stage", "widen", "s1", "--nodes", "edge-2"]);
+    ok(&["stage", "promote", "s1"]);
+    let de = etcd.get_json(&region_key("DE")).await.unwrap();
+    assert_eq!(de["shard"], "eu-9");
+    assert_eq!(de["origins"], json!(["ams-a"]), "{de}");
+    ok(&["restore", "fra-a"]);
+
+    // fra-b is in the current DE value, not in the staged one.
+    let file = write_file(
+        &etcd,
+        "de2.json",
+        &json!({"regions": {"DE": {"shard": "eu-7", "origins": ["fra-a"], "weight": {"fra-a": 100}}}}),
+    );
+    ok(&["region", "set", "DE", DE]);
+    ok(&["stage", "create", &file, "--nodes", "edge-1", "--id", "s2"]);
+    ok(&["drain", "fra-b", "--reason", "INC-9"]);
+    ok(&["restore", "fra-b"]);
+    ok(&["stage", "widen", "s2", "--nodes", "edge-3"]);
+    ok(&["stage", "promote", "s2"]);
+    assert_eq!(
+        etcd.get_json(&region_key("DE")).await.unwrap()["shard"],
+        "eu-7"
+    );
+
+    // A write around dwctl is still caught after a rewrite of the stage.
+    let file3 = write_file(
+        &etcd,
+        "de3.json",
+        &json!({"regions": {"DE": {"shard": "eu-8", "origins": ["fra-a"], "weight": {"fra-a": 100}}}}),
+    );
+    ok(&["stage", "create", &file3, "--nodes", "edge-1", "--id", "s4"]);
+    etcd.put(&region_key("DE"), DE).await;
+    ok(&["stage", "widen", "s4", "--nodes", "edge-2"]);
+    assert_eq!(etcd.dwctl(&["stage", "promote", "s4"]).code, 3);
+}
