@@ -55,7 +55,8 @@ impl Reporter {
     /// Prints one event: `event: text`, or `fields` with `event` and `at` added.
     pub fn event(&self, event: &str, text: &str, mut fields: Value) {
         let line = match self.format {
-            OutputFormat::Text => terminal_safe(&format!("{event}: {text}")),
+            // One event, one line, whatever a value in it held.
+            OutputFormat::Text => line_safe(&format!("{event}: {text}")),
             OutputFormat::Json => {
                 if let Value::Object(object) = &mut fields {
                     object.insert("event".into(), Value::from(event));
@@ -83,7 +84,8 @@ pub fn listing_text(lines: impl IntoIterator<Item = String>, empty: &str) -> Str
 /// Text from etcd (or any other party) made safe for a terminal: control characters
 /// (C0, DEL, C1), bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069,
 /// U+200E, U+200F, U+061C) and line/paragraph separators are shown as `\u{1b}`-style
-/// escapes; everything else, a backslash included (raw JSON stays readable), as is. Wrap every value that did not come from dwctl itself in it when building a
+/// escapes; everything else, a backslash included (raw JSON stays readable), as is.
+/// Wrap every value that did not come from dwctl itself in it when building a
 /// human-readable line: `format!("node {}", Shown(&node.id))`. `--output json` never uses
 /// it: JSON stays exact.
 #[derive(Debug, Clone, Copy)]
@@ -91,7 +93,7 @@ pub struct Shown<'a>(pub &'a str);
 
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_escaped(f, self.0, false)
+        write_escaped(f, self.0, Mode::Value)
     }
 }
 
@@ -109,12 +111,22 @@ pub fn is_unsafe_char(c: char) -> bool {
         )
 }
 
-/// Writes `text` with every unsafe character escaped; with `keep_newlines`, `\n` passes
-/// (for whole outputs whose lines dwctl built itself, after their values were escaped).
-fn write_escaped(out: &mut impl fmt::Write, text: &str, keep_newlines: bool) -> fmt::Result {
+/// What [`write_escaped`] escapes besides the unsafe characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// One value ([`Shown`]): newlines too.
+    Value,
+    /// A line dwctl built from values already shown: newlines too (one event, one line).
+    Line,
+    /// A whole output dwctl built: `\n` passes.
+    Text,
+}
+
+/// Writes `text` with every unsafe character escaped, and what `mode` adds.
+fn write_escaped(out: &mut impl fmt::Write, text: &str, mode: Mode) -> fmt::Result {
     for c in text.chars() {
         match c {
-            '\n' if keep_newlines => out.write_char('\n')?,
+            '\n' if mode == Mode::Text => out.write_char('\n')?,
             c if is_unsafe_char(c) => write!(out, "\\u{{{:x}}}", u32::from(c))?,
             c => out.write_char(c)?,
         }
@@ -127,7 +139,15 @@ fn write_escaped(out: &mut impl fmt::Write, text: &str, keep_newlines: bool) -> 
 /// stdout or stderr passes here.
 pub fn terminal_safe(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let _ = write_escaped(&mut out, text, true);
+    let _ = write_escaped(&mut out, text, Mode::Text);
+    out
+}
+
+/// [`terminal_safe`] for one line: a newline is escaped too, so that the line stays one
+/// line whatever a value in it held (the events of the long-running commands).
+pub fn line_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let _ = write_escaped(&mut out, text, Mode::Line);
     out
 }
 
@@ -150,5 +170,13 @@ mod tests {
             assert!(is_unsafe_char(c), "{c:?}");
         }
         assert!(!is_unsafe_char('€') && !is_unsafe_char(' '));
+    }
+
+    #[test]
+    fn an_event_line_stays_one_line() {
+        assert_eq!(
+            line_safe("up: x\u{1b}[8m\nFORGED: y registered\r\u{2028}"),
+            "up: x\\u{1b}[8m\\u{a}FORGED: y registered\\u{d}\\u{2028}"
+        );
     }
 }
