@@ -482,7 +482,9 @@ fn libc_sigint() -> i32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_planted_origin_id_cannot_forge_an_event_line() {
     let etcd = Etcd::start().await;
-    let id = "x\u{1b}[8m\u{1b}]0;owned\u{7}\u{202e}\nFORGED up: y registered";
+    // The text of an escape too (`\u{7}`): shown with its backslash doubled, it cannot pass
+    // for an escaped BEL.
+    let id = "x\\u{7}\u{1b}[8m\u{1b}]0;owned\u{7}\u{202e}\nFORGED up: y registered";
     let rebalance =
         common::daemon::Daemon::start(&etcd, "rebalance", &["rebalance", "--grace", "100ms"]);
     common::eventually(Duration::from_secs(10), "rebalance lists", || async {
@@ -510,7 +512,9 @@ async fn a_planted_origin_id_cannot_forge_an_event_line() {
     assert_eq!(rebalance.terminate().await, 0);
     assert_terminal_safe("rebalance's events", &log);
     assert!(
-        log.contains("up: x\\u{1b}[8m\\u{1b}]0;owned\\u{7}\\u{202e}\\u{a}FORGED up: y registered"),
+        log.contains(
+            "up: x\\\\u{7}\\u{1b}[8m\\u{1b}]0;owned\\u{7}\\u{202e}\\u{a}FORGED up: y registered"
+        ),
         "{log}"
     );
     assert!(
