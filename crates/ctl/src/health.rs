@@ -22,7 +22,7 @@ use crate::error::{Error, FieldError};
 use dw_etcd::EtcdOptions;
 
 use crate::etcd::Layout;
-use crate::output::{Outcome, Reporter};
+use crate::output::{Outcome, Reporter, Shown};
 use crate::probe::{ProbeTarget, probe};
 use crate::record::SOURCE_HEALTH;
 use crate::shutdown::Shutdown;
@@ -200,7 +200,7 @@ pub async fn run(
                     if streak.failures == 0 {
                         reporter.event(
                             "probe-failed",
-                            &format!("{origin}: {error}"),
+                            &format!("{origin}: {}", Shown(&error)),
                             json!({"origin": origin, "error": error}),
                         );
                     }
@@ -392,13 +392,13 @@ async fn act(
                 ),
                 None => (
                     "drain-skipped",
-                    format!("{origin}: {}", committed.changes.notes.join("; ")),
+                    format!("{origin}: {}", Shown(&committed.changes.notes.join("; "))),
                     json!({"origin": origin, "notes": committed.changes.notes}),
                 ),
             },
             Err(Error::Failed(reason)) => (
                 "drain-refused",
-                reason.clone(),
+                Shown(&reason).to_string(),
                 json!({"origin": origin, "reason": reason}),
             ),
             Err(Error::Invalid(errors)) => {
@@ -409,7 +409,7 @@ async fn act(
                     .join("; ");
                 (
                     "drain-refused",
-                    format!("{origin}: {reason}"),
+                    format!("{origin}: {}", Shown(&reason)),
                     json!({"origin": origin, "reason": reason}),
                 )
             }

@@ -55,7 +55,8 @@ impl Reporter {
     /// Prints one event: `event: text`, or `fields` with `event` and `at` added.
     pub fn event(&self, event: &str, text: &str, mut fields: Value) {
         let line = match self.format {
-            OutputFormat::Text => terminal_safe(&format!("{event}: {text}")),
+            // One event, one line, whatever a value in it held.
+            OutputFormat::Text => line_safe(&format!("{event}: {text}")),
             OutputFormat::Json => {
                 if let Value::Object(object) = &mut fields {
                     object.insert("event".into(), Value::from(event));
@@ -83,7 +84,13 @@ pub fn listing_text(lines: impl IntoIterator<Item = String>, empty: &str) -> Str
 /// Text from etcd (or any other party) made safe for a terminal: control characters
 /// (C0, DEL, C1), bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069,
 /// U+200E, U+200F, U+061C) and line/paragraph separators are shown as `\u{1b}`-style
-/// escapes; everything else, a backslash included (raw JSON stays readable), as is. Wrap every value that did not come from dwctl itself in it when building a
+/// escapes, and a backslash that would otherwise read as the start of an escape (one
+/// followed by `u{`, by another backslash or by an escaped character) is doubled; every
+/// other character, a lone backslash included (raw JSON such as `"a\"b"` or `\u00e9` stays
+/// readable), as is. So `\u{1b}` on the screen is always an escaped character (the text
+/// `\u{1b}` in a value is shown `\\u{1b}`), `\\` is always one backslash, and a shown value
+/// decodes to exactly the value stored.
+/// Wrap every value that did not come from dwctl itself in it when building a
 /// human-readable line: `format!("node {}", Shown(&node.id))`. `--output json` never uses
 /// it: JSON stays exact.
 #[derive(Debug, Clone, Copy)]
@@ -91,7 +98,7 @@ pub struct Shown<'a>(pub &'a str);
 
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_escaped(f, self.0, false)
+        write_escaped(f, self.0, Mode::Value)
     }
 }
 
@@ -109,12 +116,27 @@ pub fn is_unsafe_char(c: char) -> bool {
         )
 }
 
-/// Writes `text` with every unsafe character escaped; with `keep_newlines`, `\n` passes
-/// (for whole outputs whose lines dwctl built itself, after their values were escaped).
-fn write_escaped(out: &mut impl fmt::Write, text: &str, keep_newlines: bool) -> fmt::Result {
-    for c in text.chars() {
+/// What [`write_escaped`] escapes besides the unsafe characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// One value ([`Shown`]): newlines too, and a backslash that would read as an escape.
+    Value,
+    /// A line dwctl built from values already shown: newlines too (one event, one line);
+    /// backslashes pass (they may be the values' escapes).
+    Line,
+    /// A whole output dwctl built: `\n` passes, backslashes too.
+    Text,
+}
+
+/// Writes `text` with every unsafe character escaped, and what `mode` adds.
+fn write_escaped(out: &mut impl fmt::Write, text: &str, mode: Mode) -> fmt::Result {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
         match c {
-            '\n' if keep_newlines => out.write_char('\n')?,
+            '\n' if mode == Mode::Text => out.write_char('\n')?,
+            '\\' if mode == Mode::Value && starts_an_escape(chars.clone()) => {
+                out.write_str("\\\\")?
+            }
             c if is_unsafe_char(c) => write!(out, "\\u{{{:x}}}", u32::from(c))?,
             c => out.write_char(c)?,
         }
@@ -122,12 +144,31 @@ fn write_escaped(out: &mut impl fmt::Write, text: &str, keep_newlines: bool) -> 
     Ok(())
 }
 
+/// Whether what follows a backslash (`rest`, as [`Shown`] would write it) begins with `\`
+/// or `u{`, so that the backslash written as is would read as part of an escape.
+fn starts_an_escape(mut rest: impl Iterator<Item = char>) -> bool {
+    match rest.next() {
+        Some('\\') => true,
+        Some(c) if is_unsafe_char(c) => true,
+        Some('u') => rest.next() == Some('{'),
+        _ => false,
+    }
+}
+
 /// The last line of defence: a whole text output with any unsafe character that slipped
 /// past [`Shown`] escaped (newlines kept). Every text that reaches
 /// stdout or stderr passes here.
 pub fn terminal_safe(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let _ = write_escaped(&mut out, text, true);
+    let _ = write_escaped(&mut out, text, Mode::Text);
+    out
+}
+
+/// [`terminal_safe`] for one line: a newline is escaped too, so that the line stays one
+/// line whatever a value in it held (the events of the long-running commands).
+pub fn line_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let _ = write_escaped(&mut out, text, Mode::Line);
     out
 }
 
@@ -150,5 +191,73 @@ mod tests {
             assert!(is_unsafe_char(c), "{c:?}");
         }
         assert!(!is_unsafe_char('€') && !is_unsafe_char(' '));
+    }
+
+    /// The reading of a shown value: `\\` is a backslash, `\u{..}` the character, any other
+    /// backslash itself.
+    fn unescape(shown: &str) -> String {
+        let mut out = String::new();
+        let mut rest = shown;
+        while let Some(c) = rest.chars().next() {
+            if let Some(after) = rest.strip_prefix("\\\\") {
+                out.push('\\');
+                rest = after;
+            } else if let Some(after) = rest.strip_prefix("\\u{")
+                && let Some((hex, after)) = after.split_once('}')
+                && let Some(c) = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)
+            {
+                out.push(c);
+                rest = after;
+            } else {
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_backslash_is_doubled_only_where_it_would_read_as_an_escape() {
+        // Raw JSON stays readable: its escapes are not dwctl's.
+        assert_eq!(escape(r#"{"a":"x\"y\u00e9\n"}"#), r#"{"a":"x\"y\u00e9\n"}"#);
+        // The text of an escape, in a value, is not shown as one.
+        assert_eq!(escape("\\u{1b}[2J"), "\\\\u{1b}[2J");
+        assert_eq!(escape("\u{1b}[2J"), "\\u{1b}[2J");
+        assert_ne!(escape("\\u{1b}"), escape("\u{1b}"));
+        assert_eq!(escape("a\\\\b"), "a\\\\\\b");
+        assert_eq!(escape("a\\\u{1b}"), "a\\\\\\u{1b}");
+        assert_eq!(escape("trailing\\"), "trailing\\");
+        // Every value reads back as exactly itself.
+        for value in [
+            "\\u{1b}",
+            "\u{1b}",
+            "\\\u{1b}",
+            "\\\\u{1b}",
+            "\\\\",
+            "\\",
+            "\\u{",
+            "\\u",
+            "u{1b}",
+            "\\\n",
+            "x\\u{zz}",
+            "\\\u{202e}\\",
+            r#"{"k":"\\\"\\u{7}"}"#,
+            "é\\u{e9}",
+        ] {
+            assert_eq!(
+                unescape(&escape(value)),
+                value,
+                "{value:?} shown {}",
+                escape(value)
+            );
+        }
+    }
+
+    #[test]
+    fn an_event_line_stays_one_line() {
+        assert_eq!(
+            line_safe("up: x\u{1b}[8m\nFORGED: y registered\r\u{2028}"),
+            "up: x\\u{1b}[8m\\u{a}FORGED: y registered\\u{d}\\u{2028}"
+        );
     }
 }

@@ -27,7 +27,7 @@ use dw_etcd::{Backoff, EtcdOptions};
 use crate::cli::RebalanceArgs;
 use crate::etcd::{Layout, strip};
 use crate::origin::{lease_lives, list_origins, mark_registered, registered_lease};
-use crate::output::{Outcome, Reporter};
+use crate::output::{Outcome, Reporter, Shown};
 use crate::record::SOURCE_REBALANCE;
 use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
@@ -192,17 +192,25 @@ async fn session(
                         if pending.remove(&id).is_some() {
                             reporter.event(
                                 "back",
-                                &format!("{id} is back within the grace period; not drained"),
+                                &format!(
+                                    "{} is back within the grace period; not drained",
+                                    Shown(&id)
+                                ),
                                 json!({"origin": id, "revision": kv.mod_revision()}),
                             );
                         }
-                        reporter.event("up", &format!("{id} registered"), json!({"origin": id}));
+                        reporter.event(
+                            "up",
+                            &format!("{} registered", Shown(&id)),
+                            json!({"origin": id}),
+                        );
                         restore(config, reporter, &mut client, &id).await?;
                     } else {
                         reporter.event(
                             "untrusted",
                             &format!(
-                                "{id}: put at revision {} on lease {:x}, which its registration record does not name; not believed",
+                                "{}: put at revision {} on lease {:x}, which its registration record does not name; not believed",
+                                Shown(&id),
                                 kv.mod_revision(),
                                 kv.lease()
                             ),
@@ -215,7 +223,8 @@ async fn session(
                     reporter.event(
                         "down",
                         &format!(
-                            "{id}: its key vanished at revision {}; drained if still absent after {:?} and its lease ended",
+                            "{}: its key vanished at revision {}; drained if still absent after {:?} and its lease ended",
+                            Shown(&id),
                             kv.mod_revision(),
                             config.grace
                         ),
@@ -276,7 +285,8 @@ async fn check_absent(
         reporter.event(
             "held",
             &format!(
-                "{id}: its key is absent but lease {named:x}, which its registration record names, lives; not drained"
+                "{}: its key is absent but lease {named:x}, which its registration record names, lives; not drained",
+                Shown(id)
             ),
             json!({"origin": id, "lease": named}),
         );
@@ -358,14 +368,15 @@ fn report(
     committed: Result<Committed, Error>,
 ) -> Result<(), Error> {
     let committed = committed?;
-    let notes = committed.changes.notes.join("; ");
+    let notes = Shown(&committed.changes.notes.join("; ")).to_string();
+    let shown = Shown(id);
     match committed.revision {
         Some(revision) => reporter.event(
             event,
-            &format!("{id} at revision {revision}{}", if notes.is_empty() { String::new() } else { format!(" ({notes})") }),
+            &format!("{shown} at revision {revision}{}", if notes.is_empty() { String::new() } else { format!(" ({notes})") }),
             json!({"origin": id, "revision": revision, "regions": committed.changes.regions.keys().collect::<Vec<_>>(), "notes": committed.changes.notes}),
         ),
-        None if !notes.is_empty() => reporter.event("unchanged", &format!("{id}: {notes}"), json!({"origin": id, "notes": committed.changes.notes})),
+        None if !notes.is_empty() => reporter.event("unchanged", &format!("{shown}: {notes}"), json!({"origin": id, "notes": committed.changes.notes})),
         None => {}
     }
     Ok(())

@@ -475,3 +475,50 @@ async fn sigint_during_wait_after_the_commit_says_the_write_committed() {
 fn libc_sigint() -> i32 {
     2
 }
+
+/// The long-running commands print one line per event: an origin id planted in etcd with
+/// a newline and an ESC (which `rebalance` names in its events) cannot forge an event line
+/// of its own, nor drive the terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_origin_id_cannot_forge_an_event_line() {
+    let etcd = Etcd::start().await;
+    // The text of an escape too (`\u{7}`): shown with its backslash doubled, it cannot pass
+    // for an escaped BEL.
+    let id = "x\\u{7}\u{1b}[8m\u{1b}]0;owned\u{7}\u{202e}\nFORGED up: y registered";
+    let rebalance =
+        common::daemon::Daemon::start(&etcd, "rebalance", &["rebalance", "--grace", "100ms"]);
+    common::eventually(Duration::from_secs(10), "rebalance lists", || async {
+        rebalance.log().contains(" live, ").then_some(())
+    })
+    .await;
+    let key = format!("{}origin/{id}", common::PREFIX);
+    etcd.put(&key, r#"{"addr":"10.0.0.1:443"}"#).await;
+    common::eventually(Duration::from_secs(10), "rebalance sees it", || async {
+        rebalance.log().contains("y registered").then_some(())
+    })
+    .await;
+    etcd.client()
+        .await
+        .delete(key.as_str(), None)
+        .await
+        .unwrap();
+    common::eventually(
+        Duration::from_secs(10),
+        "rebalance sees it vanish",
+        || async { rebalance.log().contains("vanished").then_some(()) },
+    )
+    .await;
+    let log = rebalance.log();
+    assert_eq!(rebalance.terminate().await, 0);
+    assert_terminal_safe("rebalance's events", &log);
+    assert!(
+        log.contains(
+            "up: x\\\\u{7}\\u{1b}[8m\\u{1b}]0;owned\\u{7}\\u{202e}\\u{a}FORGED up: y registered"
+        ),
+        "{log}"
+    );
+    assert!(
+        log.lines().all(|line| line.contains(": ")),
+        "every line is one event:\n{log}"
+    );
+}

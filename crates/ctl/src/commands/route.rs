@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::cli::RouteArgs;
 use crate::context::Context;
 use crate::error::Error;
-use crate::output::Outcome;
+use crate::output::{Outcome, escape};
 
 /// The largest snapshot file `--snapshot` reads: the extension's default
 /// `dw_router.max_snapshot_bytes`.
@@ -147,7 +147,7 @@ async fn read_etcd(context: &Context, node: Option<&str>) -> Result<(Table, Valu
 
 /// The explanation for people. Every string from etcd or the command line is escaped.
 fn describe(json: &Value) -> String {
-    let text = |value: &Value| printable(value.as_str().unwrap_or("-"));
+    let text = |value: &Value| escape(value.as_str().unwrap_or("-"));
     let mut lines = Vec::new();
     let geo = text(&json["geo"]);
     if json["fail_open"] == Value::Bool(true) {
@@ -215,7 +215,7 @@ fn describe(json: &Value) -> String {
         };
         let reason = step["reason"]
             .as_str()
-            .map(|reason| format!(": {}", printable(reason)))
+            .map(|reason| format!(": {}", escape(reason)))
             .unwrap_or_default();
         lines.push(format!(
             "  {}. {stage:<12} {:<16} {}{reason}",
@@ -227,27 +227,20 @@ fn describe(json: &Value) -> String {
     lines.join("\n")
 }
 
-/// `text` with control characters escaped, so that a value from etcd cannot drive the
-/// terminal.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn control_characters_are_escaped() {
-        assert_eq!(printable("eu-1\u{1b}[2J\n"), "eu-1\\u{1b}[2J\\n");
-        assert_eq!(printable("Zürich"), "Zürich");
+    fn values_are_escaped_by_the_output_layer() {
+        let text = describe(&json!({
+            "geo": "DE\u{1b}[2J\n", "shard": "eu-1\u{202e}", "origin": "Zürich\\u{1b}",
+            "answered_by": "DE", "hash_key": "k", "hash_key_from": "sticky",
+            "source": {"kind": "etcd", "revision": 3}, "steps": [],
+        }));
+        assert!(
+            text.starts_with("DE\\u{1b}[2J\\u{a} -> shard eu-1\\u{202e}, origin Zürich\\\\u{1b}\n"),
+            "{text}"
+        );
     }
 }
