@@ -19,8 +19,8 @@ $n = (int) ($argv[2] ?? 100000);
 $rounds = (int) ($argv[3] ?? 21);
 $path = "$dir/routing.json";
 $router = new RegionRouter($path);
-$router->revision(); // sets up polling while the directory is missing
-usleep(500000);     // lets the watch set-up thread find no directory (no inotify)
+// stats() waits for the watch set-up, which finds no directory: the router polls.
+$router->stats()['reload_mechanism'] === 'poll' || exit("$dir exists already\n");
 mkdir($dir, 0755, true);
 
 $regions = [];

@@ -12,7 +12,8 @@ $dir = "$base/later";
 $path = "$dir/dw-routing.json";
 // No directory yet: the router polls, and with this interval only reload() reloads.
 $router = new RegionRouter($path);
-var_dump($router->revision());
+// stats() waits for the watch set-up, which finds no directory: polling it stays.
+var_dump($router->revision(), $router->stats()['reload_mechanism']);
 mkdir($dir);
 
 $kvs = [
@@ -77,6 +78,7 @@ dw_clean(__FILE__);
 ?>
 --EXPECT--
 int(0)
+string(4) "poll"
 bool(true)
 parsed: revision=10 answered=10 stats.revision=10 loads=1 reused=0 tables=1 DE=eu-1/fra-b FR=us-1
 bool(true)
