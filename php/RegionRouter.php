@@ -341,6 +341,7 @@ final class RegionRouter
 
         return [
             'loads' => $state['loads'],
+            'reloads_reused' => $state['reloads_reused'],
             'failed_loads' => $state['failed_loads'],
             'invalid_keys' => $invalidKeys,
             'last_load_time' => $state['last_load_time'],
@@ -377,6 +378,8 @@ final class RegionRouter
             'bad_signature' => null, // file signature that last failed (not re-parsed)
             'missing' => false,
             'loads' => 0,
+            'reloads_reused' => 0,
+            'digest' => null,       // routing_digest of the file the table was parsed from
             'failed_loads' => 0,
             'apcu_hits' => 0,
             'last_load_time' => 0.0,
@@ -415,6 +418,7 @@ final class RegionRouter
             $cached = \apcu_fetch(self::APCU_TABLE . $this->path . "\0" . $signature, $hit);
             if ($hit && \is_array($cached)) {
                 $state['apcu_hits']++;
+                $state['digest'] = null;
 
                 return $this->adopt($state, $signature, $cached, false);
             }
@@ -443,10 +447,19 @@ final class RegionRouter
         if (\strlen($raw) > $this->maxSnapshotBytes) {
             return $this->failed($state, $signature, 'snapshot larger than max_snapshot_bytes');
         }
+        // The routing_digest of the file the table was parsed from: parsing this one would
+        // give the same answers, so the table is kept, at the new revision.
+        $header = self::header($raw);
+        if ($header !== null && $state['table'] !== null && $header[1] === $state['digest']) {
+            $state['reloads_reused']++;
+
+            return $this->adopt($state, $signature, ['revision' => $header[0]] + $state['table'], true);
+        }
         $table = self::parseSnapshot($raw);
         if (\is_string($table)) {
             return $this->failed($state, $signature, $table);
         }
+        $state['digest'] = $header[1] ?? null;
 
         return $this->adopt($state, $signature, $table, true);
     }
@@ -506,6 +519,28 @@ final class RegionRouter
     private static function signature(array $stat): string
     {
         return $stat['mtime'] . ':' . $stat['ino'] . ':' . $stat['size'] . ':' . $stat['dev'];
+    }
+
+    /**
+     * The revision and `routing_digest` of a file as dw-agent writes it, from the fields
+     * before `kvs` (docs/snapshot-format.md); null when it has none there.
+     *
+     * @return array{0: int, 1: string}|null
+     */
+    private static function header(string $raw): ?array
+    {
+        $field = '"(?:prefix|cluster_id)":"[^"\\\\\x00-\x1f]*",|"stages":\[[^\]]*\],';
+        $pattern = '/\A\{"format":1,"revision":(0|[1-9][0-9]{0,18}),(?:' . $field . ')*'
+            . '"routing_digest":"([^"\\\\\x00-\x1f]+)",(?:' . $field . ')*"kvs":/';
+        if (preg_match($pattern, substr($raw, 0, 65536), $match) !== 1) {
+            return null;
+        }
+        $revision = $match[1];
+        if (\strlen($revision) === 19 && strcmp($revision, (string) PHP_INT_MAX) > 0) {
+            return null;
+        }
+
+        return [(int) $revision, $match[2]];
     }
 
     /**

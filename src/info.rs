@@ -32,7 +32,7 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
         let loaded = source.table();
         let table = &loaded.table;
         info_table_row!("snapshot path", source.path().to_string_lossy().as_ref());
-        info_table_row!("revision", table.revision().to_string());
+        info_table_row!("revision", loaded.revision().to_string());
         info_table_row!("regions", table.region_count().to_string());
         info_table_row!("invalid keys", table.invalid_keys().len().to_string());
         let stages: Vec<String> = table

@@ -19,6 +19,13 @@ use crate::route_array;
 pub struct Loaded {
     pub table: Table,
     routes: RouteSlots,
+    /// The revision of the last file taken in for this table: the table's own, or a later
+    /// file's whose `routing_digest` is this table's (its answers are the same, so the
+    /// table is kept, memos and all, and only this moves: `Source::refresh`). Read with
+    /// one relaxed load, which costs what reading the table's field did.
+    revision: AtomicU64,
+    /// The `routing_digest` of the file the table was parsed from, if it had one.
+    digest: Option<Box<str>>,
 }
 
 /// How many `Loaded` tables exist in this process (see [`tables_in_process`]).
@@ -31,10 +38,31 @@ pub fn tables_in_process() -> u64 {
 }
 
 impl Loaded {
-    pub fn new(table: Table) -> Loaded {
+    pub fn new(table: Table, digest: Option<Box<str>>) -> Loaded {
         let routes = RouteSlots::for_table(&table);
         TABLES_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
-        Loaded { table, routes }
+        Loaded {
+            revision: AtomicU64::new(table.revision()),
+            table,
+            routes,
+            digest,
+        }
+    }
+
+    /// The etcd revision this table answers for (`revision()`, `answeredRevision()`).
+    #[inline(always)]
+    pub fn revision(&self) -> u64 {
+        self.revision.load(Ordering::Relaxed)
+    }
+
+    /// The digest of what the table was built from (see `Source::refresh`).
+    pub fn digest(&self) -> Option<&str> {
+        self.digest.as_deref()
+    }
+
+    /// A file at `revision` with this table's digest was taken in: the table answers for it.
+    pub fn advance_to(&self, revision: u64) {
+        self.revision.store(revision, Ordering::Relaxed);
     }
 
     /// Sets `retval` to the route array for `country`: the memo's when there is one, else

@@ -93,7 +93,7 @@ impl RegionRouter {
 
     /// The etcd revision of the table in use; 0 when none was loaded.
     pub fn revision(&mut self) -> i64 {
-        i64::try_from(self.shown_table().table.revision()).unwrap_or(i64::MAX)
+        i64::try_from(self.shown_table().revision()).unwrap_or(i64::MAX)
     }
 
     /// The etcd revision of the table this object's last `resolve()` answered from (the
@@ -132,9 +132,9 @@ impl RegionRouter {
     pub fn reload(&self) -> bool {
         let source = self.fresh_source();
         watch::settle();
-        let before = source.table().table.revision();
+        let before = source.table().revision();
         source.refresh();
-        source.table().table.revision() != before
+        source.table().revision() != before
     }
 
     /// How `resolve($geo, $stickyKey)` answers from the table in use, step by step, with
@@ -147,7 +147,7 @@ impl RegionRouter {
     ) -> ZBox<ZendHashTable> {
         let source = self.fresh_source();
         let loaded = source.table();
-        values::explanation_array(&loaded.table, &geo, stickyKey.as_deref().copied())
+        values::explanation_array(&loaded, &geo, stickyKey.as_deref().copied())
     }
 }
 
@@ -530,6 +530,6 @@ impl Reader {
     fn answer(&mut self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) -> u64 {
         self.sync();
         self.loaded.answer(retval, country, sticky_key);
-        self.loaded.table.revision()
+        self.loaded.revision()
     }
 }

@@ -96,6 +96,8 @@ pub struct Source {
     version: AtomicU64,
     seen: Mutex<Seen>,
     loads: AtomicU64,
+    /// Loads that kept the table in use: the file's `routing_digest` was its own.
+    reloads_reused: AtomicU64,
     failed_loads: AtomicU64,
     last_load_unix_ms: AtomicU64,
     mechanism: AtomicU8,
@@ -124,10 +126,11 @@ impl Source {
             path,
             max_bytes,
             poll_interval_ns: poll_interval_ms.saturating_mul(1_000_000),
-            loaded: ArcSwap::from_pointee(Loaded::new(Table::empty())),
+            loaded: ArcSwap::from_pointee(Loaded::new(Table::empty(), None)),
             version: AtomicU64::new(0),
             seen: Mutex::new(Seen::default()),
             loads: AtomicU64::new(0),
+            reloads_reused: AtomicU64::new(0),
             failed_loads: AtomicU64::new(0),
             last_load_unix_ms: AtomicU64::new(0),
             mechanism: AtomicU8::new(Mechanism::None as u8),
@@ -172,6 +175,11 @@ impl Source {
 
     pub fn loads(&self) -> u64 {
         self.loads.load(Ordering::Relaxed)
+    }
+
+    /// Loads that kept the table in use, its revision moved (see [`Reading::Reused`]).
+    pub fn reloads_reused(&self) -> u64 {
+        self.reloads_reused.load(Ordering::Relaxed)
     }
 
     pub fn failed_loads(&self) -> u64 {
@@ -301,13 +309,22 @@ impl Source {
         }
         seen.identity = identity;
         match outcome.and_then(|(file, size)| self.read_table(&file, size)) {
-            Ok(table) => {
+            Ok(Reading::Parsed(table, digest)) => {
                 // Counted before the swap, so that whoever sees the new revision also
                 // sees the load that brought it in stats().
                 self.loads.fetch_add(1, Ordering::Relaxed);
                 seen.last_error = None;
-                self.loaded.store(Arc::new(Loaded::new(table)));
+                self.loaded.store(Arc::new(Loaded::new(*table, digest)));
                 self.version.fetch_add(1, Ordering::Release);
+            }
+            Ok(Reading::Reused(revision)) => {
+                self.loads.fetch_add(1, Ordering::Relaxed);
+                self.reloads_reused.fetch_add(1, Ordering::Relaxed);
+                seen.last_error = None;
+                // The same table, answering for the new revision: every router on it,
+                // whatever version it took, now shows the new revision, and never an
+                // older one again.
+                self.loaded.load().advance_to(revision);
             }
             Err(message) => {
                 self.failed_loads.fetch_add(1, Ordering::Relaxed);
@@ -321,7 +338,10 @@ impl Source {
         self.last_load_unix_ms.store(now_ms, Ordering::Relaxed);
     }
 
-    fn read_table(&self, file: &File, size: u64) -> Result<Table, String> {
+    /// Reads the file: the table it gives, or, when its `routing_digest` (a field near its
+    /// start, docs/snapshot-format.md) is the one the table in use was parsed from, only
+    /// its revision: parsing it would give the same answers, so the table is kept.
+    fn read_table(&self, file: &File, size: u64) -> Result<Reading, String> {
         if size == 0 {
             return Err("empty file".into());
         }
@@ -338,12 +358,28 @@ impl Source {
         let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| format!("mmap: {e}"))?;
         // Regions whose value did not change are reused, not parsed again.
         let previous = self.loaded.load();
-        sigbus::read_guarded(&map, |bytes| Table::parse_after(bytes, &previous.table))
-            .map_err(|_| {
-                "the file was truncated while being read (rewritten in place?)".to_string()
-            })?
-            .map_err(|e| e.to_string())
+        sigbus::read_guarded(&map, |bytes| {
+            let header = dw_routing::snapshot_header(bytes);
+            match (header, previous.digest()) {
+                (Some((revision, digest)), Some(current)) if digest == current => {
+                    Ok(Reading::Reused(revision))
+                }
+                _ => Table::parse_after(bytes, &previous.table).map(|table| {
+                    Reading::Parsed(Box::new(table), header.map(|(_, digest)| digest.into()))
+                }),
+            }
+        })
+        .map_err(|_| "the file was truncated while being read (rewritten in place?)".to_string())?
+        .map_err(|e| e.to_string())
     }
+}
+
+/// What reading a snapshot file gave.
+enum Reading {
+    /// A new table, with the file's `routing_digest` if it had one.
+    Parsed(Box<Table>, Option<Box<str>>),
+    /// The file's digest is the table in use's: only its revision is taken.
+    Reused(u64),
 }
 
 /// Takes the reload lock and keeps it until [`unlock_after_fork`]: from the fork `prepare`

@@ -27,17 +27,17 @@ pub fn policy_array(policy: &dw_routing::Policy) -> ZBox<ZendHashTable> {
 /// `json_decode($text, true)`, with the fail-open route this node's ini gives and the
 /// revision as `revision()` reports it.
 pub fn explanation_array(
-    table: &dw_routing::Table,
+    loaded: &Loaded,
     geo: &[u8],
     sticky_key: Option<&[u8]>,
 ) -> ZBox<ZendHashTable> {
-    let mut explanation = table.explain(geo, sticky_key).to_json();
+    let mut explanation = loaded.table.explain(geo, sticky_key).to_json();
     if explanation["fail_open"] == serde_json::Value::Bool(true) {
         let (shard, origin) = crate::ini::fallback();
         explanation["shard"] = shard.as_str().into();
         explanation["origin"] = origin.as_str().into();
     }
-    explanation["revision"] = i64::try_from(table.revision()).unwrap_or(i64::MAX).into();
+    explanation["revision"] = i64::try_from(loaded.revision()).unwrap_or(i64::MAX).into();
     let text = explanation.to_string();
     if let Ok(json_decode) = ZendCallable::try_from_name("json_decode")
         && let Ok(decoded) = json_decode.try_call(vec![&text, &true])
@@ -52,15 +52,16 @@ pub fn explanation_array(
 /// `shown`, the table the router answers from.
 pub fn stats_to_array(source: &Source, shown: &Loaded) -> ZBox<ZendHashTable> {
     let table = &shown.table;
-    let mut stats = ZendHashTable::with_capacity(12);
+    let mut stats = ZendHashTable::with_capacity(13);
     let _ = stats.insert("path", source.path().to_string_lossy().as_ref());
     let _ = stats.insert(
         "revision",
-        i64::try_from(table.revision()).unwrap_or(i64::MAX),
+        i64::try_from(shown.revision()).unwrap_or(i64::MAX),
     );
     let _ = stats.insert("regions", table.region_count() as i64);
     let _ = stats.insert("invalid_keys", table.invalid_keys().len() as i64);
     let _ = stats.insert("loads", source.loads() as i64);
+    let _ = stats.insert("reloads_reused", source.reloads_reused() as i64);
     let _ = stats.insert("failed_loads", source.failed_loads() as i64);
     let last = source.last_load_unix_ms();
     let mut last_load_time = Zval::new();

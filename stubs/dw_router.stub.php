@@ -85,6 +85,7 @@ final class RegionRouter
      *     regions: int,
      *     invalid_keys: int,
      *     loads: int,
+     *     reloads_reused: int,
      *     failed_loads: int,
      *     last_load_time: float|null,
      *     reload_mechanism: 'inotify'|'poll'|'none',

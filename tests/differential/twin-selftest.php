@@ -332,6 +332,34 @@ $cases['last known good table survives a corrupt snapshot'] = static function ()
     ];
 };
 
+// 14b. A file whose routing_digest is the table's own (only origins changed) keeps the
+// table at the new revision; another digest is parsed (docs/snapshot-format.md).
+$cases['a routing_digest of the table in use keeps the table'] = static function (): array {
+    global $tempDir;
+    $path = $tempDir . '/digest.json';
+    $publish = static function (int $revision, string $digest, string $gb, string $origin) use ($path): void {
+        $document = ['format' => 1, 'revision' => $revision, 'prefix' => P, 'routing_digest' => $digest,
+            'kvs' => [P . 'origin/lon-a' => $origin, P . 'region/GB' => $gb]];
+        file_put_contents("$path.tmp", json_encode($document, JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR));
+        rename("$path.tmp", $path);
+    };
+    $publish(51, 'd:1', GB_REGION, '{"addr":"a"}');
+    $first = router($path);
+    $firstStats = [$first->revision(), $first->stats()['reloads_reused']];
+    $publish(52, 'd:1', GB_REGION, '{"addr":"b"}');
+    $reused = router($path);
+    $reusedStats = $reused->stats();
+    $publish(53, 'd:2', US_REGION, '{"addr":"b"}');
+    $parsed = router($path);
+
+    return [
+        [$firstStats, [51, 0]],
+        [[$reused->revision(), $reusedStats['revision'], $reusedStats['reloads_reused'], $reusedStats['loads']], [52, 52, 1, 2]],
+        [$reused->resolve('GB'), route('eu-2', 'lon-a')],
+        [[$parsed->revision(), $parsed->stats()['reloads_reused'], $parsed->resolve('GB')['shard']], [53, 1, 'us-1']],
+    ];
+};
+
 // 15. The example snapshot: DE by country alone, SI by Europe's bucket, GB with a sticky
 //     key, an unknown country (no continent) via the default US. crc32("DEfra-afra-bams-a") % 100 = 5 -> fra-a (as case 1);
 //     crc32("visitor-1lon-aams-a") = 3521746662, % 100 = 62, 62-70 < 0 -> lon-a;

@@ -78,7 +78,7 @@ array(0) {
 int(1)
 int(0)
 NULL
-array(15) {
+array(16) {
   [0]=>
   string(4) "path"
   [1]=>
@@ -90,23 +90,25 @@ array(15) {
   [4]=>
   string(5) "loads"
   [5]=>
-  string(12) "failed_loads"
+  string(14) "reloads_reused"
   [6]=>
-  string(14) "last_load_time"
+  string(12) "failed_loads"
   [7]=>
-  string(16) "reload_mechanism"
+  string(14) "last_load_time"
   [8]=>
-  string(10) "last_error"
+  string(16) "reload_mechanism"
   [9]=>
-  string(19) "inotify_unavailable"
+  string(10) "last_error"
   [10]=>
-  string(17) "tables_in_process"
+  string(19) "inotify_unavailable"
   [11]=>
-  string(15) "interned_routes"
+  string(17) "tables_in_process"
   [12]=>
-  string(14) "interned_bytes"
+  string(15) "interned_routes"
   [13]=>
-  string(7) "invalid"
+  string(14) "interned_bytes"
   [14]=>
+  string(7) "invalid"
+  [15]=>
   string(6) "stages"
 }

@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 use tracing::{error, info, warn};
 
+use crate::coalesce::{Coalescer, window_end};
 use crate::config::Config;
 use crate::error::Error;
 use crate::etcd::{Connector, classify, within};
@@ -62,6 +63,8 @@ pub struct Agent {
     refused_by_readers: Option<String>,
     /// Backoff between failed writes, and the cause last logged.
     write_retry: WriteRetry,
+    /// Bursts of changes wait for the end of `--coalesce-window` (see `coalesce`).
+    coalescer: Coalescer,
 }
 
 /// How a session ended.
@@ -144,6 +147,7 @@ impl Agent {
             report_lease,
             refused_by_readers: agent_refusal,
             write_retry: WriteRetry::new(config.timing.backoff_initial, config.timing.backoff_max),
+            coalescer: Coalescer::new(config.timing.coalesce_window),
             config,
         })
     }
@@ -270,20 +274,7 @@ impl Agent {
             Ok(listed) => listed,
             Err(e) => return fail(e),
         };
-        if !listing.unrepresentable.is_empty() {
-            // Name them (the first few: a flood of them must not flood the log).
-            let named: Vec<String> = listing
-                .unrepresentable
-                .iter()
-                .take(10)
-                .map(|key| String::from_utf8_lossy(key).into_owned())
-                .collect();
-            warn!(
-                keys = listing.unrepresentable.len(),
-                first = ?named,
-                "keys with a non-UTF-8 key or value are left out of the snapshot"
-            );
-        }
+        listing.warn_unrepresentable();
         let cluster_id = listing.cluster_id;
         self.mirror.replace(listing);
         release_freed_memory();
@@ -337,7 +328,9 @@ impl Agent {
         // A revision a read showed that the watch had not delivered yet.
         let mut undelivered: Option<u64> = None;
         loop {
+            let deadline = self.coalescer.deadline();
             tokio::select! {
+                () = window_end(deadline) => self.publish_if_changed(None),
                 message = stream.message() => {
                     let response = match message {
                         Ok(Some(response)) => response,
@@ -371,8 +364,13 @@ impl Agent {
                     }
                     self.metrics.event_received();
                     // All events of one response make one write: a transaction's keys
-                    // arrive together, so they are published together.
-                    self.publish_if_changed(Some(received));
+                    // arrive together, so they are published together. Within a window
+                    // after a publication, they wait for its end.
+                    if self.mirror.is_dirty() && self.coalescer.defer(received) {
+                        self.metrics.coalesced();
+                    } else {
+                        self.publish_if_changed(Some(received));
+                    }
                 }
                 _ = ticker.tick() => {
                     let silent_for = last_response.elapsed();
@@ -421,6 +419,7 @@ impl Agent {
     /// Publishes the mirror if its keys differ from the published file and the rules allow,
     /// then updates the node report. `received`: when the watch response arrived.
     fn publish_if_changed(&mut self, received: Option<Instant>) {
+        let received = self.coalescer.attempt(received);
         self.publish(received);
         self.report(None);
     }
@@ -517,6 +516,7 @@ impl Agent {
                     info!("the snapshot can be written again");
                 }
                 self.mirror.mark_published();
+                self.coalescer.written(publication.renamed_at);
                 self.metrics.published(publication.revision);
                 self.rejected = None;
                 self.published_at_ms = Some(unix_ms(SystemTime::now()));

@@ -209,6 +209,10 @@ pub struct Timing {
     pub backoff_max: Duration,
     /// A watch that stayed up this long resets the backoff.
     pub healthy_after: Duration,
+    /// Changes within this long after a publication wait and are published together at
+    /// its end; the first change after a quiet spell goes at once. Zero: every change at
+    /// once. At most 10 s.
+    pub coalesce_window: Duration,
 }
 
 impl Default for Timing {
@@ -221,6 +225,7 @@ impl Default for Timing {
             backoff_initial: Duration::from_millis(250),
             backoff_max: Duration::from_secs(10),
             healthy_after: Duration::from_secs(30),
+            coalesce_window: Duration::from_millis(100),
         }
     }
 }
@@ -275,6 +280,11 @@ impl Config {
         if t.stall_timeout <= t.progress_interval {
             return Err(Error::Config(
                 "--stall-timeout must be longer than --progress-interval".into(),
+            ));
+        }
+        if t.coalesce_window > crate::coalesce::MAX_COALESCE_WINDOW {
+            return Err(Error::Config(
+                "--coalesce-window must be at most 10s".into(),
             ));
         }
         if let Some(report) = &self.report {
@@ -368,6 +378,12 @@ pub struct Cli {
     #[arg(long, env = "DW_AGENT_HEALTHY_AFTER", default_value = "30s", value_parser = parse_duration)]
     pub healthy_after: Duration,
 
+    /// Changes arriving within this long after a publication wait and are published
+    /// together at its end; the first change after a quiet spell is published at once.
+    /// 0 publishes every change at once; at most 10s
+    #[arg(long, env = "DW_AGENT_COALESCE_WINDOW", default_value = "100ms", value_parser = parse_duration)]
+    pub coalesce_window: Duration,
+
     /// Keys per page when listing the prefix
     #[arg(long, env = "DW_AGENT_PAGE_SIZE", default_value_t = 1000)]
     pub page_size: i64,
@@ -437,6 +453,7 @@ impl Cli {
                 backoff_initial: self.backoff_initial,
                 backoff_max: self.backoff_max,
                 healthy_after: self.healthy_after,
+                coalesce_window: self.coalesce_window,
             },
             page_size: self.page_size,
             report,
@@ -529,6 +546,14 @@ mod tests {
         );
         assert!(parse(&["--stall-timeout", "1s", "--progress-interval", "2s"]).is_err());
         assert!(parse(&["--prefix", ""]).is_err());
+        assert_eq!(
+            parse(&[]).unwrap().timing.coalesce_window,
+            Duration::from_millis(100)
+        );
+        assert!(parse(&["--coalesce-window", "0"]).is_ok());
+        assert!(parse(&["--coalesce-window", "10s"]).is_ok());
+        let too_long = parse(&["--coalesce-window", "10001ms"]).unwrap_err();
+        assert!(too_long.contains("at most 10s"), "{too_long}");
         assert_eq!(
             parse(&["--metrics-addr", "off"]).unwrap().metrics_addr,
             None

@@ -3,7 +3,8 @@
 //! One agent runs on every edge node and is the only thing there that talks to etcd. It
 //! lists the prefix (default `/dw/routing/`) at one revision, publishes the snapshot file
 //! (format in `docs/snapshot-format.md`) by atomic rename, then watches from the next
-//! revision and publishes once per watch response that changes a key. PHP never waits on
+//! revision and publishes once per watch response that changes a key (responses within
+//! `--coalesce-window` of a publication wait and go together). PHP never waits on
 //! it: readers only ever see a complete published file.
 //!
 //! Guarantees, and where they come from:
@@ -36,6 +37,7 @@
 #![deny(missing_docs)]
 
 mod agent;
+mod coalesce;
 mod config;
 mod error;
 mod etcd;

@@ -15,6 +15,7 @@ dw_agent_silent_watch_checks_total counter Reads of the prefix that showed a sil
 dw_agent_untrusted_snapshot_replaced_total counter Files at the snapshot path the agent did not trust (not its own, a symlink or FIFO, another etcd cluster's, a revision beyond etcd's), replaced.
 dw_agent_metrics_connections_evicted_total counter Idle connections to the metrics port closed to make room (--metrics-max-connections reached).
 dw_agent_metrics_connections_refused_total counter Connections to the metrics port closed at once: every slot was answering.
+dw_agent_coalesced_changes_total counter Watch responses with changes that waited for the end of --coalesce-window and were published together with later ones.
 dw_agent_report_writes_total counter Node reports written to etcd.
 dw_agent_report_failures_total counter Node report writes (or their leases) that etcd refused or did not answer.
 dw_agent_report_heals_total counter Node reports written again because someone else deleted or overwrote them.

@@ -118,6 +118,7 @@ pub(crate) struct Metrics {
     untrusted_replaced: AtomicU64,
     metrics_evicted: AtomicU64,
     metrics_refused: AtomicU64,
+    coalesced: AtomicU64,
     /// Milliseconds since `started` plus one; zero for never.
     last_event: AtomicU64,
     last_response: AtomicU64,
@@ -168,6 +169,7 @@ impl Metrics {
             untrusted_replaced: AtomicU64::new(0),
             metrics_evicted: AtomicU64::new(0),
             metrics_refused: AtomicU64::new(0),
+            coalesced: AtomicU64::new(0),
             last_event: AtomicU64::new(0),
             last_response: AtomicU64::new(0),
             report_writes: AtomicU64::new(0),
@@ -306,6 +308,11 @@ impl Metrics {
         self.metrics_refused.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A watch response's change waits for the coalescing window's end.
+    pub(crate) fn coalesced(&self) {
+        self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A silent watch was checked with a read, which showed nothing it had missed.
     pub(crate) fn silent_watch_confirmed(&self) {
         self.silent_watch_checks.fetch_add(1, Ordering::Relaxed);
@@ -435,6 +442,7 @@ impl Metrics {
                 "dw_agent_metrics_connections_refused_total",
                 load(&self.metrics_refused),
             ),
+            ("dw_agent_coalesced_changes_total", load(&self.coalesced)),
             ("dw_agent_report_writes_total", load(&self.report_writes)),
             (
                 "dw_agent_report_failures_total",

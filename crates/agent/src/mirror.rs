@@ -25,6 +25,25 @@ pub(crate) struct Listing {
 }
 
 impl Listing {
+    /// Logs the keys left out as not UTF-8, naming the first few (a flood of them must
+    /// not flood the log).
+    pub(crate) fn warn_unrepresentable(&self) {
+        if self.unrepresentable.is_empty() {
+            return;
+        }
+        let named: Vec<String> = self
+            .unrepresentable
+            .iter()
+            .take(10)
+            .map(|key| String::from_utf8_lossy(key).into_owned())
+            .collect();
+        warn!(
+            keys = self.unrepresentable.len(),
+            first = ?named,
+            "keys with a non-UTF-8 key or value are left out of the snapshot"
+        );
+    }
+
     /// Adds one listed key, setting it aside if JSON cannot carry it exactly.
     /// `mod_revision` is kept for stage keys only.
     pub(crate) fn insert(&mut self, key: &[u8], value: &[u8], mod_revision: i64) {

@@ -50,6 +50,7 @@ mod continent;
 #[rustfmt::skip]
 mod continent_data;
 mod crc;
+mod digest;
 mod error;
 mod explain;
 mod geo_index;
@@ -69,6 +70,7 @@ pub use crate::{
         BUCKET_PREFIX, CONTINENT_TABLE_SOURCE, Continent, bucket_of_geo, builtin_continent,
         builtin_table, is_country, subdivision_country,
     },
+    digest::snapshot_header,
     error::{Error, MAX_QUOTED_BYTES, quoted},
     explain::{ExplainedRoute, Explanation, Stage, Step, StepOutcome},
     geo_index::CountryCode,
@@ -77,6 +79,6 @@ pub use crate::{
     policy::{PickMode, Policy},
     rebuild::invalid_keys,
     region::{MAX_WEIGHT, Region},
-    snapshot::{SNAPSHOT_FORMAT, Snapshot, SnapshotWriter},
+    snapshot::{DIGEST_SCHEME, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter, routing_digest},
     table::{InvalidKey, MemoKey, Route, Table},
 };

@@ -53,6 +53,8 @@ pub(crate) fn scan<'a, 'k>(
     let (mut format, mut revision, mut prefix, mut kvs) = (None, None, None, None);
     let mut cluster_id = None;
     let mut stages = None;
+    // Read by `header` alone; a table is built from what it covers.
+    let mut digest = None;
     reader.expect(b'{')?;
     loop {
         let name = reader.plain_string()?;
@@ -67,6 +69,7 @@ pub(crate) fn scan<'a, 'k>(
             // Written by dw-agent, not used by a table: read past it.
             "cluster_id" if cluster_id.is_none() => cluster_id = Some(reader.plain_string()?),
             "stages" if stages.is_none() => stages = Some(reader.stages()?),
+            "routing_digest" if digest.is_none() => digest = Some(reader.plain_string()?),
             _ => return None,
         }
         match reader.next_byte()? {
@@ -87,6 +90,49 @@ pub(crate) fn scan<'a, 'k>(
         kvs: kvs?,
         stages: stages.unwrap_or_default(),
     })
+}
+
+/// The revision and `routing_digest` of a document, read from the fields before `kvs`
+/// (see `crate::digest::snapshot_header`): `None` unless it starts with fields of the
+/// common shape, each at most once, the digest among them, then `kvs`.
+pub(crate) fn header(text: &str) -> Option<(u64, &str)> {
+    let mut reader = Reader {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+    };
+    let (mut format, mut revision, mut digest) = (None, None, None);
+    let mut seen: Vec<&str> = Vec::with_capacity(6);
+    reader.expect(b'{')?;
+    loop {
+        let name = reader.plain_string()?;
+        if seen.contains(&name) {
+            return None;
+        }
+        seen.push(name);
+        reader.expect(b':')?;
+        reader.skip_whitespace();
+        match name {
+            "format" => format = Some(reader.digits()?),
+            "revision" => revision = Some(reader.digits()?),
+            "routing_digest" => digest = Some(reader.plain_string()?),
+            "prefix" | "cluster_id" => {
+                reader.plain_string()?;
+            }
+            "stages" => {
+                reader.stages()?;
+            }
+            "kvs" => break,
+            _ => return None,
+        }
+        reader.expect(b',')?;
+    }
+    // PHP's is_int, as in `scan`.
+    let revision = revision.filter(|&revision| i64::try_from(revision).is_ok())?;
+    if format? != crate::SNAPSHOT_FORMAT {
+        return None;
+    }
+    Some((revision, digest.filter(|digest| !digest.is_empty())?))
 }
 
 /// The bytes that end a string without escapes: its closing quote, or what makes it not one

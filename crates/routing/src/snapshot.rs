@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use xxhash_rust::xxh3::Xxh3Default;
+
 use crate::Error;
 use crate::json::{self, Kind};
 use crate::quoted;
@@ -22,7 +24,7 @@ pub struct AppliedStage {
 /// The only snapshot format this crate reads or writes.
 pub const SNAPSHOT_FORMAT: u64 = 1;
 
-use crate::keys::DEFAULT_PREFIX;
+use crate::keys::{DEFAULT_PREFIX, POLICY, REGION};
 
 /// A parsed snapshot: every key under the prefix and its raw value, at one revision.
 ///
@@ -85,6 +87,9 @@ impl Snapshot {
             cluster_id: Option<String>,
             #[serde(default)]
             stages: Vec<AppliedStage>,
+            // Read by readers that keep a table (crate::digest), not part of a snapshot.
+            #[serde(default, rename = "routing_digest")]
+            _routing_digest: Option<String>,
             kvs: BTreeMap<String, String>,
         }
         let common: Common = serde_json::from_str(common_text(bytes)?).ok()?;
@@ -237,6 +242,9 @@ impl SnapshotWriter {
             // Strings and integers: serialising cannot fail.
             head.extend_from_slice(&serde_json::to_vec(&snapshot.stages).unwrap_or_default());
         }
+        // Before kvs, so that a reader finds it in the first bytes (crate::digest).
+        head.extend_from_slice(b",\"routing_digest\":");
+        head.extend_from_slice(json_string(&routing_digest(snapshot)).as_bytes());
         head.extend_from_slice(b",\"kvs\":{");
         out.write_all(&head)?;
         for (index, (_, member)) in self.members.iter().enumerate() {
@@ -247,6 +255,36 @@ impl SnapshotWriter {
         }
         out.write_all(b"}}")
     }
+}
+
+/// What every digest this crate writes starts with: the algorithm and what it covers, so
+/// that a later writer can change either without a reader mistaking one for the other.
+pub const DIGEST_SCHEME: &str = "xxh3-128/1:";
+
+/// The digest of what a table is built from in `snapshot`: its prefix, the keys and values
+/// of its region keys and its policy key, and its applied stages. Lengths frame every part,
+/// so that no two different inputs hash the same bytes.
+pub fn routing_digest(snapshot: &Snapshot) -> String {
+    let mut hasher = Xxh3Default::new();
+    let mut part = |bytes: &[u8]| {
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    part(snapshot.prefix.as_bytes());
+    let policy = format!("{}{POLICY}", snapshot.prefix);
+    let regions = format!("{}{REGION}", snapshot.prefix);
+    for (key, value) in &snapshot.kvs {
+        if key.starts_with(&regions) || *key == policy {
+            part(key.as_bytes());
+            part(value.as_bytes());
+        }
+    }
+    part(b"stages");
+    for stage in &snapshot.stages {
+        part(stage.id.as_bytes());
+        part(&stage.revision.to_le_bytes());
+    }
+    format!("{DIGEST_SCHEME}{:032x}", hasher.digest128())
 }
 
 /// Whether `member` is exactly `json_string(key):json_string(value)`, checked in place.
@@ -374,6 +412,7 @@ mod tests {
             if let Some(cluster_id) = &snapshot.cluster_id {
                 object.insert("cluster_id".into(), cluster_id.clone().into());
             }
+            object.insert("routing_digest".into(), routing_digest(snapshot).into());
             let kvs = snapshot
                 .kvs
                 .iter()

@@ -24,6 +24,7 @@ pub fn fast_timing() -> Timing {
         backoff_initial: Duration::from_millis(50),
         backoff_max: Duration::from_millis(500),
         healthy_after: Duration::from_secs(5),
+        coalesce_window: Timing::default().coalesce_window,
     }
 }
 
