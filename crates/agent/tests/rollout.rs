@@ -238,7 +238,7 @@ async fn a_failing_check_aborts_and_the_cohort_returns_to_current_routing() {
         tests.join(" && ")
     );
     let (code, error) = support::dwctl(
-        &[fleet.endpoint.clone()],
+        std::slice::from_ref(&fleet.endpoint),
         &[
             "rollout",
             &fleet.file,
