@@ -6,10 +6,16 @@
 //! ```
 //!
 //! Environment knobs: `DW_BENCH_WRITES` (default 1000), `DW_BENCH_FLEET` (default 200),
-//! `DW_BENCH_FLEET_WRITES` (default 200).
+//! `DW_BENCH_FLEET_WRITES` (default 200), `DW_BENCH_STAGE_KEYS` (default 2500,20000),
+//! `DW_BENCH_MEMORY_KEYS` (default 2500,50000,200000), `DW_BENCH_ONLY` (`memory` or
+//! `stages`: that section alone), `DW_BENCH_QUICK=1` (fewer of everything).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
+
+// Not a file of its own in benches/: Cargo would take it for a bench target.
+#[path = "parts/stage_cost.rs"]
+mod stage_cost;
 
 use std::fs;
 use std::time::{Duration, Instant};
@@ -149,124 +155,6 @@ async fn propagation(cluster: &Cluster, dir: &std::path::Path, keys: usize, writ
         target: "p99 ≤ 5 ms",
         met: Some(percentile(&latencies, 0.99) <= Duration::from_millis(5)),
     }
-}
-
-/// This process's CPU time (user + system) so far.
-fn process_cpu() -> Duration {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_SELF is always valid.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
-}
-
-/// Propagation with a node identity, with or without an open stage whose cohort holds the
-/// node (it stages one region the writes do not touch): what an open stage costs the agent
-/// per change (the overlay is computed on every publication). Returns (p50, p99, CPU per
-/// change of this process: agent, etcd client and writer alike, the same in both runs).
-async fn staged_propagation(
-    cluster: &Cluster,
-    dir: &std::path::Path,
-    keys: usize,
-    writes: usize,
-    staged: bool,
-) -> (Duration, Duration, Duration) {
-    let mut client = emptied(cluster).await;
-    load_regions(&mut client, keys).await;
-    if staged {
-        let stage = serde_json::json!({"schema": 1, "id": "bench", "cohort": {"nodes": ["bench-node"]},
-            "kvs": {"region/STAGED": region(1)}, "base": {}});
-        put(
-            &mut client,
-            &format!("{PREFIX}stage/bench"),
-            stage.to_string(),
-        )
-        .await;
-    }
-    let snapshot = dir.join(format!("staged-{staged}-{keys}.json"));
-    let mut config = bench_config(cluster.endpoints(), &snapshot);
-    config.report = Some(dw_agent::ReportConfig::new("bench-node"));
-    let mut agent = RunningAgent::start(config).await;
-    let (now, _) = etcd_state(&mut client, 0).await;
-    agent.published(now).await;
-    let published = fs::read_to_string(&snapshot).unwrap_or_default();
-    assert_eq!(published.contains("\"stages\":[{\"id\":\"bench\""), staged);
-
-    let mut latencies = Vec::with_capacity(writes);
-    let mut cpu = Duration::ZERO;
-    for i in 0..writes + 50 {
-        let key = format!("{PREFIX}region/G{:04}", i % keys.max(1));
-        let before = process_cpu();
-        let sent = Instant::now();
-        let revision = put(&mut client, &key, region(i + 20_000)).await;
-        let publication = agent.published(revision).await;
-        if i >= 50 {
-            latencies.push(publication.renamed_at.saturating_duration_since(sent));
-            cpu += process_cpu().saturating_sub(before);
-        }
-    }
-    agent.stop().await;
-    latencies.sort();
-    (
-        percentile(&latencies, 0.5),
-        percentile(&latencies, 0.99),
-        cpu / u32::try_from(writes.max(1)).unwrap_or(u32::MAX),
-    )
-}
-
-/// The two runs of [`staged_propagation`] side by side, alternated three times each so that
-/// drift on the machine lands on both.
-async fn stage_cost(
-    cluster: &Cluster,
-    dir: &std::path::Path,
-    keys: usize,
-    writes: usize,
-) -> Vec<Row> {
-    let mut plain = Vec::new();
-    let mut staged = Vec::new();
-    for _ in 0..3 {
-        plain.push(staged_propagation(cluster, dir, keys, writes, false).await);
-        staged.push(staged_propagation(cluster, dir, keys, writes, true).await);
-    }
-    let median = |runs: &mut Vec<(Duration, Duration, Duration)>| {
-        runs.sort_by_key(|run| run.2);
-        runs[runs.len() / 2]
-    };
-    let (p50, p99, cpu) = median(&mut plain);
-    let (sp50, sp99, scpu) = median(&mut staged);
-    let ratio = scpu.as_secs_f64() / cpu.as_secs_f64().max(1e-9);
-    vec![
-        Row {
-            name: format!(
-                "Propagation and CPU per change, no stage, {} region keys ({} writes, median of 3 runs)",
-                thousands(keys),
-                thousands(writes)
-            ),
-            result: format!(
-                "p50 {}, p99 {}, CPU {} per change",
-                ms(p50),
-                ms(p99),
-                ms(cpu)
-            ),
-            target: "-",
-            met: None,
-        },
-        Row {
-            name: format!(
-                "The same with a stage open whose cohort holds the node ({} region keys)",
-                thousands(keys)
-            ),
-            result: format!(
-                "p50 {}, p99 {}, CPU {} per change: **{ratio:.2}x** the CPU without",
-                ms(sp50),
-                ms(sp99),
-                ms(scpu)
-            ),
-            target: "CPU per change ≤ 1.2x",
-            met: Some(ratio <= 1.2),
-        },
-    ]
 }
 
 /// `fleet` agents, each with its own connection and watch stream, on one etcd; for each
@@ -529,8 +417,17 @@ fn main() {
         .filter_map(|n| n.trim().parse().ok())
         .filter(|&n| n > 0)
         .collect();
-    // DW_BENCH_ONLY=memory runs the memory section alone.
-    let only_memory = std::env::var("DW_BENCH_ONLY").is_ok_and(|v| v == "memory");
+    // DW_BENCH_STAGE_KEYS=2500,20000 (the default): the state sizes of the stage's cost.
+    let stage_sizes: Vec<usize> = std::env::var("DW_BENCH_STAGE_KEYS")
+        .unwrap_or_else(|_| "2500,20000".to_owned())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .filter(|&n| n > 0)
+        .collect();
+    let rounds = if quick { 1 } else { 3 };
+    // DW_BENCH_ONLY=memory (or =stages) runs that section alone.
+    let only = std::env::var("DW_BENCH_ONLY").unwrap_or_default();
+    let (only_memory, only_stages) = (only == "memory", only == "stages");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -540,18 +437,28 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let mut cluster = Cluster::start(dir.path(), 1).await;
         let mut rows = Vec::new();
-        if !only_memory {
+        if !only_memory && !only_stages {
             eprintln!("propagation, 20 keys");
             rows.push(propagation(&cluster, dir.path(), 20, writes).await);
             eprintln!("propagation, 2,500 keys");
             rows.push(propagation(&cluster, dir.path(), 2500, writes).await);
-            eprintln!("propagation with and without an open stage, 2,500 keys");
-            rows.extend(stage_cost(&cluster, dir.path(), 2500, writes / 2).await);
             eprintln!("fan-out, {fleet} agents");
             rows.push(fan_out(&cluster, dir.path(), fleet, fleet_writes).await);
         }
-        eprintln!("memory");
-        rows.extend(memory(&mut cluster, dir.path(), &memory_sizes).await);
+        if !only_memory {
+            for &keys in &stage_sizes {
+                eprintln!("agent CPU per change with and without an open stage, {keys} keys");
+                // Fewer writes at a larger state: each publication costs more.
+                let count = (writes * 2500 / keys.max(2500)).max(100);
+                rows.extend(
+                    stage_cost::stage_cost(&cluster, dir.path(), keys, count, rounds).await,
+                );
+            }
+        }
+        if !only_stages {
+            eprintln!("memory");
+            rows.extend(memory(&mut cluster, dir.path(), &memory_sizes).await);
+        }
         rows
     });
 
@@ -566,7 +473,11 @@ fn main() {
          new value for one region key. Fan-out runs {fleet} full agents, each with its own \
          connection, watch stream and snapshot file, and takes the last agent's rename. \
          Memory is the `dw-agent` binary's VmRSS (and peak VmHWM) after mirroring 2,500, \
-         50,000 and 200,000 region keys and 200 further updates. {cores} cores shared by etcd, the agents and the writer{}.\n",
+         50,000 and 200,000 region keys and 200 further updates. The stage rows run the \
+         `dw-agent` binary with a node id, with and without a stage open whose cohort names \
+         the node (it stages `region/DE`, which the writes do not touch), alternated {rounds} \
+         times; CPU is the agent process's user + system time (`/proc/<pid>/stat`) over the \
+         timed writes divided by their count, latency is until the bench saw the file. {cores} cores shared by etcd, the agents and the writer{}.\n",
         if quick {
             "; **quick run, numbers not to quote**"
         } else {

@@ -370,14 +370,7 @@ mod tests {
     }
 
     fn stage(points: u16) -> Stage {
-        Stage::parse(
-            "s1",
-            &json!({"schema": 1, "id": "s1", "cohort": {"points": points},
-                "kvs": {"region/DE": r#"{"shard":"eu-9","origins":["fra-a","ams-a"]}"#},
-                "base": {}, "created_by": "t", "created_at": "", "reason": ""})
-            .to_string(),
-        )
-        .unwrap()
+        crate::rollout_gate::sample_stage(points)
     }
 
     #[test]

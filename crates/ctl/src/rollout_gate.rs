@@ -1,6 +1,8 @@
 //! The judgments of a rollout step (`crate::rollout` has the rules): does every live node
 //! of the cohort serve the stage, does a node reject a staged key ([`judge`]), and is a
-//! probed origin unhealthy by the health checker's rules ([`Streaks`]).
+//! probed origin unhealthy by the health checker's rules ([`Streaks`]). `stage show` and
+//! `stage create --dry-run` use the same [`judge`] and [`is_member`], so that a node
+//! `stage show` calls serving is one a rollout step would pass.
 
 use std::collections::BTreeMap;
 
@@ -42,6 +44,17 @@ fn applies_any(node: &NodeReport, id: &str) -> bool {
     applies(node, id, 0)
 }
 
+/// Whether the node is in the stage's cohort (by its id and labels; liveness aside).
+pub fn is_member(stage: &Stage, node: &NodeReport) -> bool {
+    stage.cohort.contains(
+        &stage.id,
+        &Node {
+            id: &node.id,
+            labels: &node.labels,
+        },
+    )
+}
+
 /// Judges the cohort of `stage` (its key at `revision`, under `prefix`) from `nodes`.
 pub fn judge(stage: &Stage, revision: i64, prefix: &str, nodes: &[NodeReport]) -> Gate {
     let mut gate = Gate::default();
@@ -61,14 +74,7 @@ pub fn judge(stage: &Stage, revision: i64, prefix: &str, nodes: &[NodeReport]) -
                 gate.rejected.push((node.id.clone(), key.to_owned()));
             }
         }
-        let member = stage.cohort.contains(
-            &stage.id,
-            &Node {
-                id: &node.id,
-                labels: &node.labels,
-            },
-        );
-        if !member {
+        if !is_member(stage, node) {
             continue;
         }
         gate.members.push(node.id.clone());
@@ -155,20 +161,27 @@ impl Streaks {
     }
 }
 
+/// A stage `s1` of `points` (of 10,000) moving DE to fra-a and ams-a, for unit tests here
+/// and in `crate::rollout`.
+#[cfg(test)]
+pub(crate) fn sample_stage(points: u16) -> Stage {
+    Stage::parse(
+        "s1",
+        &serde_json::json!({"schema": 1, "id": "s1", "cohort": {"points": points},
+            "kvs": {"region/DE": r#"{"shard":"eu-9","origins":["fra-a","ams-a"]}"#},
+            "base": {}, "created_by": "t", "created_at": "", "reason": ""})
+        .to_string(),
+    )
+    .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     fn stage(points: u16) -> Stage {
-        Stage::parse(
-            "s1",
-            &json!({"schema": 1, "id": "s1", "cohort": {"points": points},
-                "kvs": {"region/DE": r#"{"shard":"eu-9","origins":["fra-a","ams-a"]}"#},
-                "base": {}, "created_by": "t", "created_at": "", "reason": ""})
-            .to_string(),
-        )
-        .unwrap()
+        sample_stage(points)
     }
     #[test]
     fn every_not_current_cohort_node_blocks_and_rejected_staged_keys_are_found() {

@@ -10,79 +10,39 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::fleet::{Behaviour, Fleet, applying, nodes, probe_server};
-use common::{CONTROL, DE, Etcd, PREFIX, region_key, seed};
+use common::fleet::{Behaviour, Fleet, applying, probe_server};
+use common::rollout::{
+    audit_of, events, named, record, rollout, rollout_argv, rollout_json, setup, stage_of, steps,
+};
+use common::{CONTROL, region_key};
 use dw_routing::stage::cohort_point;
 use etcd_client::PutOptions;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
-/// The file every rollout here stages: DE moves to fra-a and ams-a.
-fn de_file(etcd: &Etcd) -> String {
-    let path = etcd.data_dir.join("de.json");
-    let body = json!({"regions": {"DE": {"shard": "eu-9", "origins": ["fra-a", "ams-a"],
-        "weight": {"fra-a": 60, "ams-a": 40}}}});
-    std::fs::write(&path, body.to_string()).unwrap();
-    path.to_string_lossy().into_owned()
-}
-
-/// The JSON events (one object a line) a run printed.
-fn events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
-
-fn named<'e>(events: &'e [Value], name: &str) -> Vec<&'e Value> {
-    events.iter().filter(|e| e["event"] == name).collect()
-}
-
-async fn record(etcd: &Etcd, id: &str) -> Option<Value> {
-    etcd.get_json(&format!("{CONTROL}rollouts/{id}")).await
-}
-
-async fn stage_of(etcd: &Etcd, id: &str) -> Option<Value> {
-    etcd.get_json(&format!("{PREFIX}stage/{id}")).await
-}
-
-async fn setup(count: usize) -> (Etcd, Vec<String>, String) {
-    let etcd = Etcd::start().await;
-    seed(&etcd, &[("DE", DE)]).await;
-    let file = de_file(&etcd);
-    (etcd, nodes(count), file)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_rollout_promotes_step_by_step() {
     let (etcd, ids, file) = setup(10).await;
     let fleet = Fleet::start(&etcd, &applying(&ids)).await;
-    let run = etcd.dwctl(&[
-        "--output",
-        "json",
-        "rollout",
+    let run = rollout_json(
+        &etcd,
         &file,
-        "--steps",
-        "50%,100%",
-        "--bake",
-        "1s",
-        "--id",
         "de-move",
-        "--check",
-        "true",
-        "--check-interval",
-        "200ms",
-        "--reason",
-        "CHG-7",
-    ]);
+        "50%,100%",
+        "1s",
+        &[
+            "--check",
+            "true",
+            "--check-interval",
+            "200ms",
+            "--reason",
+            "CHG-7",
+        ],
+    );
     fleet.stop().await;
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let events = events(&run.stdout);
-    let steps: Vec<i64> = named(&events, "step")
-        .iter()
-        .map(|e| e["step"].as_i64().unwrap())
-        .collect();
-    assert_eq!(steps, [1, 2]);
+    assert_eq!(steps(&events), [1, 2]);
     assert_eq!(named(&events, "baking").len(), 2);
     assert_eq!(named(&events, "step-passed").len(), 2);
     let members: Vec<&String> = ids
@@ -131,22 +91,21 @@ async fn a_probe_failing_during_the_bake_aborts_the_stage() {
     let (url, served) = probe_server(3).await;
     let before = etcd.get(&region_key("DE")).await.unwrap();
     let probe = format!("ams-a={url}");
-    let run = etcd.dwctl(&[
-        "rollout",
+    let run = rollout(
+        &etcd,
         &file,
-        "--steps",
-        "50%,100%",
-        "--bake",
-        "2s",
-        "--id",
         "probed",
-        "--probe",
-        &probe,
-        "--probe-interval",
-        "200ms",
-        "--fail-after",
-        "2",
-    ]);
+        "50%,100%",
+        "2s",
+        &[
+            "--probe",
+            &probe,
+            "--probe-interval",
+            "200ms",
+            "--fail-after",
+            "2",
+        ],
+    );
     fleet.stop().await;
     assert_eq!(run.code, 7, "{}\n{}", run.stdout, run.stderr);
     assert!(
@@ -173,10 +132,7 @@ async fn a_probe_failing_during_the_bake_aborts_the_stage() {
     let progress = record(&etcd, "probed").await.unwrap();
     assert_eq!(progress["state"], "aborted");
     assert_eq!(progress["step"], 0);
-    let audit = etcd
-        .get_json(&format!("{CONTROL}stages/probed"))
-        .await
-        .unwrap();
+    let audit = audit_of(&etcd, "probed").await.unwrap();
     assert_eq!(audit["action"], "abort");
     assert!(
         audit["reason"].as_str().unwrap().contains("probe of ams-a"),
@@ -185,18 +141,14 @@ async fn a_probe_failing_during_the_bake_aborts_the_stage() {
 
     // A probe of an origin the change does not route to is refused, nothing written.
     let fleet = Fleet::start(&etcd, &applying(&ids)).await;
-    let run = etcd.dwctl(&[
-        "rollout",
+    let run = rollout(
+        &etcd,
         &file,
-        "--steps",
-        "100%",
-        "--bake",
-        "1s",
-        "--id",
         "other",
-        "--probe",
-        "par-a=http://127.0.0.1:1/",
-    ]);
+        "100%",
+        "1s",
+        &["--probe", "par-a=http://127.0.0.1:1/"],
+    );
     fleet.stop().await;
     assert_eq!(run.code, 4, "{}", run.stderr);
     assert!(stage_of(&etcd, "other").await.is_none());
@@ -213,20 +165,13 @@ async fn a_check_failing_during_the_bake_aborts_the_stage() {
          [ \"$DW_ROLLOUT_ID\" = checked ] || exit 9; [ $n -lt 2 ] || {{ echo 'error rate 7%' >&2; exit 1; }}",
         counter.display()
     );
-    let (code, json, stderr) = etcd.dwctl_json(&[
-        "rollout",
+    let (code, json, stderr) = etcd.dwctl_json(&rollout_argv(
         &file,
-        "--steps",
-        "100%",
-        "--bake",
-        "2s",
-        "--id",
         "checked",
-        "--check",
-        &check,
-        "--check-interval",
-        "200ms",
-    ]);
+        "100%",
+        "2s",
+        &["--check", &check, "--check-interval", "200ms"],
+    ));
     fleet.stop().await;
     assert_eq!(code, 7, "{stderr}");
     // --output json: the error document is the last line of stdout.
@@ -248,21 +193,16 @@ async fn a_check_failing_during_the_bake_aborts_the_stage() {
 async fn sigint_leaves_the_stage_and_resume_continues_at_its_step() {
     let (etcd, ids, file) = setup(8).await;
     let fleet = Fleet::start(&etcd, &applying(&ids)).await;
+    let mut argv = vec!["--output", "json"];
+    argv.extend(rollout_argv(
+        &file,
+        "paused",
+        "40%,70%,100%",
+        "1s",
+        &["--check", "true"],
+    ));
     let mut child = etcd
-        .tokio_command(&[
-            "--output",
-            "json",
-            "rollout",
-            &file,
-            "--steps",
-            "40%,70%,100%",
-            "--bake",
-            "1s",
-            "--id",
-            "paused",
-            "--check",
-            "true",
-        ])
+        .tokio_command(&argv)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -318,13 +258,7 @@ async fn sigint_leaves_the_stage_and_resume_continues_at_its_step() {
 
     // A new rollout of the same id is refused while this one can be resumed; the check
     // must be given again (a command read from etcd is never run).
-    assert_eq!(
-        etcd.dwctl(&[
-            "rollout", &file, "--steps", "100%", "--bake", "1s", "--id", "paused"
-        ])
-        .code,
-        1
-    );
+    assert_eq!(rollout(&etcd, &file, "paused", "100%", "1s", &[]).code, 1);
     assert_eq!(etcd.dwctl(&["rollout", "resume", "paused"]).code, 2);
     let run = etcd.dwctl(&[
         "--output", "json", "rollout", "resume", "paused", "--check", "true",
@@ -333,11 +267,7 @@ async fn sigint_leaves_the_stage_and_resume_continues_at_its_step() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let events = events(&run.stdout);
     assert_eq!(named(&events, "resumed")[0]["step"], 2);
-    let steps: Vec<i64> = named(&events, "step")
-        .iter()
-        .map(|e| e["step"].as_i64().unwrap())
-        .collect();
-    assert_eq!(steps, [2, 3], "resumed at the recorded step");
+    assert_eq!(steps(&events), [2, 3], "resumed at the recorded step");
     assert_eq!(events.last().unwrap()["event"], "promoted");
     assert!(stage_of(&etcd, "paused").await.is_none());
     assert_eq!(
@@ -356,9 +286,7 @@ async fn an_empty_cohort_is_refused_with_nothing_written() {
         .find(|id| ids.iter().all(|node| cohort_point(id, node) >= 100))
         .unwrap();
     let before = etcd.dump("/dw/").await;
-    let run = etcd.dwctl(&[
-        "rollout", &file, "--steps", "1%,100%", "--bake", "1s", "--id", &id,
-    ]);
+    let run = rollout(&etcd, &file, &id, "1%,100%", "1s", &[]);
     assert_eq!(run.code, 4, "{}", run.stderr);
     assert!(
         run.stderr.contains("holds 0 live node(s)"),
@@ -366,18 +294,7 @@ async fn an_empty_cohort_is_refused_with_nothing_written() {
         run.stderr
     );
     // --min-nodes: three live nodes are fewer than four.
-    let run = etcd.dwctl(&[
-        "rollout",
-        &file,
-        "--steps",
-        "100%",
-        "--bake",
-        "1s",
-        "--id",
-        "few",
-        "--min-nodes",
-        "4",
-    ]);
+    let run = rollout(&etcd, &file, "few", "100%", "1s", &["--min-nodes", "4"]);
     fleet.stop().await;
     assert_eq!(run.code, 4, "{}", run.stderr);
     assert!(
@@ -404,18 +321,14 @@ async fn a_step_whose_cohort_never_serves_it_times_out_and_keeps_the_stage() {
     let mut fleet_nodes = applying(&ids);
     fleet_nodes[2].1 = Behaviour::Never;
     let fleet = Fleet::start(&etcd, &fleet_nodes).await;
-    let run = etcd.dwctl(&[
-        "rollout",
+    let run = rollout(
+        &etcd,
         &file,
-        "--steps",
-        "100%",
-        "--bake",
-        "1s",
-        "--id",
         "stuck",
-        "--step-timeout",
+        "100%",
         "1s",
-    ]);
+        &["--step-timeout", "1s"],
+    );
     assert_eq!(run.code, 8, "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr
@@ -431,16 +344,7 @@ async fn a_step_whose_cohort_never_serves_it_times_out_and_keeps_the_stage() {
     fleet.stop().await;
     fleet_nodes[2].1 = Behaviour::RejectsDe;
     let fleet = Fleet::start(&etcd, &fleet_nodes).await;
-    let run = etcd.dwctl(&[
-        "rollout",
-        &file,
-        "--steps",
-        "100%",
-        "--bake",
-        "5s",
-        "--id",
-        "rejecting",
-    ]);
+    let run = rollout(&etcd, &file, "rejecting", "100%", "5s", &[]);
     fleet.stop().await;
     assert_eq!(run.code, 7, "{}\n{}", run.stdout, run.stderr);
     assert!(
@@ -469,18 +373,7 @@ async fn a_missing_cohort_node_blocks_the_step() {
         )
         .await
         .unwrap();
-    let run = etcd.dwctl(&[
-        "rollout",
-        &file,
-        "--steps",
-        "100%",
-        "--bake",
-        "1s",
-        "--id",
-        "gap",
-        "--step-timeout",
-        "1s",
-    ]);
+    let run = rollout(&etcd, &file, "gap", "100%", "1s", &["--step-timeout", "1s"]);
     fleet.stop().await;
     assert_eq!(run.code, 8, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("edge-9 (missing:"), "{}", run.stderr);

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::fleet::report_once;
 use common::{CONTROL, DE, Etcd, PREFIX, region_key, seed};
 use serde_json::{Value, json};
 
@@ -37,11 +38,9 @@ fn staged_region(stage: &Value, geo: &str) -> Option<Value> {
         .map(|raw| serde_json::from_str(raw).expect("staged JSON"))
 }
 
-/// A node report as the agent writes it, enough for dwctl (id, revision, labels, stages).
+/// A node report as the agent writes it (on a lease, so that dwctl believes it).
 async fn report(etcd: &Etcd, id: &str, labels: Value, stages: Value) {
-    let body = json!({"revision": etcd.revision().await, "state": "ok", "labels": labels, "stages": stages});
-    etcd.put(&format!("/dw/nodes/{id}"), &body.to_string())
-        .await;
+    report_once(etcd, id, json!({"labels": labels, "stages": stages})).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use dw_routing::stage::{Cohort, Node, STAGE_SCHEMA, Stage, check_stage_id};
+use dw_routing::stage::{Cohort, STAGE_SCHEMA, Stage, check_stage_id};
 
 use crate::apply::{DiffLine, FileFormat, describe, parse_desired, plan_apply};
 use crate::cli::{CohortArgs, StageCommand};
@@ -16,7 +16,7 @@ use crate::fleet::{NodeReport, read_nodes};
 use crate::input::read_file_async;
 use crate::model::StageEdits;
 use crate::output::{Outcome, escape as shown, listing_text};
-use crate::rollout_gate::applies as serves;
+use crate::rollout_gate::{is_member, judge};
 use crate::stages::{
     audit, cohort_text, find_stage, is_empty_cohort, key_revision, open_stages, parse_cohort,
     promote_conflicts,
@@ -220,16 +220,7 @@ pub(super) async fn create(
 fn members(stage: &Stage, nodes: &[NodeReport]) -> Vec<String> {
     nodes
         .iter()
-        .filter(|node| node.live)
-        .filter(|node| {
-            stage.cohort.contains(
-                &stage.id,
-                &Node {
-                    id: &node.id,
-                    labels: &node.labels,
-                },
-            )
-        })
+        .filter(|node| node.live && is_member(stage, node))
         .map(|node| node.id.clone())
         .collect()
 }
@@ -307,20 +298,23 @@ async fn show(context: &Context, id: &str) -> Result<Outcome, Error> {
             shown(&conflicts.join(", "))
         ));
     }
-    let members = members(&stage, &nodes);
-    let by_id: BTreeMap<&str, &NodeReport> = nodes.iter().map(|n| (n.id.as_str(), n)).collect();
-    let (serving, waiting): (Vec<String>, Vec<String>) = members
-        .iter()
-        .cloned()
-        .partition(|member| serves(by_id[member.as_str()], id, entry.mod_revision));
+    // The verdict a rollout step would reach: a node serves the stage only when the fleet
+    // view believes its report too (not missing, untrusted, in conflict or stale).
+    let gate = judge(&stage, entry.mod_revision, &context.layout.prefix, &nodes);
+    let waiting: Vec<String> = gate.blocking.iter().map(|(node, _)| node.clone()).collect();
     lines.push(format!(
         "cohort nodes: {} live, {} serve it, not yet: {}",
-        members.len(),
-        serving.len(),
-        if waiting.is_empty() {
+        gate.members.len(),
+        gate.serving.len(),
+        if gate.blocking.is_empty() {
             "-".to_string()
         } else {
-            shown(&waiting.join(", "))
+            let why: Vec<String> = gate
+                .blocking
+                .iter()
+                .map(|(node, why)| format!("{node} ({why})"))
+                .collect();
+            shown(&why.join(", "))
         }
     ));
     Ok(Outcome {
@@ -332,9 +326,12 @@ async fn show(context: &Context, id: &str) -> Result<Outcome, Error> {
             "stage": stage,
             "diff": diff,
             "conflicts": conflicts,
-            "cohort_nodes": members,
-            "serving": serving,
+            "cohort_nodes": gate.members,
+            "serving": gate.serving,
             "not_serving": waiting,
+            "not_serving_why": gate.blocking.iter()
+                .map(|(node, why)| json!({"node": node, "why": why}))
+                .collect::<Vec<_>>(),
         }),
     })
 }

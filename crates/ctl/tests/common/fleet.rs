@@ -97,16 +97,7 @@ impl Fleet {
                     }
                     let mut body = report.clone();
                     body["revision"] = json!(revision);
-                    let text = body.to_string();
-                    let on = |lease: i64| Some(PutOptions::new().with_lease(lease));
-                    client
-                        .put(format!("/dw/nodes/{id}"), text.clone(), on(*live))
-                        .await
-                        .unwrap();
-                    client
-                        .put(format!("/dw/nodes-seen/{id}"), text, on(*seen))
-                        .await
-                        .unwrap();
+                    put_report(&mut client, id, &body, (*live, *seen)).await;
                     written.insert(id.clone(), report);
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -119,6 +110,36 @@ impl Fleet {
         self.stop.store(true, Ordering::SeqCst);
         self.task.await.unwrap();
     }
+}
+
+/// Writes `body` as node `id`'s live report on lease `live` and its seen record on lease
+/// `seen`, as an agent does (the body must name `live` as its `lease`).
+pub async fn put_report(client: &mut Client, id: &str, body: &Value, (live, seen): (i64, i64)) {
+    let text = body.to_string();
+    let on = |lease: i64| Some(PutOptions::new().with_lease(lease));
+    client
+        .put(format!("/dw/nodes/{id}"), text.clone(), on(live))
+        .await
+        .unwrap();
+    client
+        .put(format!("/dw/nodes-seen/{id}"), text, on(seen))
+        .await
+        .unwrap();
+}
+
+/// One believable report of node `id` at etcd's current revision: `fields` (state,
+/// labels, stages, ...) with the schema, instance and lease an agent's report has, on new
+/// leases (60 s live, 600 s seen).
+pub async fn report_once(etcd: &Etcd, id: &str, fields: Value) {
+    let mut client = etcd.client().await;
+    let live = client.lease_grant(60, None).await.unwrap().id();
+    let seen = client.lease_grant(600, None).await.unwrap().id();
+    let mut body = json!({"schema": 1, "instance": "test", "lease": live, "node": id,
+        "revision": etcd.revision().await, "state": "ok", "labels": {}, "stages": []});
+    for (key, value) in fields.as_object().into_iter().flatten() {
+        body[key] = value.clone();
+    }
+    put_report(&mut client, id, &body, (live, seen)).await;
 }
 
 pub fn nodes(count: usize) -> Vec<String> {
