@@ -225,7 +225,7 @@ impl Default for Timing {
             backoff_initial: Duration::from_millis(250),
             backoff_max: Duration::from_secs(10),
             healthy_after: Duration::from_secs(30),
-            coalesce_window: Duration::from_millis(100),
+            coalesce_window: Duration::from_millis(10),
         }
     }
 }
@@ -381,7 +381,7 @@ pub struct Cli {
     /// Changes arriving within this long after a publication wait and are published
     /// together at its end; the first change after a quiet spell is published at once.
     /// 0 publishes every change at once; at most 10s
-    #[arg(long, env = "DW_AGENT_COALESCE_WINDOW", default_value = "100ms", value_parser = parse_duration)]
+    #[arg(long, env = "DW_AGENT_COALESCE_WINDOW", default_value = "10ms", value_parser = parse_duration)]
     pub coalesce_window: Duration,
 
     /// Keys per page when listing the prefix
@@ -548,7 +548,7 @@ mod tests {
         assert!(parse(&["--prefix", ""]).is_err());
         assert_eq!(
             parse(&[]).unwrap().timing.coalesce_window,
-            Duration::from_millis(100)
+            Duration::from_millis(10)
         );
         assert!(parse(&["--coalesce-window", "0"]).is_ok());
         assert!(parse(&["--coalesce-window", "10s"]).is_ok());
