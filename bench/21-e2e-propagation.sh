@@ -28,6 +28,11 @@ for server in "${SERVERS[@]}"; do
   log "$server: $CHANGES changes at 32 regions"
   php tests/e2e/lib/propagation.php series "$STACK_ETCD" "$STACK_URL" --changes "$CHANGES" --key region/DE \
     >"$RAW/series-$server-32.json"
+  # Changes 2 ms after the previous one became visible: inside dw-agent's
+  # --coalesce-window (10 ms), so most of them wait for the window; what that costs.
+  log "$server: $CHANGES changes at 32 regions, 2 ms apart (inside the coalescing window)"
+  php tests/e2e/lib/propagation.php series "$STACK_ETCD" "$STACK_URL" --changes "$CHANGES" --key region/DE \
+    --gap-ms 2 >"$RAW/series-$server-32-burst.json"
 
   log "$server: seeding 2,500 regions"
   php examples/generate.php --regions 2500 --out "$STACK_DIR/gen-2500.json" >/dev/null
@@ -56,12 +61,15 @@ echo "How measured: the whole stack of `make demo` (etcd, dw-agent, PHP with `dw
      "at a time, about 0.3 ms each), then waits 20 ms before the next change. The path measured:\n",
      "etcd watch -> dw-agent -> temp file, fsync, rename -> inotify in each worker -> parse -> swap.\n\n",
      "| stack | regions | changes | measured | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | target p99 <= 20 ms |\n|---|---|---|---|---|---|---|---|---|\n";
-foreach ($stacks as $server => $label) foreach ([32, 2500] as $n) {
+foreach ($stacks as $server => $label) foreach (["32", "2500", "32-burst"] as $n) {
     $file = "$raw/series-$server-$n.json";
     if (!is_file($file)) continue;
     $s = json_decode(file_get_contents($file), true);
-    printf("| %s | %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %s |\n", $label, number_format($n), $s["changes"], $s["measured"],
-        $s["p50_ms"], $s["p90_ms"], $s["p99_ms"], $s["max_ms"], $s["p99_ms"] <= 20 && $s["timeouts"] === 0 ? "met" : "not met");
+    $burst = $n === "32-burst";
+    printf("| %s | %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %s |\n", $label,
+        $burst ? "32, changes 2 ms apart (inside `--coalesce-window`)" : number_format((int) $n), $s["changes"], $s["measured"],
+        $s["p50_ms"], $s["p90_ms"], $s["p99_ms"], $s["max_ms"],
+        $burst ? "(a change within 10 ms of a publication waits up to 10 ms)" : ($s["p99_ms"] <= 20 && $s["timeouts"] === 0 ? "met" : "not met"));
 }
 if (!is_file("$raw/series-litespeed-32.json")) echo "\nOpenLiteSpeed + lsphp not measured: $why\n";
 printf("\nThe 2,500-region snapshot is %s bytes; every change rewrites and reparses all of it.\n", number_format($bytes));
