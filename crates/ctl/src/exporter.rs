@@ -34,7 +34,7 @@ use tokio::sync::{RwLock, Semaphore};
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::fleet::{NodeReport, lag_revisions, lag_seconds, now_ms, read_nodes, routing_revision};
+use crate::fleet::{NodeReport, lag_revisions, lag_seconds, now_ms, read_fleet};
 use crate::output::{Outcome, Shown};
 use crate::shutdown::Shutdown;
 
@@ -170,14 +170,7 @@ async fn read(
     selector: &BTreeMap<String, String>,
 ) -> Result<(i64, Vec<NodeReport>), Error> {
     let mut client = context.etcd.connect().await?;
-    let target =
-        routing_revision(&mut client, &context.layout.prefix, &context.layout.nodes).await?;
-    let nodes = read_nodes(&mut client, &context.layout.nodes)
-        .await?
-        .into_iter()
-        .filter(|node| node.matches(selector))
-        .collect();
-    Ok((target, nodes))
+    read_fleet(&mut client, &context.layout, selector).await
 }
 
 /// The state the HTTP side serves from.

@@ -104,7 +104,7 @@ impl NodeReport {
         }
     }
 
-    pub(crate) fn matches(&self, selector: &BTreeMap<String, String>) -> bool {
+    fn matches(&self, selector: &BTreeMap<String, String>) -> bool {
         selector
             .iter()
             .all(|(k, v)| self.labels.get(k).is_some_and(|have| have == v))
@@ -324,19 +324,29 @@ fn node_stages(node: &NodeReport) -> String {
 const HEADER: &str =
     "NODE                 LABELS                 REVISION    LAG    LAG_S   REPORT  STATE";
 
+/// The fleet as `status` sees it: the routing revision nodes are compared with, and the
+/// reports of the nodes `selector` picks.
+pub(crate) async fn read_fleet(
+    client: &mut Client,
+    layout: &Layout,
+    selector: &BTreeMap<String, String>,
+) -> Result<(i64, Vec<NodeReport>), Error> {
+    let target = routing_revision(client, &layout.prefix, &layout.nodes).await?;
+    let nodes = read_nodes(client, &layout.nodes)
+        .await?
+        .into_iter()
+        .filter(|node| node.matches(selector))
+        .collect();
+    Ok((target, nodes))
+}
+
 /// `dwctl status`.
 pub async fn status(
     context: &Context,
     selector: &BTreeMap<String, String>,
 ) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
-    let target =
-        routing_revision(&mut client, &context.layout.prefix, &context.layout.nodes).await?;
-    let nodes: Vec<NodeReport> = read_nodes(&mut client, &context.layout.nodes)
-        .await?
-        .into_iter()
-        .filter(|node| node.matches(selector))
-        .collect();
+    let (target, nodes) = read_fleet(&mut client, &context.layout, selector).await?;
     let now = now_ms();
     let live = nodes.iter().filter(|node| node.live).count();
     let current = nodes.iter().filter(|node| node.serves(target)).count();
