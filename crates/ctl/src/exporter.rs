@@ -269,36 +269,40 @@ pub async fn serve(
             read(context, selector),
         )
         .await;
-        let up = match reading {
+        let failure = match reading {
             Ok(Ok(good)) => {
-                if failing {
-                    reporter.event("recovered", "etcd read again", json!({}));
-                    failing = false;
-                }
                 last_good = Some(good);
-                true
+                None
             }
-            Ok(Err(error)) => {
+            Ok(Err(error)) => Some(error.to_string()),
+            Err(_) => Some(format!(
+                "no answer within {:?}",
+                interval.max(Duration::from_secs(5))
+            )),
+        };
+        let up = failure.is_none();
+        match failure {
+            None if failing => {
+                reporter.event("recovered", "etcd read again", json!({}));
+                failing = false;
+            }
+            None => {}
+            Some(error) => {
                 errors += 1;
+                // Said once per failing spell, a read error or a read that timed out alike.
                 if !failing {
                     reporter.event(
                         "read-failed",
                         &format!(
                             "cannot read the fleet ({}); serving the last good reading",
-                            Shown(&error.to_string())
+                            Shown(&error)
                         ),
-                        json!({"error": error.to_string()}),
+                        json!({"error": error}),
                     );
                     failing = true;
                 }
-                false
             }
-            Err(_) => {
-                errors += 1;
-                failing = true;
-                false
-            }
-        };
+        }
         let (target, nodes) = last_good
             .as_ref()
             .map_or((0, &[][..]), |(t, n)| (*t, &n[..]));

@@ -133,6 +133,48 @@ async fn says_when_it_cannot_read_etcd() {
     assert_eq!(exporter.terminate().await, 0);
 }
 
+/// A read that hangs (etcd stopped, connections open) is a failure said once, like a read
+/// that errs, and the recovery is said when etcd answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn says_when_a_read_of_etcd_hangs() {
+    let etcd = Etcd::start().await;
+    // A per-call timeout longer than the exporter's own bound on a reading (5 s), so
+    // that the reading times out before any call does.
+    let command = etcd.tokio_command(&[
+        "--timeout",
+        "30",
+        "status",
+        "--serve",
+        "127.0.0.1:0",
+        "--interval",
+        "0.5",
+    ]);
+    let exporter = Daemon::spawn(command, &etcd, "hanging");
+    let addr = listening(&exporter).await;
+    eventually(Duration::from_secs(10), "a good reading", || async {
+        get(&addr, "/metrics")
+            .1
+            .contains("dw_fleet_up 1\n")
+            .then_some(())
+    })
+    .await;
+    etcd.pause();
+    let said = eventually(Duration::from_secs(20), "the hang said", || async {
+        let log = exporter.log();
+        log.contains("read-failed: ").then_some(log)
+    })
+    .await;
+    etcd.resume();
+    assert!(said.contains("no answer within 5s"), "{said}");
+    assert_eq!(said.matches("read-failed: ").count(), 1, "{said}");
+    assert!(get(&addr, "/metrics").1.contains("dw_fleet_up 0\n"));
+    eventually(Duration::from_secs(20), "the recovery said", || async {
+        exporter.log().contains("recovered: ").then_some(())
+    })
+    .await;
+    assert_eq!(exporter.terminate().await, 0);
+}
+
 #[test]
 fn refuses_a_bad_address_or_interval() {
     // Usage errors are found before any connection: nothing listens on port 9.

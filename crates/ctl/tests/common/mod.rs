@@ -95,6 +95,18 @@ impl Etcd {
         assert!(self.cluster.wait_ready().await, "etcd did not come back");
     }
 
+    /// SIGSTOP: etcd keeps its connections and answers nothing (until `resume`).
+    #[allow(dead_code)] // not every test file pauses etcd
+    pub fn pause(&self) {
+        self.cluster.members[0].pause();
+    }
+
+    /// SIGCONT after `pause`.
+    #[allow(dead_code)]
+    pub fn resume(&self) {
+        self.cluster.members[0].resume();
+    }
+
     pub async fn client(&self) -> Client {
         self.cluster.client().await
     }
