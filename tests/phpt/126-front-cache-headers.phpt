@@ -80,6 +80,8 @@ $show('on: X-DW-Sticky alone is ignored', $get(['CF-IPCountry' => 'DE', 'X-Test-
 $show('on: dw_geo differs from the header: routed by the header, not cached', $get(['CF-IPCountry' => 'DE', 'X-Test-Cache-Ttl' => '300'], '?dw_geo=US'));
 $show('on: no dw_geo: not cached', $get(['CF-IPCountry' => 'DE', 'X-Test-Cache-Ttl' => '300']));
 $show('on: dw_geo but no header: not cached', $get(['X-Test-Cache-Ttl' => '300'], '?dw_geo=DE'));
+$show('on, DW_SUBDIVISIONS=on: not cached, even without cf-region-code', $get(['CF-IPCountry' => 'DE', 'X-Test-Cache-Ttl' => '300', 'X-Test-Subdivisions' => 'on'], '?dw_geo=DE'));
+$show('on, DW_SUBDIVISIONS=on: not cached with it', $get(['CF-IPCountry' => 'DE', 'CF-Region-Code' => 'BY', 'X-Test-Cache-Ttl' => '300', 'X-Test-Subdivisions' => 'on'], '?dw_geo=DE'));
 $show('on: no table (fail-open at revision 0): not cached', $get(['CF-IPCountry' => 'DE', 'X-Test-Cache-Ttl' => '300', 'X-Test-Snapshot' => "$dir/missing.json"], '?dw_geo=DE'));
 
 // The X-LiteSpeed-Tag value at 8000 bytes is cached, at 8001 not: `dw,dw:r:US,dw:m:zz,
@@ -192,6 +194,18 @@ on: dw_geo but no header: not cached
   X-LiteSpeed-Cache-Control: no-cache
   X-DW-Shard: us-1
   X-DW-Origin: iad-a
+  X-DW-Revision: 41
+on, DW_SUBDIVISIONS=on: not cached, even without cf-region-code
+  Cache-Control: no-store
+  X-LiteSpeed-Cache-Control: no-cache
+  X-DW-Shard: eu-1
+  X-DW-Origin: ORIGIN(country)
+  X-DW-Revision: 41
+on, DW_SUBDIVISIONS=on: not cached with it
+  Cache-Control: no-store
+  X-LiteSpeed-Cache-Control: no-cache
+  X-DW-Shard: eu-1
+  X-DW-Origin: ORIGIN(country)
   X-DW-Revision: 41
 on: no table (fail-open at revision 0): not cached
   Cache-Control: no-store
