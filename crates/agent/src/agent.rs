@@ -203,6 +203,11 @@ impl Agent {
             std::future::pending::<()>().await
         };
         let lease = self.report_lease.clone();
+        let _heartbeat = crate::heartbeat::start(
+            &self.config.snapshot,
+            self.config.heartbeat_interval,
+            self.status(),
+        );
         tokio::select! {
             () = shutdown => {
                 info!(

@@ -42,6 +42,7 @@ mod config;
 mod error;
 mod etcd;
 mod heal;
+mod heartbeat;
 mod http;
 mod metric_help;
 mod metrics;
