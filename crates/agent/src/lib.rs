@@ -43,7 +43,6 @@ mod error;
 mod etcd;
 mod heal;
 mod http;
-mod metric_help;
 mod metrics;
 mod mirror;
 mod publish;
