@@ -44,7 +44,6 @@ mod etcd;
 mod heal;
 mod heartbeat;
 mod http;
-mod metric_help;
 mod metrics;
 mod mirror;
 mod publish;
