@@ -1,7 +1,7 @@
 # Sourced by tests/monitoring/run (uses its `check`, `passed`, `failed`): the Grafana
 # dashboard against a real Prometheus scraping real agents and the fleet exporter, all on
 # 127.0.0.1 with free ports. Every process started here is stopped on exit (trap), every
-# wait is bounded (STACK_START_TIMEOUT, 30 s each).
+# wait is bounded (STACK_START_TIMEOUT, 30 s each). Last, php/status.php on an agent's heartbeat.
 DASHBOARD=packaging/monitoring/dw-router-dashboard.json
 # shellcheck source=scripts/stack
 source scripts/stack
@@ -81,4 +81,16 @@ else
   check "dashboard: Prometheus scrapes 2 agents and the fleet exporter" false
   tail -n 20 "$STACK_DIR"/logs/*.log
 fi
+# php/status.php on a real agent's heartbeat (the userland twin: php -n): 200 while the
+# agent watches, 503 once etcd is gone (the agent's heartbeat says stale within a second).
+dashboard_status() { # EXPECTED_CODE
+  local answer
+  answer=$(DW_SNAPSHOT_PATH=$STACK_SNAPSHOT php -n -r 'ob_start(); include "php/status.php"; $b = ob_get_clean(); echo http_response_code(), " ", $b;')
+  echo "$answer" >"$STACK_DIR/status.out"
+  [[ $answer == "$1 "* ]]
+}
+check "status.php: 200 for a current agent's node" stack_until "status.php 200" dashboard_status 200
+stack_kill etcd TERM
+check "status.php: 503 once the agent lost etcd" stack_until "status.php 503" dashboard_status 503
+sed 's/^/       /' "$STACK_DIR/status.out"
 echo "   (dashboard part: $((SECONDS - dashboard_started)) s)"
