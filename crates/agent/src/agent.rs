@@ -203,6 +203,11 @@ impl Agent {
             std::future::pending::<()>().await
         };
         let lease = self.report_lease.clone();
+        let _heartbeat = crate::heartbeat::start(
+            &self.config.snapshot,
+            self.config.heartbeat_interval,
+            self.status(),
+        );
         tokio::select! {
             () = shutdown => {
                 info!(
@@ -495,6 +500,7 @@ impl Agent {
         if !self.write_retry.due(Instant::now()) {
             return;
         }
+        let building = Instant::now();
         self.effective = crate::stages::effective(&self.mirror, self.config.report.as_ref());
         let snapshot = self
             .effective
@@ -517,7 +523,8 @@ impl Agent {
                 }
                 self.mirror.mark_published();
                 self.coalescer.written(publication.renamed_at);
-                self.metrics.published(publication.revision);
+                let took = publication.renamed_at.saturating_duration_since(building);
+                self.metrics.published(publication.revision, took);
                 self.rejected = None;
                 self.published_at_ms = Some(unix_ms(SystemTime::now()));
                 if let Some(received) = received {

@@ -48,6 +48,8 @@ pub struct Config {
     pub page_size: i64,
     /// Node reports (`<nodes prefix><node id>`); `None` writes none.
     pub report: Option<ReportConfig>,
+    /// How often `<snapshot>.heartbeat` is rewritten (zero: never; at most 60 s).
+    pub heartbeat_interval: Duration,
 }
 
 /// The node report: who this node is and where and how often it says what it published.
@@ -244,6 +246,7 @@ impl Config {
             timing: Timing::default(),
             page_size: 1000,
             report: None,
+            heartbeat_interval: crate::heartbeat::DEFAULT_HEARTBEAT_INTERVAL,
         }
     }
 
@@ -285,6 +288,11 @@ impl Config {
         if t.coalesce_window > crate::coalesce::MAX_COALESCE_WINDOW {
             return Err(Error::Config(
                 "--coalesce-window must be at most 10s".into(),
+            ));
+        }
+        if self.heartbeat_interval > crate::heartbeat::MAX_HEARTBEAT_INTERVAL {
+            return Err(Error::Config(
+                "--heartbeat-interval must be at most 60s".into(),
             ));
         }
         if let Some(report) = &self.report {
@@ -409,6 +417,11 @@ pub struct Cli {
     /// Lease of the node report: the node counts as gone this long after it stops
     #[arg(long, env = "DW_AGENT_REPORT_TTL", default_value = "10s", value_parser = parse_duration)]
     pub report_ttl: Duration,
+
+    /// How often <snapshot>.heartbeat (the agent's verdict, for php/status.php) is
+    /// rewritten; 0 writes none; at most 60s
+    #[arg(long, env = "DW_AGENT_HEARTBEAT_INTERVAL", default_value = "5s", value_parser = parse_duration)]
+    pub heartbeat_interval: Duration,
 }
 
 impl Cli {
@@ -457,6 +470,7 @@ impl Cli {
             },
             page_size: self.page_size,
             report,
+            heartbeat_interval: self.heartbeat_interval,
         };
         config.validate()?;
         Ok(config)

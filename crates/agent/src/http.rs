@@ -1,7 +1,5 @@
-//! A deliberately tiny HTTP/1.1 server for `GET /metrics` and `GET /healthz`.
-//!
-//! Two read-only endpoints do not justify an HTTP stack in a daemon whose memory budget is
-//! a few megabytes: each connection gets one request and one response, then is closed.
+//! `GET /metrics` and `GET /healthz`, served by hyper (HTTP/1.1, one request per
+//! connection, then closed).
 //!
 //! Nothing on this port may take publication down: every connection costs a descriptor,
 //! and the agent needs descriptors to publish. So at most `max_connections` are held at
@@ -10,19 +8,27 @@
 //! idle or slow client); when every held connection is already being answered, the new
 //! one is closed at once. A flood of idle connections thus costs at most the cap in
 //! descriptors, and a prober that sends its request right away is still answered.
+//! Rendering takes no lock publication holds for longer than a counter update
+//! ([`crate::metrics`]).
 
 use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::AbortHandle;
 use tracing::debug;
 
-use crate::metrics::Metrics;
+use crate::metrics::{self, Metrics};
 
+/// The longest request head read (hyper's smallest buffer); a longer one is answered 431.
 const MAX_REQUEST_HEAD: usize = 8 * 1024;
 /// How long a client has to send its request head and read the answer.
 pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -105,10 +111,12 @@ pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, max_conn
                 waiting.spawn(id, move || {
                     tokio::spawn(async move {
                         let _permit = permit;
-                        let answered = tokio::time::timeout(
-                            CLIENT_TIMEOUT,
-                            answer(stream, &metrics, || queue.remove(id)),
-                        );
+                        let dequeue = {
+                            let queue = queue.clone();
+                            move || queue.remove(id)
+                        };
+                        let answered =
+                            tokio::time::timeout(CLIENT_TIMEOUT, answer(stream, metrics, dequeue));
                         if let Ok(Err(e)) = answered.await {
                             debug!(error = %e, "metrics client went away");
                         }
@@ -133,77 +141,58 @@ pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, max_conn
 /// Reads one request and answers it; `head_read` runs once the request head is in (the
 /// connection is then no longer an eviction candidate).
 async fn answer(
-    mut stream: TcpStream,
-    metrics: &Metrics,
-    head_read: impl FnOnce(),
-) -> std::io::Result<()> {
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
-        let n = stream.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(&buf[..n]);
-        if head.len() > MAX_REQUEST_HEAD {
-            return respond(
-                &mut stream,
-                "431 Request Header Fields Too Large",
-                "text/plain",
-                "",
-            )
-            .await;
-        }
-    }
-    head_read();
-    let request_line = head.split(|b| *b == b'\n').next().unwrap_or_default();
-    let request_line = String::from_utf8_lossy(request_line);
-    let mut parts = request_line.split_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    if method != "GET" {
-        return respond(
-            &mut stream,
-            "405 Method Not Allowed",
-            "text/plain",
-            "GET only\n",
-        )
-        .await;
-    }
-    let (status, content_type, body) = match path {
-        "/metrics" => (
-            "200 OK",
-            "text/plain; version=0.0.4; charset=utf-8",
-            metrics.render(),
-        ),
-        "/healthz" => match metrics.health() {
-            Ok(()) => ("200 OK", "text/plain; charset=utf-8", "ok\n".to_owned()),
+    stream: TcpStream,
+    metrics: Arc<Metrics>,
+    head_read: impl Fn() + Send + 'static,
+) -> hyper::Result<()> {
+    let service = hyper::service::service_fn(move |request| {
+        head_read();
+        let metrics = metrics.clone();
+        async move { Ok::<_, Infallible>(respond(&metrics, &request)) }
+    });
+    hyper::server::conn::http1::Builder::new()
+        .keep_alive(false)
+        .max_buf_size(MAX_REQUEST_HEAD)
+        .serve_connection(TokioIo::new(stream), service)
+        .await
+}
+
+fn respond(metrics: &Metrics, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let (status, content_type, body) = match (request.method(), request.uri().path()) {
+        (&Method::GET, "/metrics") => (StatusCode::OK, metrics::CONTENT_TYPE, metrics.render()),
+        (&Method::GET, "/healthz") => match metrics.health() {
+            Ok(()) => (
+                StatusCode::OK,
+                "text/plain; charset=utf-8",
+                "ok\n".to_owned(),
+            ),
             Err(reason) => (
-                "503 Service Unavailable",
+                StatusCode::SERVICE_UNAVAILABLE,
                 "text/plain; charset=utf-8",
                 format!("{reason}\n"),
             ),
         },
-        _ => (
-            "404 Not Found",
+        (&Method::GET, _) => (
+            StatusCode::NOT_FOUND,
             "text/plain",
             "try /metrics or /healthz\n".to_owned(),
         ),
+        _ => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            "GET only\n".to_owned(),
+        ),
     };
-    respond(&mut stream, status, content_type, &body).await
-}
-
-async fn respond(
-    stream: &mut TcpStream,
-    status: &str,
-    content_type: &str,
-    body: &str,
-) -> std::io::Result<()> {
-    let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
-        body.len()
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
     );
-    stream.write_all(response.as_bytes()).await?;
-    stream.shutdown().await
+    headers.insert(
+        CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    response
 }

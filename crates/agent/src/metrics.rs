@@ -1,13 +1,16 @@
 //! The agent's counters and state, shared between the watch loop (which updates them) and
 //! the HTTP endpoint (which renders them as Prometheus text and as a health verdict).
+//! The series themselves, and how to add one, are in [`series`].
+
+mod series;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::metric_help::single_valued_help;
+pub(crate) use self::series::CONTENT_TYPE;
+use self::series::Series;
 
 /// What the agent is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,32 +108,11 @@ struct Condition {
 pub(crate) struct Metrics {
     started: Instant,
     stall_timeout: Duration,
-    /// Published revision plus one; zero when nothing is published.
-    published_revision: AtomicU64,
-    mirror_revision: AtomicU64,
-    keys: AtomicU64,
-    unrepresentable_keys: AtomicU64,
-    snapshot_writes: AtomicU64,
-    write_errors: AtomicU64,
-    reconnects: AtomicU64,
-    stale_events: AtomicU64,
-    silent_watch_checks: AtomicU64,
-    untrusted_replaced: AtomicU64,
-    metrics_evicted: AtomicU64,
-    metrics_refused: AtomicU64,
-    coalesced: AtomicU64,
     /// Milliseconds since `started` plus one; zero for never.
     last_event: AtomicU64,
     last_response: AtomicU64,
-    report_writes: AtomicU64,
-    report_failures: AtomicU64,
-    report_heals: AtomicU64,
-    report_conflicts: AtomicU64,
-    /// Watch event received → snapshot renamed: microseconds, total and last.
-    event_to_rename_micros_sum: AtomicU64,
-    event_to_rename_count: AtomicU64,
-    event_to_rename_last_micros: AtomicU64,
-    restarts: Mutex<BTreeMap<&'static str, u64>>,
+    /// What `/metrics` serves; the counters in it are the status's too.
+    pub(crate) series: Series,
     condition: Mutex<Condition>,
 }
 
@@ -152,34 +134,19 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A count as a gauge's value.
+fn level(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
 impl Metrics {
     pub(crate) fn new(stall_timeout: Duration, published_revision: Option<u64>) -> Metrics {
-        Metrics {
+        let metrics = Metrics {
             started: Instant::now(),
             stall_timeout,
-            published_revision: AtomicU64::new(published_revision.map_or(0, |r| r + 1)),
-            mirror_revision: AtomicU64::new(0),
-            keys: AtomicU64::new(0),
-            unrepresentable_keys: AtomicU64::new(0),
-            snapshot_writes: AtomicU64::new(0),
-            write_errors: AtomicU64::new(0),
-            reconnects: AtomicU64::new(0),
-            stale_events: AtomicU64::new(0),
-            silent_watch_checks: AtomicU64::new(0),
-            untrusted_replaced: AtomicU64::new(0),
-            metrics_evicted: AtomicU64::new(0),
-            metrics_refused: AtomicU64::new(0),
-            coalesced: AtomicU64::new(0),
             last_event: AtomicU64::new(0),
             last_response: AtomicU64::new(0),
-            report_writes: AtomicU64::new(0),
-            report_failures: AtomicU64::new(0),
-            report_heals: AtomicU64::new(0),
-            report_conflicts: AtomicU64::new(0),
-            event_to_rename_micros_sum: AtomicU64::new(0),
-            event_to_rename_count: AtomicU64::new(0),
-            event_to_rename_last_micros: AtomicU64::new(0),
-            restarts: Mutex::new(CAUSES.iter().map(|c| (*c, 0)).collect()),
+            series: Series::new(&CAUSES, &State::ALL.map(State::as_str)),
             condition: Mutex::new(Condition {
                 state: State::Starting,
                 endpoint: None,
@@ -189,7 +156,10 @@ impl Metrics {
                 last_error: None,
                 report_conflict: None,
             }),
-        }
+        };
+        metrics.set_published_revision(published_revision);
+        metrics.set_state(State::Starting);
+        metrics
     }
 
     fn now_mark(&self) -> u64 {
@@ -207,8 +177,22 @@ impl Metrics {
         }
     }
 
+    fn set_published_revision(&self, revision: Option<u64>) {
+        let value = revision.map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX));
+        self.series.single.published_revision.set(value);
+    }
+
     pub(crate) fn set_state(&self, state: State) {
         lock(&self.condition).state = state;
+        for each in State::ALL {
+            let value = i64::from(each == state);
+            self.series
+                .state
+                .get_or_create(&[("state", each.as_str())])
+                .set(value);
+        }
+        let connected = matches!(state, State::Listing | State::Watching);
+        self.series.single.connected.set(i64::from(connected));
     }
 
     pub(crate) fn set_endpoint(&self, endpoint: &str) {
@@ -225,49 +209,54 @@ impl Metrics {
     }
 
     pub(crate) fn session_ended(&self, cause: &'static str, error: String) {
-        *lock(&self.restarts).entry(cause).or_insert(0) += 1;
-        self.reconnects.fetch_add(1, Ordering::Relaxed);
+        self.series
+            .watch_restarts
+            .get_or_create(&[("cause", cause)])
+            .inc();
+        self.series.single.reconnects.inc();
         lock(&self.condition).last_error = Some(error);
     }
 
-    pub(crate) fn published(&self, revision: u64) {
-        self.published_revision
-            .store(revision + 1, Ordering::Relaxed);
-        self.snapshot_writes.fetch_add(1, Ordering::Relaxed);
+    /// A snapshot was renamed into place; `took` from the start of building it.
+    pub(crate) fn published(&self, revision: u64, took: Duration) {
+        self.set_published_revision(Some(revision));
+        self.series.single.snapshot_writes.inc();
+        self.series.publication_duration.observe(took.as_secs_f64());
         lock(&self.condition).write_error = None;
     }
 
     pub(crate) fn report_written(&self) {
-        self.report_writes.fetch_add(1, Ordering::Relaxed);
+        self.series.single.report_writes.inc();
     }
 
     pub(crate) fn report_failed(&self) {
-        self.report_failures.fetch_add(1, Ordering::Relaxed);
+        self.series.single.report_failures.inc();
     }
 
     /// The report was written again after someone else deleted or overwrote it.
     pub(crate) fn report_healed(&self) {
-        self.report_heals.fetch_add(1, Ordering::Relaxed);
+        self.series.single.report_heals.inc();
     }
 
     /// Another agent instance wrote this node's report.
     pub(crate) fn report_conflict_seen(&self) {
-        self.report_conflicts.fetch_add(1, Ordering::Relaxed);
+        self.series.single.report_conflicts.inc();
     }
 
     /// The conflict over this node's report, while there is one (`/healthz` names it).
     pub(crate) fn set_report_conflict(&self, conflict: Option<String>) {
+        let value = i64::from(conflict.is_some());
         lock(&self.condition).report_conflict = conflict;
+        self.series.single.report_conflict.set(value);
     }
 
     /// The time from receiving a watch response to renaming its snapshot into place.
     pub(crate) fn event_to_rename(&self, took: Duration) {
-        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        self.event_to_rename_micros_sum
-            .fetch_add(micros, Ordering::Relaxed);
-        self.event_to_rename_count.fetch_add(1, Ordering::Relaxed);
-        self.event_to_rename_last_micros
-            .store(micros, Ordering::Relaxed);
+        self.series.event_to_rename.observe(took.as_secs_f64());
+        self.series
+            .single
+            .last_event_to_rename
+            .set(took.as_secs_f64());
     }
 
     /// The last session error and the reason the state is not published, for the report.
@@ -283,44 +272,46 @@ impl Metrics {
     }
 
     pub(crate) fn write_failed(&self, error: String) {
-        self.write_errors.fetch_add(1, Ordering::Relaxed);
+        self.series.single.snapshot_write_errors.inc();
         lock(&self.condition).write_error = Some(error);
     }
 
     pub(crate) fn mirrored(&self, revision: u64, keys: usize, unrepresentable: usize) {
-        self.mirror_revision.store(revision, Ordering::Relaxed);
-        self.keys.store(keys as u64, Ordering::Relaxed);
-        self.unrepresentable_keys
-            .store(unrepresentable as u64, Ordering::Relaxed);
+        let single = &self.series.single;
+        single
+            .mirror_revision
+            .set(i64::try_from(revision).unwrap_or(i64::MAX));
+        single.keys.set(level(keys));
+        single.unrepresentable_keys.set(level(unrepresentable));
     }
 
     pub(crate) fn untrusted_snapshot_replaced(&self) {
-        self.untrusted_replaced.fetch_add(1, Ordering::Relaxed);
+        self.series.single.untrusted_snapshot_replaced.inc();
     }
 
     /// An idle metrics connection closed to make room for a new one.
     pub(crate) fn metrics_connection_evicted(&self) {
-        self.metrics_evicted.fetch_add(1, Ordering::Relaxed);
+        self.series.single.metrics_connections_evicted.inc();
     }
 
     /// A metrics connection closed at once: every slot was busy answering.
     pub(crate) fn metrics_connection_refused(&self) {
-        self.metrics_refused.fetch_add(1, Ordering::Relaxed);
+        self.series.single.metrics_connections_refused.inc();
     }
 
     /// A watch response's change waits for the coalescing window's end.
     pub(crate) fn coalesced(&self) {
-        self.coalesced.fetch_add(1, Ordering::Relaxed);
+        self.series.single.coalesced_changes.inc();
     }
 
     /// A silent watch was checked with a read, which showed nothing it had missed.
     pub(crate) fn silent_watch_confirmed(&self) {
-        self.silent_watch_checks.fetch_add(1, Ordering::Relaxed);
+        self.series.single.silent_watch_checks.inc();
         self.response_received();
     }
 
     pub(crate) fn stale_events(&self, count: usize) {
-        self.stale_events.fetch_add(count as u64, Ordering::Relaxed);
+        self.series.single.stale_events.inc_by(count as u64);
     }
 
     /// Any response from etcd on the watch (events or progress): the watch is alive.
@@ -366,161 +357,58 @@ impl Metrics {
     }
 
     pub(crate) fn status(&self) -> Status {
-        let condition = lock(&self.condition);
-        let status = Status {
-            state: condition.state,
-            endpoint: condition.endpoint.clone(),
-            published_revision: self
-                .published_revision
-                .load(Ordering::Relaxed)
-                .checked_sub(1),
-            mirror_revision: self.mirror_revision.load(Ordering::Relaxed),
-            snapshot_writes: self.snapshot_writes.load(Ordering::Relaxed),
-            write_errors: self.write_errors.load(Ordering::Relaxed),
-            reconnects: self.reconnects.load(Ordering::Relaxed),
-            restarts: lock(&self.restarts).clone(),
-            health: Ok(()),
+        let single = &self.series.single;
+        let (state, endpoint) = {
+            let condition = lock(&self.condition);
+            (condition.state, condition.endpoint.clone())
         };
-        drop(condition);
         Status {
+            state,
+            endpoint,
+            published_revision: u64::try_from(single.published_revision.get()).ok(),
+            mirror_revision: u64::try_from(single.mirror_revision.get()).unwrap_or(0),
+            snapshot_writes: single.snapshot_writes.get(),
+            write_errors: single.snapshot_write_errors.get(),
+            reconnects: single.reconnects.get(),
+            restarts: CAUSES
+                .iter()
+                .map(|&cause| {
+                    let count = self
+                        .series
+                        .watch_restarts
+                        .get_or_create(&[("cause", cause)])
+                        .get();
+                    (cause, count)
+                })
+                .collect(),
             health: self.health(),
-            ..status
         }
     }
 
-    /// The Prometheus text exposition of every metric.
+    /// The Prometheus text of every series; the ones that follow the clock are set first.
     pub(crate) fn render(&self) -> String {
-        let status = self.status();
-        let mut out = String::with_capacity(2048);
-        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed).to_string();
-        let micros = |atomic: &AtomicU64| atomic.load(Ordering::Relaxed) as f64 / 1e6;
+        let single = &self.series.single;
         let seconds = |mark: &AtomicU64| {
             self.since(mark)
                 .unwrap_or_else(|| self.started.elapsed())
                 .as_secs_f64()
-                .to_string()
         };
-        let published = status
-            .published_revision
-            .map_or("-1".to_owned(), |r| r.to_string());
-        let last_event_to_rename = micros(&self.event_to_rename_last_micros).to_string();
-        let connected = matches!(status.state, State::Listing | State::Watching);
-        let single_valued = [
-            ("dw_agent_published_revision", published),
-            (
-                "dw_agent_mirror_revision",
-                status.mirror_revision.to_string(),
-            ),
-            ("dw_agent_keys", load(&self.keys)),
-            (
-                "dw_agent_unrepresentable_keys",
-                load(&self.unrepresentable_keys),
-            ),
-            (
-                "dw_agent_snapshot_writes_total",
-                status.snapshot_writes.to_string(),
-            ),
-            (
-                "dw_agent_snapshot_write_errors_total",
-                status.write_errors.to_string(),
-            ),
-            ("dw_agent_reconnects_total", status.reconnects.to_string()),
-            ("dw_agent_stale_events_total", load(&self.stale_events)),
-            (
-                "dw_agent_silent_watch_checks_total",
-                load(&self.silent_watch_checks),
-            ),
-            (
-                "dw_agent_untrusted_snapshot_replaced_total",
-                load(&self.untrusted_replaced),
-            ),
-            (
-                "dw_agent_metrics_connections_evicted_total",
-                load(&self.metrics_evicted),
-            ),
-            (
-                "dw_agent_metrics_connections_refused_total",
-                load(&self.metrics_refused),
-            ),
-            ("dw_agent_coalesced_changes_total", load(&self.coalesced)),
-            ("dw_agent_report_writes_total", load(&self.report_writes)),
-            (
-                "dw_agent_report_failures_total",
-                load(&self.report_failures),
-            ),
-            ("dw_agent_report_heals_total", load(&self.report_heals)),
-            (
-                "dw_agent_report_conflicts_total",
-                load(&self.report_conflicts),
-            ),
-            (
-                "dw_agent_report_conflict",
-                u8::from(lock(&self.condition).report_conflict.is_some()).to_string(),
-            ),
-            (
-                "dw_agent_last_event_to_rename_seconds",
-                last_event_to_rename,
-            ),
-            (
-                "dw_agent_seconds_since_last_event",
-                seconds(&self.last_event),
-            ),
-            (
-                "dw_agent_seconds_since_last_response",
-                seconds(&self.last_response),
-            ),
-            ("dw_agent_connected", u8::from(connected).to_string()),
-            (
-                "dw_agent_healthy",
-                u8::from(status.health.is_ok()).to_string(),
-            ),
-        ];
-        for (name, value) in single_valued {
-            let (kind, help) = single_valued_help(name);
-            let _ = write!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-            );
-        }
-        out.push_str(
-            "# HELP dw_agent_watch_restarts_total Sessions ended, by cause.\n\
-             # TYPE dw_agent_watch_restarts_total counter\n",
-        );
-        for (cause, count) in &status.restarts {
-            let _ = writeln!(
-                out,
-                "dw_agent_watch_restarts_total{{cause=\"{cause}\"}} {count}"
-            );
-        }
-        out.push_str(
-            "# HELP dw_agent_state The agent's current state (1 for the current one).\n\
-             # TYPE dw_agent_state gauge\n",
-        );
-        for state in State::ALL {
-            let value = u8::from(state == status.state);
-            let _ = writeln!(
-                out,
-                "dw_agent_state{{state=\"{}\"}} {value}",
-                state.as_str()
-            );
-        }
-        let _ = write!(
-            out,
-            "# HELP dw_agent_event_to_rename_seconds From a watch response's arrival to the rename of its snapshot.\n\
-             # TYPE dw_agent_event_to_rename_seconds summary\n\
-             dw_agent_event_to_rename_seconds_sum {}\n\
-             dw_agent_event_to_rename_seconds_count {}\n",
-            micros(&self.event_to_rename_micros_sum),
-            self.event_to_rename_count.load(Ordering::Relaxed)
-        );
-        out
+        single
+            .seconds_since_last_event
+            .set(seconds(&self.last_event));
+        single
+            .seconds_since_last_response
+            .set(seconds(&self.last_response));
+        single.healthy.set(i64::from(self.health().is_ok()));
+        self.series.encode()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
-    use crate::metric_help::SINGLE_VALUED;
 
     #[test]
     fn health_follows_state_holds_and_write_errors() {
@@ -536,7 +424,7 @@ mod tests {
         metrics.set_hold(None);
         metrics.write_failed("disk full".into());
         assert!(metrics.health().unwrap_err().contains("disk full"));
-        metrics.published(7);
+        metrics.published(7, Duration::ZERO);
         assert_eq!(metrics.health(), Ok(()));
         metrics.session_ended("stalled", "silence".into());
         metrics.set_state(State::BackingOff);
@@ -546,51 +434,155 @@ mod tests {
     #[test]
     fn renders_every_series() {
         let metrics = Metrics::new(Duration::from_secs(60), Some(41));
-        metrics.published(42);
+        metrics.published(42, Duration::from_millis(3));
         metrics.session_ended("compacted", "x".into());
+        metrics.set_report_conflict(Some("node report conflict".into()));
         let text = metrics.render();
         for line in [
+            "# TYPE dw_agent_published_revision gauge",
             "dw_agent_published_revision 42",
+            "# TYPE dw_agent_snapshot_writes_total counter",
             "dw_agent_snapshot_writes_total 1",
             "dw_agent_snapshot_write_errors_total 0",
             "dw_agent_reconnects_total 1",
             "dw_agent_watch_restarts_total{cause=\"compacted\"} 1",
             "dw_agent_watch_restarts_total{cause=\"stalled\"} 0",
             "dw_agent_connected 0",
+            "dw_agent_healthy 0",
             "dw_agent_state{state=\"starting\"} 1",
             "dw_agent_report_writes_total 0",
             "dw_agent_report_failures_total 0",
             "dw_agent_report_heals_total 0",
             "dw_agent_report_conflicts_total 0",
-            "dw_agent_report_conflict 0",
+            "dw_agent_report_conflict 1",
+            "# TYPE dw_agent_event_to_rename_seconds histogram",
             "dw_agent_event_to_rename_seconds_count 0",
+            "dw_agent_publication_duration_seconds_count 1",
+            "dw_agent_publication_duration_seconds_bucket{le=\"0.0025\"} 0",
+            "dw_agent_publication_duration_seconds_bucket{le=\"0.005\"} 1",
+            "dw_agent_publication_duration_seconds_bucket{le=\"+Inf\"} 1",
         ] {
             assert!(
                 text.lines().any(|l| l == line),
                 "missing {line:?} in\n{text}"
             );
         }
-        assert!(text.contains("dw_agent_seconds_since_last_event "));
+        assert!(text.contains("\ndw_agent_seconds_since_last_event "));
         let fresh = Metrics::new(Duration::from_secs(60), None);
-        assert!(fresh.render().contains("dw_agent_published_revision -1\n"));
-    }
-
-    #[test]
-    fn every_single_valued_metric_has_its_help_and_type() {
-        let text = Metrics::new(Duration::from_secs(60), None).render();
-        for line in SINGLE_VALUED.lines() {
-            let (name, rest) = line.split_once(' ').unwrap();
-            let (kind, help) = rest.split_once(' ').unwrap();
+        assert!(
+            fresh
+                .render()
+                .contains("\ndw_agent_published_revision -1\n")
+        );
+        metrics.set_state(State::Watching);
+        metrics.response_received();
+        metrics.set_report_conflict(None);
+        let text = metrics.render();
+        for line in [
+            "dw_agent_state{state=\"starting\"} 0",
+            "dw_agent_state{state=\"watching\"} 1",
+            "dw_agent_connected 1",
+            "dw_agent_healthy 1",
+            "dw_agent_report_conflict 0",
+        ] {
             assert!(
-                text.contains(&format!(
-                    "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} "
-                )),
-                "{name}"
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
             );
         }
-        assert_eq!(
-            text.matches("# TYPE ").count(),
-            SINGLE_VALUED.lines().count() + 3
+    }
+
+    /// A quiet agent has every labelled series, at zero: dashboards and `rate()` need them.
+    #[test]
+    fn every_label_value_is_served_from_the_start() {
+        let text = Metrics::new(Duration::from_secs(60), None).render();
+        for cause in CAUSES {
+            let line = format!("dw_agent_watch_restarts_total{{cause=\"{cause}\"}} 0");
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+        for state in State::ALL {
+            let value = u8::from(state == State::Starting);
+            let line = format!("dw_agent_state{{state=\"{}\"}} {value}", state.as_str());
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+    }
+
+    /// `(name, type, label names)` of every metric in the text: from its `# TYPE` line and
+    /// the labels of its samples (a histogram's `le` left out).
+    fn served(text: &str) -> BTreeSet<(String, String, String)> {
+        let mut served = BTreeSet::new();
+        for line in text.lines() {
+            let Some(typed) = line.strip_prefix("# TYPE ") else {
+                continue;
+            };
+            let (name, kind) = typed.split_once(' ').unwrap();
+            let mut labels = BTreeSet::new();
+            for sample in text.lines().filter(|l| !l.starts_with('#')) {
+                let series = sample.split(' ').next().unwrap();
+                let (sample_name, rest) = series.split_once('{').unwrap_or((series, ""));
+                let base = sample_name
+                    .strip_suffix("_bucket")
+                    .or_else(|| sample_name.strip_suffix("_sum"))
+                    .or_else(|| sample_name.strip_suffix("_count"))
+                    .filter(|_| kind == "histogram")
+                    .unwrap_or(sample_name);
+                if base != name {
+                    continue;
+                }
+                for pair in rest
+                    .trim_end_matches('}')
+                    .split(',')
+                    .filter(|p| !p.is_empty())
+                {
+                    let key = pair.split_once('=').unwrap().0;
+                    if key != "le" {
+                        labels.insert(key.to_owned());
+                    }
+                }
+            }
+            let labels = labels.into_iter().collect::<Vec<_>>().join(",");
+            served.insert((name.to_owned(), kind.to_owned(), labels));
+        }
+        served
+    }
+
+    /// docs/agent.md's table of metrics is exactly what `/metrics` serves: names, types
+    /// and label names.
+    #[test]
+    fn the_docs_table_lists_every_metric_served() {
+        let docs = include_str!("../../../docs/agent.md");
+        let table = docs
+            .split("\n## Metrics (`GET /metrics`)\n")
+            .nth(1)
+            .expect("docs/agent.md has its Metrics section")
+            .split("\n## ")
+            .next()
+            .unwrap();
+        let documented: BTreeSet<(String, String, String)> = table
+            .lines()
+            .filter_map(|row| row.strip_prefix("| `"))
+            .map(|row| {
+                let (metric, rest) = row.split_once("` | ").unwrap();
+                let kind = rest.split(" | ").next().unwrap();
+                let (name, labels) = metric.split_once('{').unwrap_or((metric, ""));
+                let labels = labels.trim_end_matches('}');
+                (name.to_owned(), kind.to_owned(), labels.to_owned())
+            })
+            .collect();
+        let served = served(&Metrics::new(Duration::from_secs(60), None).render());
+        assert!(served.len() > 20, "{served:?}");
+        let undocumented: Vec<_> = served.difference(&documented).collect();
+        let not_served: Vec<_> = documented.difference(&served).collect();
+        assert!(
+            undocumented.is_empty() && not_served.is_empty(),
+            "served but not in docs/agent.md: {undocumented:?}\n\
+             in docs/agent.md but not served: {not_served:?}"
         );
     }
 }

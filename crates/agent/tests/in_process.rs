@@ -368,3 +368,60 @@ async fn a_failed_write_is_reported_and_retried() {
     assert_eq!(agent.status.get().health, Ok(()));
     agent.stop().await;
 }
+
+/// The heartbeat file's JSON, once it is there and parses.
+fn heartbeat(path: &std::path::Path) -> Option<serde_json::Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_heartbeat_file_is_refreshed_and_says_stale_without_etcd() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(dir.path(), 1).await;
+    let mut client = cluster.client().await;
+    let listed = put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
+    let snapshot = dir.path().join("dw-routing.json");
+    let path = dir.path().join("dw-routing.json.heartbeat");
+    let mut config = test_config(cluster.endpoints(), &snapshot);
+    config.heartbeat_interval = Duration::from_millis(100);
+    let mut agent = RunningAgent::start(config).await;
+    agent.published(listed).await;
+
+    eventually(
+        "the heartbeat says current at the published revision",
+        || async {
+            heartbeat(&path).is_some_and(|beat| {
+                beat["state"] == "current" && beat["revision"] == listed && beat["interval"] == 0.1
+            })
+        },
+    )
+    .await;
+    let meta = std::fs::symlink_metadata(&path).unwrap();
+    assert!(meta.file_type().is_file());
+    assert_eq!(meta.mode() & 0o777, 0o644);
+    // SAFETY: geteuid has no failure mode.
+    assert_eq!(meta.uid(), unsafe { libc::geteuid() });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let time = heartbeat(&path).unwrap()["time"].as_u64().unwrap();
+    assert!(time.abs_diff(now) <= 5, "time {time}, now {now}");
+    // Refreshed: each write is a new file renamed over the name.
+    let first = meta.ino();
+    eventually("the heartbeat file is rewritten", || async {
+        std::fs::metadata(&path).is_ok_and(|m| m.ino() != first)
+    })
+    .await;
+
+    // etcd goes away: the heartbeat says so, and names the reason; the revision stays.
+    cluster.members[0].kill();
+    eventually("the heartbeat says stale", || async {
+        heartbeat(&path).is_some_and(|beat| {
+            beat["state"] == "stale" && beat["revision"] == listed && beat["reason"].is_string()
+        })
+    })
+    .await;
+    agent.stop().await;
+}
