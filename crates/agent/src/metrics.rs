@@ -2,7 +2,7 @@
 //! the HTTP endpoint (which renders them as Prometheus text and as a health verdict).
 //! The series themselves, and how to add one, are in [`series`].
 
-mod series;
+pub(crate) mod series;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -113,6 +113,8 @@ pub(crate) struct Metrics {
     last_response: AtomicU64,
     /// What `/metrics` serves; the counters in it are the status's too.
     pub(crate) series: Series,
+    /// The purge task's handles on its two counters (in `series`).
+    pub(crate) purge: Arc<crate::purge_counters::PurgeCounters>,
     condition: Mutex<Condition>,
 }
 
@@ -141,12 +143,18 @@ fn level(count: usize) -> i64 {
 
 impl Metrics {
     pub(crate) fn new(stall_timeout: Duration, published_revision: Option<u64>) -> Metrics {
+        let series = Series::new(&CAUSES, &State::ALL.map(State::as_str));
+        let purge = Arc::new(crate::purge_counters::PurgeCounters::new(
+            series.single.purge_requests.clone(),
+            series.single.purge_failures.clone(),
+        ));
         let metrics = Metrics {
             started: Instant::now(),
             stall_timeout,
             last_event: AtomicU64::new(0),
             last_response: AtomicU64::new(0),
-            series: Series::new(&CAUSES, &State::ALL.map(State::as_str)),
+            series,
+            purge,
             condition: Mutex::new(Condition {
                 state: State::Starting,
                 endpoint: None,

@@ -255,6 +255,7 @@ fn node_json(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
         "rejected": node.raw["rejected"],
         "version": node.raw["version"],
         "stages": node.raw["stages"].as_array().cloned().unwrap_or_default(),
+        "purge_failures": purge_failures(node),
     })
 }
 
@@ -291,6 +292,10 @@ fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
         stages if stages.is_empty() => state,
         stages => format!("{state} stage {stages}"),
     };
+    let state = match purge_failures(node) {
+        0 => state,
+        failures => format!("{state} purge_failures={failures}"),
+    };
     format!(
         "{:<20} {:<20} {:>10} {:>6} {:>8} {:>8}  {}",
         Shown(&node.id).to_string(),
@@ -301,6 +306,12 @@ fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
         seconds(age(now, node.reported_at_ms)),
         state
     )
+}
+
+/// Purge requests to the node's page cache that failed since its agent started (reports
+/// before the field, or without a purge endpoint: 0).
+fn purge_failures(node: &NodeReport) -> u64 {
+    node.raw["purge_failures"].as_u64().unwrap_or(0)
 }
 
 /// The stages a node's report says it applies: `id@revision,...` (control characters
@@ -538,5 +549,26 @@ mod tests {
         assert_eq!(garbage.state, "unreadable");
         assert!(parse_selector("dc").is_err());
         assert_eq!(seen_prefix("/dw/nodes/"), "/dw/nodes-seen/");
+    }
+
+    #[test]
+    fn purge_failures_are_shown_only_when_there_are_some() {
+        let nodes = |report: &[u8]| vec![NodeReport::parse("n", true, report)];
+        let failing = nodes(br#"{"revision":9,"state":"ok","purge_failures":12}"#);
+        let line = node_line(&failing[0], &failing, 9, 0);
+        assert!(line.ends_with("ok purge_failures=12"), "{line}");
+        assert_eq!(node_json(&failing[0], &failing, 9, 0)["purge_failures"], 12);
+        // None, an older report without the field, or a value of another type: not shown.
+        for report in [
+            &br#"{"revision":9,"state":"ok","purge_failures":0}"#[..],
+            br#"{"revision":9,"state":"ok"}"#,
+            br#"{"revision":9,"state":"ok","purge_failures":"\u001b[2J"}"#,
+            br#"{"revision":9,"state":"ok","purge_failures":-1}"#,
+        ] {
+            let quiet = nodes(report);
+            let line = node_line(&quiet[0], &quiet, 9, 0);
+            assert!(line.ends_with("  ok"), "{line}");
+            assert_eq!(node_json(&quiet[0], &quiet, 9, 0)["purge_failures"], 0);
+        }
     }
 }

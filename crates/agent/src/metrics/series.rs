@@ -26,7 +26,7 @@ use prometheus_client::registry::Registry;
 pub(crate) const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// A counter.
-type Count = Counter<u64, AtomicU64>;
+pub(crate) type Count = Counter<u64, AtomicU64>;
 /// A gauge with integer values.
 type Level = Gauge<i64, AtomicI64>;
 /// A gauge with fractional values (seconds).
@@ -85,6 +85,10 @@ single_valued! {
         "Connections to the metrics port closed at once: every slot was answering";
     coalesced_changes: Count = "dw_agent_coalesced_changes",
         "Watch responses with changes that waited for the end of --coalesce-window and were published together with later ones";
+    purge_requests: Count = "dw_agent_purge_requests",
+        "Requests to --purge-url (first sendings, repeats and retries)";
+    purge_failures: Count = "dw_agent_purge_failures",
+        "Requests to --purge-url that did not land (connect error, timeout, an answer other than 200); each is retried";
     report_writes: Count = "dw_agent_report_writes", "Node reports written to etcd";
     report_failures: Count = "dw_agent_report_failures",
         "Node report writes (or their leases) that etcd refused or did not answer";
