@@ -24,6 +24,7 @@ require_once __DIR__ . '/Continents.php';
 require_once __DIR__ . '/SnapshotFile.php';
 require_once __DIR__ . '/RegionValue.php';
 require_once __DIR__ . '/Settings.php';
+require_once __DIR__ . '/CacheTags.php';
 
 final class RegionRouter
 {
@@ -235,6 +236,23 @@ final class RegionRouter
         }
 
         return ['steps' => $steps, 'route' => null, 'continent' => $continent, 'answered_by' => null, 'hash_key' => null, 'hash_key_from' => null];
+    }
+
+    /**
+     * The page-cache tags of the answer for $geo from the table the last resolve()
+     * answered from (docs/routing.md, "Cache tags"); null before any resolve(), after a
+     * reload() changed the table, or for an answer with no table (revision 0).
+     *
+     * @return list<string>|null
+     */
+    public function cacheTags(string $geo, ?string $stickyKey = null): ?array
+    {
+        if ($this->table === null || !$this->answeredRevision || $this->revision() !== $this->answeredRevision) {
+            return null;
+        }
+        $walk = $this->walk($geo, $stickyKey, true);
+
+        return CacheTags::ofSteps($walk['steps'], $walk['route'] !== null);
     }
 
     /** The revision of the table in use; 0 when there is none. */

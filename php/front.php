@@ -28,7 +28,8 @@ declare(strict_types=1);
  *                             loading the table, unless MINIT preloaded it
  *
  * The sticky key (the pick hashes it instead of the country) comes from the X-DW-Sticky
- * header or the dw_sticky cookie. Server variables the web server may set:
+ * header or the dw_sticky cookie (with DW_CACHE_TTL: the cookie only). Server variables
+ * the web server may set:
  *   DW_SNAPSHOT_PATH  a snapshot path other than ini dw_router.snapshot_path (the userland
  *                     twin has no ini entries, so a node without the extension sets it)
  *   DW_ROUTING=off    the same page without routing (the benchmarks' baseline)
@@ -39,6 +40,18 @@ declare(strict_types=1);
  *                     the answer, of every country that has subdivision keys
  *                     (region/US-CA); a subdivision without a key of its own answers exactly
  *                     as its country (docs/routing.md, "The chain").
+ *   DW_CACHE_TTL=N    (1..=86400 s; unset, 0 or anything else: off, today's page) let
+ *                     LiteSpeed's page cache store the page for N s, tagged with what its
+ *                     answer depended on, so that dw-agent's purges (php/purge.php) drop
+ *                     exactly the pages a change may change (docs/deploy-litespeed.md,
+ *                     "Caching routed pages"). The page then routes only from what the cache
+ *                     keys on: the geo from ?dw_geo= (the vhost's rewrite rule copies
+ *                     CF-IPCountry there) and the sticky key from the dw_sticky cookie alone
+ *                     (the cache varies on it: ols-run --cache-vary-cookie dw_sticky). It
+ *                     sends `X-LiteSpeed-Cache-Control: public,max-age=N` and
+ *                     `X-LiteSpeed-Tag: <cacheTags()>` only when dw_geo is the geo routed and
+ *                     the answering table is still the one in use; else
+ *                     `X-LiteSpeed-Cache-Control: no-cache` (routed by the header as ever).
  *   DW_TEST_HOOKS=1   honour ?hold_ms=N (at most 1000; the e2e test keeps requests in
  *                     flight to reach every worker) and send X-DW-Clock. Never set it on a
  *                     public server.
@@ -56,7 +69,11 @@ if (is_string($subdivision) && preg_match('/^[A-Z]{2}\z/', $country) === 1
     && preg_match('/^[A-Z0-9]{1,3}\z/', $subdivision) === 1) {
     $country .= '-' . $subdivision;
 }
-$sticky = $server['HTTP_X_DW_STICKY'] ?? $_COOKIE['dw_sticky'] ?? null;
+// Page caching (DW_CACHE_TTL): the sticky key only from the cookie the cache varies on,
+// and a page cached only when the cache key's geo is the geo routed.
+$cacheTtl = (string) ($server['DW_CACHE_TTL'] ?? '');
+$cacheTtl = preg_match('/^[1-9][0-9]{0,4}\z/', $cacheTtl) === 1 && (int) $cacheTtl <= 86400 ? (int) $cacheTtl : 0;
+$sticky = $cacheTtl > 0 ? $_COOKIE['dw_sticky'] ?? null : $server['HTTP_X_DW_STICKY'] ?? $_COOKIE['dw_sticky'] ?? null;
 $sticky = is_string($sticky) && $sticky !== '' ? $sticky : null;
 $started = $testHooks ? hrtime(true) : 0; // X-DW-Route-Ns only
 
@@ -80,11 +97,25 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     // the table in use is the one that answered.
     $stages = $router->stages();
     $stage = $stages !== [] && $router->revision() === $revision ? implode(',', $stages) : '';
+    if ($cacheTtl > 0) {
+        $tags = ($_GET['dw_geo'] ?? null) === $country ? $router->cacheTags($country, $sticky) : null;
+        $cacheTags = $tags !== null && $router->revision() === $revision ? implode(',', $tags) : null;
+    }
 }
 $clock = hrtime(true);
 
 header('Content-Type: text/plain; charset=utf-8');
-header('Cache-Control: no-store');
+if ($cacheTtl === 0) {
+    header('Cache-Control: no-store');
+} elseif (isset($cacheTags)) {
+    // Stored by LiteSpeed (and purged by tag); browsers and CDNs revalidate every time.
+    header('Cache-Control: no-cache');
+    header("X-LiteSpeed-Cache-Control: public,max-age=$cacheTtl");
+    header('X-LiteSpeed-Tag: ' . $cacheTags);
+} else {
+    header('Cache-Control: no-store');
+    header('X-LiteSpeed-Cache-Control: no-cache');
+}
 header('X-DW-Shard: ' . $route['shard']);
 header('X-DW-Origin: ' . $route['origin']);
 header('X-DW-Revision: ' . $revision);

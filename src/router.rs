@@ -149,6 +149,25 @@ impl RegionRouter {
         let loaded = source.table();
         values::explanation_array(&loaded, &geo, stickyKey.as_deref().copied())
     }
+
+    /// The page-cache tags of the answer for `$geo` from the table this object's last
+    /// `resolve()` answered from (docs/routing.md, "Cache tags"); null when no
+    /// `resolve()` was made, when the table in use is no longer that one (a reload came
+    /// between: compared by revision, the one `answeredRevision()` reports), or when that
+    /// answer was fail-open with no table (revision 0). A sticky key never changes the
+    /// tags. Cold: it allocates, and `resolve()` does no work for it.
+    #[php(name = "cacheTags")]
+    pub fn cache_tags(
+        &mut self,
+        geo: BinarySlice<'_, u8>,
+        stickyKey: Option<BinarySlice<'_, u8>>,
+    ) -> Option<Vec<String>> {
+        // Accepted for the symmetry with resolve(): the tags do not depend on it.
+        let _ = stickyKey;
+        let answered = self.answered.filter(|revision| *revision != 0)?;
+        let shown = self.shown_table();
+        (shown.revision() == answered).then(|| shown.table.cache_tags(&geo))
+    }
 }
 
 impl LeanClass for RegionRouter {

@@ -1,7 +1,10 @@
 //! Why a geo routes where it does: [`Table::explain`] walks the chain of
 //! [`Table::resolve`] one step at a time and says why each step before the answer was
 //! skipped. Off the request path (it allocates); `dwctl route` and the extension's
-//! `RegionRouter::explain()` both print it, so they agree by construction.
+//! `RegionRouter::explain()` both print it, so they agree by construction. The walk
+//! itself ([`Table::walk`]) is also what the cache tags are read from (`tags`).
+
+use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
@@ -117,16 +120,52 @@ pub struct Explanation {
     prefix: String,
 }
 
+/// What one step of the chain's walk found (see [`Table::walk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// The region at this index answers.
+    Region(u32),
+    /// No valid region for its key (absent or refused).
+    Missing,
+    /// The country has no continent: no key was looked up.
+    NoContinent,
+    /// The caller's geo is in the bucket namespace: not looked up.
+    BucketNamespace,
+}
+
+/// One step of the walk, its geo as raw bytes (`continent/EU` for a bucket).
+#[derive(Debug, Clone)]
+pub(crate) struct WalkStep<'a> {
+    pub stage: Stage,
+    pub geo: Option<Cow<'a, [u8]>>,
+    pub found: Found,
+}
+
+/// The chain of [`Table::resolve`] walked step by step: what [`Table::explain`] and
+/// [`Table::cache_tags`] both read, so that they cannot disagree about the chain.
+#[derive(Debug, Clone)]
+pub(crate) struct Walk<'a> {
+    /// The steps walked, the answering one last.
+    pub steps: Vec<WalkStep<'a>>,
+    /// The answering region, the hash key the chain gives and where it came from.
+    pub answer: Option<(u32, &'a [u8], &'static str)>,
+    /// The country's continent, when the geo has a country that has one.
+    pub continent: Option<(Continent, bool)>,
+}
+
 impl Table {
-    /// Walks the chain of [`Table::resolve`] for `geo` and `sticky_key`, step by step,
-    /// and says why each step before the answer was skipped. The route is the one
-    /// `resolve` gives. Allocates: for debugging, never on the request path.
-    pub fn explain(&self, geo: &[u8], sticky_key: Option<&[u8]>) -> Explanation {
-        let text = String::from_utf8_lossy(geo).into_owned();
+    /// Walks the chain of [`Table::resolve`] for `geo`, one step at a time, up to the
+    /// step that answers. Allocates: never on the request path.
+    pub(crate) fn walk<'a>(&'a self, geo: &'a [u8]) -> Walk<'a> {
         let mut steps = Vec::new();
         let mut continent = None;
         // The chain's own steps, each with its geo and the region its lookup finds.
         let mut answer: Option<(u32, &[u8], &'static str)> = None;
+        let looked_up = |stage, geo: &'a [u8], found: Option<u32>| WalkStep {
+            stage,
+            geo: Some(Cow::Borrowed(geo)),
+            found: found.map_or(Found::Missing, Found::Region),
+        };
         let country = if continent::is_country(geo) {
             Some(geo)
         } else {
@@ -135,41 +174,44 @@ impl Table {
         if let Some(country) = country {
             if country != geo {
                 let found = self.region_index(geo);
-                steps.push(self.step(Stage::Subdivision, geo, found));
+                steps.push(looked_up(Stage::Subdivision, geo, found));
                 answer = found.map(|index| (index, geo, "subdivision"));
             }
             if answer.is_none() {
                 let found = self.region_index(country);
-                steps.push(self.step(Stage::Country, country, found));
+                steps.push(looked_up(Stage::Country, country, found));
                 answer = found.map(|index| (index, country, "country"));
             }
             if answer.is_none() {
                 continent = self.continent_of(country);
                 match continent {
                     Some((of, _)) => {
-                        let bucket = of.bucket_geo();
                         let found = self.bucket(of);
-                        steps.push(self.step(Stage::Continent, bucket.as_bytes(), found));
+                        steps.push(WalkStep {
+                            stage: Stage::Continent,
+                            geo: Some(Cow::Owned(of.bucket_geo().into_bytes())),
+                            found: found.map_or(Found::Missing, Found::Region),
+                        });
                         answer = found.map(|index| (index, country, "country"));
                     }
-                    None => steps.push(Step {
+                    None => steps.push(WalkStep {
                         stage: Stage::Continent,
                         geo: None,
-                        outcome: StepOutcome::NoContinent,
+                        found: Found::NoContinent,
                     }),
                 }
             } else {
                 continent = self.continent_of(country);
             }
         } else if bucket_of_geo(geo).is_some() {
-            steps.push(Step {
+            steps.push(WalkStep {
                 stage: Stage::Geo,
-                geo: Some(text.clone()),
-                outcome: StepOutcome::BucketNamespace,
+                geo: Some(Cow::Borrowed(geo)),
+                found: Found::BucketNamespace,
             });
         } else {
             let found = self.region_index(geo);
-            steps.push(self.step(Stage::Geo, geo, found));
+            steps.push(looked_up(Stage::Geo, geo, found));
             answer = found.map(|index| (index, geo, "geo"));
         }
         // The hash key of an answer from the defaults is the one the chain would use.
@@ -190,11 +232,25 @@ impl Table {
                 break;
             }
             let found = self.policy_geo_region(policy_geo.as_bytes());
-            steps.push(self.step(stage, policy_geo.as_bytes(), found));
+            steps.push(looked_up(stage, policy_geo.as_bytes(), found));
             answer = found.map(|index| (index, fallback_key.0, fallback_key.1));
         }
+        Walk {
+            steps,
+            answer,
+            continent,
+        }
+    }
 
-        let route = answer.and_then(|(index, hash_key, from)| {
+    /// Walks the chain of [`Table::resolve`] for `geo` and `sticky_key`, step by step,
+    /// and says why each step before the answer was skipped. The route is the one
+    /// `resolve` gives. Allocates: for debugging, never on the request path.
+    pub fn explain(&self, geo: &[u8], sticky_key: Option<&[u8]>) -> Explanation {
+        let text = String::from_utf8_lossy(geo).into_owned();
+        let walk = self.walk(geo);
+        let steps: Vec<Step> = walk.steps.iter().map(|step| self.step(step)).collect();
+        let policy = self.policy();
+        let route = walk.answer.and_then(|(index, hash_key, from)| {
             let (hash_key, from) = match sticky_key {
                 Some(sticky) => (sticky, "sticky"),
                 None => (hash_key, from),
@@ -216,7 +272,7 @@ impl Table {
         Explanation {
             geo: text,
             sticky_key: sticky_key.map(|key| String::from_utf8_lossy(key).into_owned()),
-            continent,
+            continent: walk.continent,
             steps,
             route,
             revision: self.revision(),
@@ -224,12 +280,15 @@ impl Table {
         }
     }
 
-    /// A step that looked `geo` up and found `found`; when nothing, whether the key is
-    /// absent or refused.
-    fn step(&self, stage: Stage, geo: &[u8], found: Option<u32>) -> Step {
-        let outcome = match found {
-            Some(_) => StepOutcome::Answered,
-            None => {
+    /// A walked step as an explanation shows it: when its lookup found nothing, whether
+    /// the key is absent or refused.
+    fn step(&self, step: &WalkStep<'_>) -> Step {
+        let outcome = match step.found {
+            Found::Region(_) => StepOutcome::Answered,
+            Found::NoContinent => StepOutcome::NoContinent,
+            Found::BucketNamespace => StepOutcome::BucketNamespace,
+            Found::Missing => {
+                let geo = step.geo.as_deref().unwrap_or_default();
                 let key = [self.prefix().as_bytes(), REGION.as_bytes(), geo].concat();
                 match self
                     .invalid_keys()
@@ -242,8 +301,11 @@ impl Table {
             }
         };
         Step {
-            stage,
-            geo: Some(String::from_utf8_lossy(geo).into_owned()),
+            stage: step.stage,
+            geo: step
+                .geo
+                .as_deref()
+                .map(|geo| String::from_utf8_lossy(geo).into_owned()),
             outcome,
         }
     }

@@ -18,6 +18,8 @@
 //!   in [`Table::invalid_keys`]. [`Table::parse_after`] builds the next table from a new
 //!   file, reusing the regions whose value did not change.
 //!
+//! - [`Table::cache_tags`]: the page-cache tags of an answer, read from the same walk of
+//!   the chain as [`Table::explain`] (docs/routing.md, "Cache tags").
 //! - [`stage`]: staged changes, the cohort function and the overlay rule a node's agent
 //!   applies before it publishes.
 //! - [`keys`]: the etcd key layout (prefixes and key kinds) the agent and `dwctl` share.
@@ -64,6 +66,7 @@ mod region;
 mod snapshot;
 pub mod stage;
 mod table;
+mod tags;
 
 pub use crate::{
     continent::{
@@ -81,4 +84,8 @@ pub use crate::{
     region::{MAX_WEIGHT, Region},
     snapshot::{DIGEST_SCHEME, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter, routing_digest},
     table::{InvalidKey, MemoKey, Route, Table},
+    tags::{
+        MAX_TAG_BYTES, TAG_ALL, TAG_CHAIN, TAG_CONTINENT, TAG_LONG, TAG_MISSED, TAG_REGION,
+        encode_tag_key,
+    },
 };
