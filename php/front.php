@@ -50,7 +50,9 @@ declare(strict_types=1);
  *                     (the cache varies on it: ols-run --cache-vary-cookie dw_sticky). It
  *                     sends `X-LiteSpeed-Cache-Control: public,max-age=N` and
  *                     `X-LiteSpeed-Tag: <cacheTags()>` only when dw_geo is the geo routed and
- *                     the answering table is still the one in use; else
+ *                     the answering table is still the one in use (and the tags fit in
+ *                     8000 bytes, and DW_SUBDIVISIONS is off: the cache key has no
+ *                     cf-region-code); else
  *                     `X-LiteSpeed-Cache-Control: no-cache` (routed by the header as ever).
  *   DW_TEST_HOOKS=1   honour ?hold_ms=N (at most 1000; the e2e test keeps requests in
  *                     flight to reach every worker) and send X-DW-Clock. Never set it on a
@@ -98,8 +100,14 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     $stages = $router->stages();
     $stage = $stages !== [] && $router->revision() === $revision ? implode(',', $stages) : '';
     if ($cacheTtl > 0) {
-        $tags = ($_GET['dw_geo'] ?? null) === $country ? $router->cacheTags($country, $sticky) : null;
+        // With DW_SUBDIVISIONS the geo depends on cf-region-code, which the cache key
+        // does not hold: a country's page would be served to its subdivisions.
+        $tags = ($_GET['dw_geo'] ?? null) === $country && ($server['DW_SUBDIVISIONS'] ?? 'off') !== 'on'
+            ? $router->cacheTags($country, $sticky) : null;
         $cacheTags = $tags !== null && $router->revision() === $revision ? implode(',', $tags) : null;
+        // A response header has to stay within the server's limits (a long policy.failover
+        // list of missing keys makes many tags): past 8000 bytes the page is not cached.
+        $cacheTags = $cacheTags !== null && strlen($cacheTags) <= 8000 ? $cacheTags : null;
     }
 }
 $clock = hrtime(true);

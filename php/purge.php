@@ -26,8 +26,17 @@ declare(strict_types=1);
 
 require_once __DIR__ . '/PurgeEndpoint.php';
 
+$server = $_SERVER;
+// A server that keeps Authorization out of $_SERVER may still hand it to getallheaders().
+if (!isset($server['HTTP_AUTHORIZATION']) && \function_exists('getallheaders')) {
+    foreach (getallheaders() as $name => $value) {
+        if (strcasecmp((string) $name, 'Authorization') === 0) {
+            $server['HTTP_AUTHORIZATION'] = $value;
+        }
+    }
+}
 [$status, $headers, $body] = \DwRouter\PurgeEndpoint::handle(
-    $_SERVER,
+    $server,
     static fn (int $max): string|false => file_get_contents('php://input', false, null, 0, $max),
 );
 http_response_code($status);

@@ -11,7 +11,8 @@ declare(strict_types=1);
  *
  * Options:
  *   --cases N        lookups to compare (default 100000); revision() and policy() are
- *                    compared once per snapshot on top
+ *                    compared once per snapshot on top, explain() and cacheTags() on
+ *                    every fourth lookup
  *   --seed N         PRNG seed (default: random, printed); same seed, same snapshots
  *   --lookups N      lookups per snapshot (default 200): snapshots = ceil(cases / lookups)
  *   --show N         mismatching snapshots printed (default 5), each with up to 3 lookups
@@ -185,6 +186,9 @@ function classify(string $what, mixed $native, mixed $twin, ?string $answeredFro
     if (isset($native['THROWN']) || isset($twin['THROWN'])) {
         return 'an exception';
     }
+    if (str_starts_with($what, 'cacheTags(')) {
+        return $native[0] !== $twin[0] ? 'resolve() before cacheTags() differs' : 'cacheTags() differs';
+    }
     if ($what === 'revision() and policy()') {
         return $native[0] !== $twin[0] ? 'revision() differs' : 'policy() differs';
     }
@@ -259,6 +263,9 @@ for ($s = 0; $s < $snapshots; $s++) {
             // explain() on every fourth lookup: the same chain, step by step.
             $explain = static fn ($r) => comparableExplanation($r->explain($country, $sticky), $country, $sticky);
             $compare("explain(" . show($country, 40) . ($sticky === null ? '' : ', ' . show($sticky, 40)) . ')', $explain, $explain, $country);
+            // cacheTags() after that resolve(): the tags of the same answer, same bytes.
+            $tags = static fn ($r) => [$r->resolve($country, $sticky), $r->cacheTags($country, $sticky)];
+            $compare("cacheTags(" . show($country, 40) . ')', $tags, $tags, $country);
         }
     }
 

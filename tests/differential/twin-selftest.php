@@ -472,6 +472,34 @@ $cases['stage overlay'] = static function (): array {
     return $checks;
 };
 
+// The shared cases of the cache tags (crates/routing/tests/cache-tags-cases.json), which
+// dw-routing's Table::cache_tags is held to too; and cacheTags() is null before any
+// resolve() and after a reload() changed the table.
+$cases['cache tags: the shared cases'] = static function (): array {
+    $document = json_decode((string) file_get_contents(__DIR__ . '/../../crates/routing/tests/cache-tags-cases.json'), true, 16, JSON_THROW_ON_ERROR);
+    $checks = [];
+    foreach ($document['snapshots'] as $snapshot) {
+        $kvs = [];
+        foreach ($snapshot['kvs'] as $key => $value) {
+            $kvs[P . $key] = $value;
+        }
+        $r = router(snapshotFile(['format' => 1, 'revision' => 7, 'kvs' => (object) $kvs]));
+        $checks[] = [$r->cacheTags('DE'), null];
+        foreach ($snapshot['cases'] as $case) {
+            $r->resolve($case['geo']);
+            $checks[] = [[$case['geo'], $r->cacheTags($case['geo'])], [$case['geo'], $case['tags']]];
+        }
+    }
+    $path = snapshotFile(snapshot([P . 'region/DE' => DE_REGION], 8));
+    $r = router($path);
+    $r->resolve('DE');
+    file_put_contents($path, json_encode(snapshot([P . 'region/DE' => DE_REGION], 9)));
+    $checks[] = [[$r->reload(), $r->cacheTags('DE')], [true, null]];
+    $checks[] = [count($checks) > 20, true];
+
+    return $checks;
+};
+
 $passed = 0;
 $failed = 0;
 foreach ($cases as $name => $case) {

@@ -63,6 +63,7 @@ $show = function (string $label, array $headers) use ($plain, $originOf, $header
     $names = [$originOf($header) => 'ORIGIN(header key)', $originOf($cookie) => 'ORIGIN(cookie key)', $plain => 'ORIGIN(country)'];
     echo "$label\n";
     foreach ($headers as $line) {
+        $line = strlen($line) > 200 ? strstr($line, ':', true) . ': (' . (strlen($line) - strlen(strstr($line, ':', true)) - 2) . ' bytes)' : $line;
         echo '  ', preg_replace_callback('/^(X-DW-Origin: )(.*)$/', fn ($m) => $m[1] . ($names[$m[2]] ?? $m[2]), $line), "\n";
     }
 };
@@ -79,7 +80,25 @@ $show('on: X-DW-Sticky alone is ignored', $get(['CF-IPCountry' => 'DE', 'X-Test-
 $show('on: dw_geo differs from the header: routed by the header, not cached', $get(['CF-IPCountry' => 'DE', 'X-Test-Cache-Ttl' => '300'], '?dw_geo=US'));
 $show('on: no dw_geo: not cached', $get(['CF-IPCountry' => 'DE', 'X-Test-Cache-Ttl' => '300']));
 $show('on: dw_geo but no header: not cached', $get(['X-Test-Cache-Ttl' => '300'], '?dw_geo=DE'));
+$show('on, DW_SUBDIVISIONS=on: not cached, even without cf-region-code', $get(['CF-IPCountry' => 'DE', 'X-Test-Cache-Ttl' => '300', 'X-Test-Subdivisions' => 'on'], '?dw_geo=DE'));
+$show('on, DW_SUBDIVISIONS=on: not cached with it', $get(['CF-IPCountry' => 'DE', 'CF-Region-Code' => 'BY', 'X-Test-Cache-Ttl' => '300', 'X-Test-Subdivisions' => 'on'], '?dw_geo=DE'));
 $show('on: no table (fail-open at revision 0): not cached', $get(['CF-IPCountry' => 'DE', 'X-Test-Cache-Ttl' => '300', 'X-Test-Snapshot' => "$dir/missing.json"], '?dw_geo=DE'));
+
+// The X-LiteSpeed-Tag value at 8000 bytes is cached, at 8001 not: `dw,dw:r:US,dw:m:zz,
+// dw:m:d0,dw:chain` is 35 bytes, 75 failover keys of 100 bytes add 106 each (7950), and
+// one of 9 (10) bytes adds 15 (16).
+foreach ([9, 10] as $lastKey) {
+    $failover = array_map(fn ($i) => sprintf('f%03d', $i) . str_repeat('x', 96), range(1, 75));
+    $failover[] = str_repeat('y', $lastKey);
+    $failover[] = 'US';
+    $long = "$dir/long-$lastKey.json";
+    dw_publish($long, 42, ['region/US' => dw_region('us-1', ['iad-a'], ['iad-a' => 1]),
+        'policy/global' => json_encode(['default' => 'd0', 'failover' => $failover])]);
+    $inProcess = new RegionRouter($long);
+    $inProcess->resolve('zz');
+    echo 'tags of zz: ', strlen(implode(',', $inProcess->cacheTags('zz'))), " bytes\n";
+    $show("on: tags of $lastKey-byte last key", $get(['CF-IPCountry' => 'zz', 'X-Test-Cache-Ttl' => '300', 'X-Test-Snapshot' => $long], '?dw_geo=zz'));
+}
 
 proc_terminate($server);
 proc_close($server);
@@ -176,9 +195,36 @@ on: dw_geo but no header: not cached
   X-DW-Shard: us-1
   X-DW-Origin: iad-a
   X-DW-Revision: 41
+on, DW_SUBDIVISIONS=on: not cached, even without cf-region-code
+  Cache-Control: no-store
+  X-LiteSpeed-Cache-Control: no-cache
+  X-DW-Shard: eu-1
+  X-DW-Origin: ORIGIN(country)
+  X-DW-Revision: 41
+on, DW_SUBDIVISIONS=on: not cached with it
+  Cache-Control: no-store
+  X-LiteSpeed-Cache-Control: no-cache
+  X-DW-Shard: eu-1
+  X-DW-Origin: ORIGIN(country)
+  X-DW-Revision: 41
 on: no table (fail-open at revision 0): not cached
   Cache-Control: no-store
   X-LiteSpeed-Cache-Control: no-cache
   X-DW-Shard: us-1
   X-DW-Origin: iad-a
   X-DW-Revision: 0
+tags of zz: 8000 bytes
+on: tags of 9-byte last key
+  Cache-Control: no-cache
+  X-LiteSpeed-Cache-Control: public,max-age=300
+  X-LiteSpeed-Tag: (8000 bytes)
+  X-DW-Shard: us-1
+  X-DW-Origin: iad-a
+  X-DW-Revision: 42
+tags of zz: 8001 bytes
+on: tags of 10-byte last key
+  Cache-Control: no-store
+  X-LiteSpeed-Cache-Control: no-cache
+  X-DW-Shard: us-1
+  X-DW-Origin: iad-a
+  X-DW-Revision: 42
