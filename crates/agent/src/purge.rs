@@ -318,22 +318,15 @@ impl Task {
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| format!("cannot build the request: {e}"))?;
         let answer = sender.send_request(request);
-        tokio::pin!(answer);
         tokio::pin!(connection);
-        let status = |response: Result<hyper::Response<hyper::body::Incoming>, hyper::Error>| {
-            response
-                .map(|response| response.status())
-                .map_err(|e| format!("no answer: {e}"))
-        };
         tokio::select! {
-            response = &mut answer => status(response),
-            // With `Connection: close` the connection ends right after it has read the
-            // answer, often in the same poll: the answer is then waiting in `answer` (or
-            // `answer` fails, when the server closed without one).
-            closed = &mut connection => match closed {
-                Ok(()) => status(answer.await),
-                Err(e) => Err(format!("the connection failed: {e}")),
-            },
+            response = answer => response
+                .map(|response| response.status())
+                .map_err(|e| format!("no answer: {e}")),
+            closed = &mut connection => Err(match closed {
+                Ok(()) => "the connection closed before an answer".to_owned(),
+                Err(e) => format!("the connection failed: {e}"),
+            }),
         }
     }
 }
