@@ -44,6 +44,9 @@ const HEADER_NAME_BYTES: usize = "X-LiteSpeed-Purge: ".len();
 
 /// Policy fields routing reads, each with the line a change of it sends.
 const POLICY_FIELDS: [&str; 4] = ["default", "failover", "pick", "continent_of"];
+/// Policy fields that change with every write and change no answer: `updated`, the time
+/// dwctl stamps on each value (docs/dwctl.md). A change of it alone purges nothing.
+const POLICY_METADATA: [&str; 1] = ["updated"];
 
 /// What routing reads from a published state, compact: each region key's value as a
 /// 128-bit hash (a copy of every value would double the agent's memory), and the policy.
@@ -182,8 +185,8 @@ pub(crate) fn policy_lines(old: Option<&str>, new: Option<&str>) -> Vec<&'static
 fn other_fields(value: Option<&str>) -> serde_json::Map<String, Value> {
     match value.and_then(|value| serde_json::from_str::<Value>(value).ok()) {
         Some(Value::Object(mut object)) => {
-            for field in POLICY_FIELDS {
-                object.remove(field);
+            for field in POLICY_FIELDS.iter().chain(&POLICY_METADATA) {
+                object.remove(*field);
             }
             object
         }
@@ -437,6 +440,20 @@ mod tests {
             policy_lines(Some("{}"), Some(r#"{"zz":1,"default":"GB"}"#)),
             [CHAIN, ALL]
         );
+    }
+
+    #[test]
+    fn the_updated_stamp_of_a_policy_write_purges_by_the_fields_only() {
+        let at = |updated: &str, default: &str| {
+            format!(r#"{{"default":"{default}","updated":"{updated}"}}"#)
+        };
+        let (a, b) = (
+            at("2026-12-03T18:00:00Z", "US"),
+            at("2026-12-03T18:00:01Z", "US"),
+        );
+        assert!(policy_lines(Some(&a), Some(&b)).is_empty());
+        let c = at("2026-12-03T18:00:02Z", "GB");
+        assert_eq!(policy_lines(Some(&b), Some(&c)), [CHAIN]);
     }
 
     #[test]
