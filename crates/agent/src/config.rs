@@ -437,7 +437,7 @@ pub struct Cli {
     pub purge_url: Option<String>,
 
     /// Send every purge again this long after it landed, for pages cached from the old
-    /// table after the first one (more than 0, at most 60s)
+    /// table after the first one (at most 60s; 0: no repeat)
     #[arg(long, env = "DW_AGENT_PURGE_REPEAT_AFTER", default_value = "1s", value_parser = parse_duration)]
     pub purge_repeat_after: Duration,
 }

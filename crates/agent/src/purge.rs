@@ -201,7 +201,7 @@ impl Task {
                                 again.push(line);
                             }
                         }
-                        if !again.is_empty() {
+                        if !again.is_empty() && self.config.repeats() {
                             repeat_lines += again.len();
                             if repeat_lines > MAX_WAITING_LINES {
                                 repeats.clear();

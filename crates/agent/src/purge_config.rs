@@ -17,7 +17,8 @@ pub struct PurgeConfig {
     /// The endpoint, `http://host:port/path`.
     pub url: PurgeUrl,
     /// Every purge is sent again this long after it landed, for the pages a worker still
-    /// answered from the old table and the cache stored after the first one.
+    /// answered from the old table and the cache stored after the first one. Zero: no
+    /// repeat (the test suite's control; such pages then stay until their TTL).
     pub repeat_after: Duration,
 }
 
@@ -31,13 +32,18 @@ impl PurgeConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<(), String> {
-        if self.repeat_after.is_zero() || self.repeat_after > MAX_PURGE_REPEAT_AFTER {
+        if self.repeat_after > MAX_PURGE_REPEAT_AFTER {
             return Err(format!(
-                "--purge-repeat-after must be more than 0 and at most {}s",
+                "--purge-repeat-after must be at most {}s (0: no repeat)",
                 MAX_PURGE_REPEAT_AFTER.as_secs()
             ));
         }
         Ok(())
+    }
+
+    /// Whether every purge is sent again (`--purge-repeat-after` is not 0).
+    pub fn repeats(&self) -> bool {
+        !self.repeat_after.is_zero()
     }
 }
 
@@ -184,8 +190,13 @@ mod tests {
         assert!(config.validate().is_ok());
         config.repeat_after = MAX_PURGE_REPEAT_AFTER + Duration::from_millis(1);
         assert!(config.validate().is_err());
+        assert!(config.repeats());
+        // 0 turns the repeat off (the smallest value, accepted).
         config.repeat_after = Duration::ZERO;
-        assert!(config.validate().is_err());
+        assert!(config.validate().is_ok());
+        assert!(!config.repeats());
+        config.repeat_after = Duration::from_millis(1);
+        assert!(config.validate().is_ok() && config.repeats());
     }
 
     #[test]
@@ -213,8 +224,13 @@ mod tests {
         assert_eq!(purge.repeat_after, Duration::from_millis(250));
         let error = parse(&["--purge-url", "https://x:1/p"]).unwrap_err();
         assert!(error.contains("only http://"), "{error}");
+        let off = parse(&["--purge-url", "http://x:1/p", "--purge-repeat-after", "0"])
+            .unwrap()
+            .purge
+            .unwrap();
+        assert!(!off.repeats());
         let error =
-            parse(&["--purge-url", "http://x:1/p", "--purge-repeat-after", "0"]).unwrap_err();
+            parse(&["--purge-url", "http://x:1/p", "--purge-repeat-after", "61s"]).unwrap_err();
         assert!(error.contains("--purge-repeat-after"), "{error}");
     }
 }
