@@ -65,6 +65,8 @@ pub struct Agent {
     write_retry: WriteRetry,
     /// Bursts of changes wait for the end of `--coalesce-window` (see `coalesce`).
     coalescer: Coalescer,
+    /// Purges the page cache after each publication (`--purge-url`; see `purge`).
+    purge: Option<crate::purge::Purge>,
 }
 
 /// How a session ended.
@@ -130,6 +132,7 @@ impl Agent {
             }
             None => (None, None),
         };
+        let purge = crate::purge::Purge::start(&config, metrics.purge.clone(), reports.clone())?;
         Ok(Agent {
             connector,
             publisher,
@@ -148,6 +151,7 @@ impl Agent {
             refused_by_readers: agent_refusal,
             write_retry: WriteRetry::new(config.timing.backoff_initial, config.timing.backoff_max),
             coalescer: Coalescer::new(config.timing.coalesce_window),
+            purge,
             config,
         })
     }
@@ -421,6 +425,14 @@ impl Agent {
     fn publish_if_changed(&mut self, received: Option<Instant>) {
         let received = self.coalescer.attempt(received);
         self.publish(received);
+        // After the rename, never before it; the purge task posts, nothing here waits.
+        if let Some(purge) = self.purge.as_mut().filter(|_| !self.mirror.is_dirty()) {
+            purge.published(
+                self.effective
+                    .as_ref()
+                    .map_or(self.mirror.snapshot(), |o| &o.snapshot),
+            );
+        }
         self.report(None);
     }
 
@@ -468,6 +480,7 @@ impl Agent {
                 .as_ref()
                 .map(|overlay| overlay.snapshot.stages.clone())
                 .unwrap_or_default(),
+            purge_failures: self.metrics.purge.failures(),
         };
         reports.send_if_modified(|current| {
             if current.as_ref() == Some(&report) {

@@ -12,6 +12,7 @@ use dw_routing::DEFAULT_PREFIX;
 use dw_routing::keys::{DEFAULT_NODES_PREFIX, seen_prefix};
 
 use crate::Error;
+use crate::purge_config::PurgeConfig;
 
 /// Where the snapshot goes when `--snapshot` is not given: a directory of the agent's own
 /// on tmpfs (systemd's `RuntimeDirectory=dw-router`), read by every PHP worker.
@@ -48,6 +49,8 @@ pub struct Config {
     pub page_size: i64,
     /// Node reports (`<nodes prefix><node id>`); `None` writes none.
     pub report: Option<ReportConfig>,
+    /// Purging the page cache after each publication; `None` purges nothing.
+    pub purge: Option<PurgeConfig>,
 }
 
 /// The node report: who this node is and where and how often it says what it published.
@@ -244,6 +247,7 @@ impl Config {
             timing: Timing::default(),
             page_size: 1000,
             report: None,
+            purge: None,
         }
     }
 
@@ -289,6 +293,9 @@ impl Config {
         }
         if let Some(report) = &self.report {
             report.validate(&self.prefix)?;
+        }
+        if let Some(purge) = &self.purge {
+            purge.validate().map_err(Error::Config)?;
         }
         Ok(())
     }
@@ -409,6 +416,17 @@ pub struct Cli {
     /// Lease of the node report: the node counts as gone this long after it stops
     #[arg(long, env = "DW_AGENT_REPORT_TTL", default_value = "10s", value_parser = parse_duration)]
     pub report_ttl: Duration,
+
+    /// After each publication, POST what changed to this page-cache purge endpoint on the
+    /// node (http://HOST:PORT/PATH, e.g. php/purge.php behind LiteSpeed), with a secret
+    /// whose SHA-256 goes to <snapshot>.purge-sha256; off by default (docs/agent.md)
+    #[arg(long, env = "DW_AGENT_PURGE_URL")]
+    pub purge_url: Option<String>,
+
+    /// Send every purge again this long after it landed, for pages cached from the old
+    /// table after the first one (more than 0, at most 60s)
+    #[arg(long, env = "DW_AGENT_PURGE_REPEAT_AFTER", default_value = "1s", value_parser = parse_duration)]
+    pub purge_repeat_after: Duration,
 }
 
 impl Cli {
@@ -437,6 +455,13 @@ impl Cli {
             report.ttl = self.report_ttl;
             Some(report)
         };
+        let purge = match self.purge_url.as_deref().map(str::trim) {
+            None | Some("" | "off") => None,
+            Some(url) => Some(PurgeConfig {
+                repeat_after: self.purge_repeat_after,
+                ..PurgeConfig::new(url).map_err(Error::Config)?
+            }),
+        };
         let config = Config {
             etcd: self.etcd.into_options()?,
             prefix: self.prefix,
@@ -457,6 +482,7 @@ impl Cli {
             },
             page_size: self.page_size,
             report,
+            purge,
         };
         config.validate()?;
         Ok(config)

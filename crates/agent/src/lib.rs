@@ -47,6 +47,10 @@ mod metric_help;
 mod metrics;
 mod mirror;
 mod publish;
+mod purge;
+mod purge_config;
+mod purge_counters;
+mod purge_lines;
 mod readers;
 mod report;
 mod report_json;
@@ -64,6 +68,9 @@ pub use crate::config::{
 pub use crate::error::Error;
 pub use crate::metrics::{State, Status, StatusHandle};
 pub use crate::publish::Publication;
+pub use crate::purge_config::{
+    DEFAULT_PURGE_REPEAT_AFTER, MAX_PURGE_REPEAT_AFTER, PurgeConfig, PurgeUrl,
+};
 pub use dw_etcd::{Credentials, EtcdOptions, TlsFiles, parse_duration};
 pub use dw_routing::keys::{DEFAULT_NODES_PREFIX, seen_prefix};
 

@@ -20,6 +20,8 @@ dw_agent_report_writes_total counter Node reports written to etcd.
 dw_agent_report_failures_total counter Node report writes (or their leases) that etcd refused or did not answer.
 dw_agent_report_heals_total counter Node reports written again because someone else deleted or overwrote them.
 dw_agent_report_conflicts_total counter Writes of this node's report by another agent instance (two agents with one node id).
+dw_agent_purge_requests_total counter Requests to --purge-url (first sendings, repeats and retries).
+dw_agent_purge_failures_total counter Requests to --purge-url that did not land (connect error, timeout, an answer other than 200); each is retried.
 dw_agent_report_conflict gauge 1 while another agent instance writes this node's report (/healthz is 503).
 dw_agent_last_event_to_rename_seconds gauge Last publication: from the watch response's arrival to the rename (etcd does not record commit times).
 dw_agent_seconds_since_last_event gauge Seconds since etcd last delivered state (a list or watch events); since start if never.

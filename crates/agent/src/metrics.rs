@@ -124,6 +124,7 @@ pub(crate) struct Metrics {
     last_response: AtomicU64,
     report_writes: AtomicU64,
     report_failures: AtomicU64,
+    pub(crate) purge: Arc<crate::purge_counters::PurgeCounters>,
     report_heals: AtomicU64,
     report_conflicts: AtomicU64,
     /// Watch event received → snapshot renamed: microseconds, total and last.
@@ -174,6 +175,7 @@ impl Metrics {
             last_response: AtomicU64::new(0),
             report_writes: AtomicU64::new(0),
             report_failures: AtomicU64::new(0),
+            purge: Arc::default(),
             report_heals: AtomicU64::new(0),
             report_conflicts: AtomicU64::new(0),
             event_to_rename_micros_sum: AtomicU64::new(0),
@@ -482,6 +484,7 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
             );
         }
+        self.purge.render(&mut out);
         out.push_str(
             "# HELP dw_agent_watch_restarts_total Sessions ended, by cause.\n\
              # TYPE dw_agent_watch_restarts_total counter\n",

@@ -20,6 +20,8 @@ pub(crate) struct Report {
     pub(crate) condition: Condition,
     /// The stages the published file applies (id and the revision of each).
     pub(crate) stages: Vec<dw_routing::stage::AppliedStage>,
+    /// Purge requests to `--purge-url` that did not land since start (0 without one).
+    pub(crate) purge_failures: u64,
 }
 
 /// `ok`, `stale` (the file is not etcd's state, and why) or `rejected` (published, but
@@ -165,6 +167,7 @@ impl Report {
             "labels": labels,
             "stages": self.stages,
             "conflict": conflict,
+            "purge_failures": self.purge_failures,
         });
         let text = report.to_string();
         if text.len() <= MAX_REPORT_BYTES {
@@ -227,6 +230,7 @@ mod tests {
                 id: "eu-map".into(),
                 revision: 39,
             }],
+            purge_failures: 3,
         };
         let value: Value =
             serde_json::from_str(&report.to_json(&config, "/run/x.json", 5, 77, &Value::Null))
@@ -244,6 +248,7 @@ mod tests {
         assert_eq!(value["rejected"][0]["key"], "/dw/routing/region/XX");
         assert_eq!(value["labels"], labels_json(&config.labels));
         assert_eq!(value["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(value["purge_failures"], 3);
     }
 
     fn rejected(keys: &[(&str, &str)]) -> Rejected {
@@ -281,6 +286,7 @@ mod tests {
             published_at_ms: None,
             condition: Condition::Rejected(list),
             stages: Vec::new(),
+            purge_failures: 0,
         };
         let text = report.to_json(&config, "/run/x.json", 5, 77, &Value::Null);
         let value: Value = serde_json::from_str(&text).unwrap();
@@ -328,6 +334,7 @@ mod tests {
             published_at_ms: None,
             condition: Condition::Rejected(rejected(&[("/k", "bad")])),
             stages: (0..stages).map(stage).collect(),
+            purge_failures: 0,
         };
         let small = report(10).to_json(&config, "/s", 5, 7, &Value::Null);
         assert!(!small.contains("truncated"));
@@ -348,6 +355,7 @@ mod tests {
             published_at_ms: None,
             condition: Condition::Ok,
             stages: Vec::new(),
+            purge_failures: 0,
         };
         let conflict = json!({"instance": "other", "revision": 9, "reason": "two agents"});
         let value: Value =

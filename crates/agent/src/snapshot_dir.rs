@@ -244,7 +244,8 @@ pub(crate) fn create_temp(dir: &Path, file_name: &str) -> io::Result<(PathBuf, F
     Err(last.unwrap_or_else(|| io::Error::other("no free temp file name")))
 }
 
-fn getrandom(buffer: &mut [u8]) -> io::Result<()> {
+/// Fills `buffer` from the kernel's random source (getrandom(2)).
+pub(crate) fn getrandom(buffer: &mut [u8]) -> io::Result<()> {
     let mut filled = 0;
     while filled < buffer.len() {
         let rest = &mut buffer[filled..];
@@ -260,6 +261,23 @@ fn getrandom(buffer: &mut [u8]) -> io::Result<()> {
         filled += n as usize;
     }
     Ok(())
+}
+
+/// Writes `bytes` to `dir/file_name` as the snapshot is written: a temp file of an
+/// unpredictable name (mode 0644, fsynced) renamed over it, then the directory fsynced.
+pub(crate) fn write_small_file(dir: &Path, file_name: &str, bytes: &[u8]) -> io::Result<()> {
+    remove_stale_temp_files(dir, file_name);
+    let (temp, mut file) = create_temp(dir, file_name)?;
+    let written = file
+        .set_permissions(Permissions::from_mode(0o644))
+        .and_then(|()| file.write_all(bytes))
+        .and_then(|()| file.sync_all())
+        .and_then(|()| fs::rename(&temp, dir.join(file_name)));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(e);
+    }
+    File::open(dir).and_then(|dir| dir.sync_all())
 }
 
 /// Sets a freshly created temp file to mode 0644, writes `bytes` and fsyncs it.
