@@ -49,7 +49,9 @@ if (isset($by['plain'], $by['cached'])) {
     printf("\n**Cached / uncached: %.2fx** the requests per second", $median($by['cached']['rps']) / $median($by['plain']['rps']));
     if ($median($by['cached']['own']) > 0) printf("; **uncached / cached server CPU per request: %.2fx**", $median($by['plain']['own']) / $median($by['cached']['own']));
     if ($serverCpu !== '' && $median($by['cached']['cpu']) > 0) printf(" (by the server CPU's busy time, which counts the other jobs there: %.2fx)", $median($by['plain']['cpu']) / $median($by['cached']['cpu']));
-    printf(". After the runs, %d of %d geos' cached pages answered `X-LiteSpeed-Cache: hit`.\n\n", $hits['hits'], $hits['geos']);
+    printf(". After the runs, %d of %d geos' cached pages answered `X-LiteSpeed-Cache: hit`.\n", $hits['hits'], $hits['geos']);
+    echo "On a busy machine req/s shows the CPU share the servers and wrk were given more than what a page costs;\n",
+         "the server processes' own CPU per request is the figure that compares the two pages.\n\n";
 }
 
 echo "### Commit to purge\n\n";
@@ -82,3 +84,10 @@ printf("Purge not seen within the bound: %d; changes not measured (page not a hi
 printf("Cached-server polls that were still a hit of the old revision after the uncached page had the new one: %d;\n", $oldHits);
 printf("misses made at the old revision (purged, but answered from the old table: what the repeat purge is for): %d.\n", $oldMisses);
 if ($metrics !== '') echo "\nThe agent's purge counters at the end:\n\n", implode("\n", array_map(fn ($l) => "    $l", explode("\n", $metrics))), "\n";
+$count = fn (string $name): int => preg_match('/^' . $name . ' (\d+)/m', $metrics, $m) ? (int) $m[1] : 0;
+[$sent, $failedPosts] = [$count('dw_agent_purge_requests_total'), $count('dw_agent_purge_failures_total')];
+if ($failedPosts > 0) {
+    printf("\n**%d of the agent's %d purge requests counted as failed** (its log in `\$DW_BENCH_RAW/logs/agent.log` says why).\n" .
+        "A failed purge is retried with backoff (100 ms doubling, at most 5 s), so where every request fails the\n" .
+        "purge lands on a retry, not right after the publication: the figures above then measure the retry schedule.\n", $failedPosts, $sent);
+}
