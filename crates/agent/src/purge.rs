@@ -318,16 +318,28 @@ impl Task {
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| format!("cannot build the request: {e}"))?;
         let answer = sender.send_request(request);
-        tokio::pin!(connection);
-        tokio::select! {
-            response = answer => response
-                .map(|response| response.status())
-                .map_err(|e| format!("no answer: {e}")),
-            closed = &mut connection => Err(match closed {
-                Ok(()) => "the connection closed before an answer".to_owned(),
-                Err(e) => format!("the connection failed: {e}"),
-            }),
-        }
+        tokio::pin!(answer, connection);
+        // With `Connection: close` the connection ends as it hands the answer over: when it
+        // ends first, the answer (if one came) is ready, so it is taken after all.
+        let mut failed = None;
+        let first = tokio::select! {
+            biased;
+            response = &mut answer => Some(response),
+            closed = &mut connection => {
+                failed = closed.err();
+                None
+            }
+        };
+        let response = match first {
+            Some(response) => response,
+            None => answer.await,
+        };
+        response
+            .map(|response| response.status())
+            .map_err(|e| match failed {
+                Some(failed) => format!("the connection failed: {failed}"),
+                None => format!("no answer: {e}"),
+            })
     }
 }
 
