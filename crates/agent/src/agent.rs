@@ -32,7 +32,7 @@ use crate::mirror::{Mirror, release_freed_memory};
 use crate::publish::{Hold, Outcome, Publication, Publisher};
 use crate::readers::check_readers;
 use crate::report::Reporter;
-use crate::report_json::{Condition, Report, rejected_keys, unix_ms};
+use crate::report_json::{Condition, Report, rejected_in, unix_ms};
 use crate::write_retry::WriteRetry;
 use dw_etcd::Backoff;
 
@@ -432,11 +432,7 @@ impl Agent {
         self.publish(received);
         // After the rename, never before it; the purge task posts, nothing here waits.
         if let Some(purge) = self.purge.as_mut().filter(|_| !self.mirror.is_dirty()) {
-            purge.published(
-                self.effective
-                    .as_ref()
-                    .map_or(self.mirror.snapshot(), |o| &o.snapshot),
-            );
+            purge.published(effective_snapshot(&self.effective, &self.mirror));
         }
         self.report(None);
     }
@@ -447,21 +443,11 @@ impl Agent {
             return;
         };
         if !self.mirror.is_dirty() && self.rejected.is_none() {
-            // The published file holds the node's effective keys: check them as routers
-            // will, one at a time (a compiled table here doubled the agent's memory at
-            // 50,000 keys). A stage that applies nowhere counts as a rejected key.
-            let effective = self
-                .effective
-                .as_ref()
-                .map_or(self.mirror.snapshot(), |overlay| &overlay.snapshot);
-            let invalid = dw_routing::invalid_keys(effective);
-            let mut rejected = rejected_keys(&invalid, self.mirror.unrepresentable_keys());
-            if let Some(overlay) = &self.effective {
-                for (key, problem) in &overlay.problems {
-                    rejected.push(key, problem);
-                }
-            }
-            self.rejected = Some(rejected);
+            self.rejected = Some(rejected_in(
+                effective_snapshot(&self.effective, &self.mirror),
+                self.effective.as_ref(),
+                self.mirror.unrepresentable_keys(),
+            ));
         }
         let published_revision = self.publisher.published_revision();
         let revision = if self.mirror.is_dirty() {
@@ -515,10 +501,7 @@ impl Agent {
         }
         let building = Instant::now();
         self.effective = crate::stages::effective(&self.mirror, self.config.report.as_ref());
-        let snapshot = self
-            .effective
-            .as_ref()
-            .map_or(self.mirror.snapshot(), |overlay| &overlay.snapshot);
+        let snapshot = effective_snapshot(&self.effective, &self.mirror);
         if let Some(published) = self.published_effective.take()
             && published.kvs == snapshot.kvs
             && published.stages == snapshot.stages
@@ -603,4 +586,14 @@ impl Agent {
         }
         self.metrics.set_hold(None);
     }
+}
+
+/// What this node serves: the mirror with the node's stages in place, or the mirror.
+fn effective_snapshot<'a>(
+    effective: &'a Option<dw_routing::stage::Overlay>,
+    mirror: &'a Mirror,
+) -> &'a dw_routing::Snapshot {
+    effective
+        .as_ref()
+        .map_or(mirror.snapshot(), |o| &o.snapshot)
 }

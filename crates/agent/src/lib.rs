@@ -46,6 +46,7 @@ mod heartbeat;
 mod http;
 mod metrics;
 mod mirror;
+mod node_identity;
 mod publish;
 mod purge;
 mod purge_config;
