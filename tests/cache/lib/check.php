@@ -12,6 +12,7 @@ declare(strict_types=1);
  * userland twin, as the chaos checker does (tests/chaos/lib/twin.php), and compares shard
  * and origin; a sticky answer with its dw_sticky cookie's key. Whether LSCache served it
  * (hit) or PHP did (miss) does not matter: a cached page must be the answer of now.
+ * An answer in flight when a write or a fault began is not checked (either table may answer).
  * Prints "CHECK ok|FAIL <what>" lines and the counts.
  *
  *   php check.php --log DIR --etcd URL [--settle-ms 3000] [--retry-max-ms 5000]
@@ -97,9 +98,9 @@ $lastWrite = function (int $t) use ($writes): ?array {
     }
     return $found;
 };
-$recovering = function (int $t) use ($faults, $settle, $retryMax): bool {
+$recovering = function (int $t, int $end) use ($faults, $settle, $retryMax): bool {
     foreach ($faults as [, $b, $e]) {
-        if ($b < $t && $t < $e + $settle + min($e - $b, $retryMax)) {
+        if ($b < $end && $t < $e + $settle + min($e - $b, $retryMax)) {
             return true;
         }
     }
@@ -113,11 +114,12 @@ $hitsAll = 0;
 foreach ($answers as $i => $a) {
     $a[5] === 'hit' && $hitsAll++;
     $w = $lastWrite($a[0]);
-    if ($w === null || $a[0] < $w[1] + $settle) {
+    // settled at its start, and no write began while it was in flight (it may answer from either)
+    if ($w === null || $a[0] < $w[1] + $settle || $lastWrite($a[1]) !== $w) {
         $unsettled++;
         continue;
     }
-    if ($recovering($a[0])) {
+    if ($recovering($a[0], $a[1])) {
         $inFault++;
         continue;
     }
