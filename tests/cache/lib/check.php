@@ -16,7 +16,7 @@ declare(strict_types=1);
  * Prints "CHECK ok|FAIL <what>" lines and the counts.
  *
  *   php check.php --log DIR --etcd URL [--settle-ms 3000] [--retry-max-ms 5000]
- *                 [--min-checked 100] [--min-hits 50]
+ *                 [--min-checked 100] [--min-hits 50] [--states FILE (instead of --etcd)]
  * DIR holds load-*.txt (start_us|end_us|geo|cookie|code|cache|rev|shard|origin, cookie
  * '-' for none), writes.log (begin_us end_us rc rev what...) and faults.log (kind begin_us
  * end_us).
@@ -24,9 +24,11 @@ declare(strict_types=1);
 
 require __DIR__ . '/../../chaos/lib/twin.php';
 
-$opts = getopt('', ['log:', 'etcd:', 'settle-ms:', 'retry-max-ms:', 'min-checked:', 'min-hits:']);
+$opts = getopt('', ['log:', 'etcd:', 'states:', 'settle-ms:', 'retry-max-ms:', 'min-checked:', 'min-hits:']);
 $log = (string) ($opts['log'] ?? '.');
 $etcd = rtrim((string) ($opts['etcd'] ?? 'http://127.0.0.1:2379'), '/');
+// --states FILE: {"<rev>": {"<full key>": "<value>", ...}, ...} instead of etcd (check-test.php)
+$states = isset($opts['states']) ? json_decode((string) file_get_contents((string) $opts['states']), true) : null;
 $settle = 1000 * (int) ($opts['settle-ms'] ?? 3000);
 $retryMax = 1000 * (int) ($opts['retry-max-ms'] ?? 5000);
 $minChecked = (int) ($opts['min-checked'] ?? 100);
@@ -61,7 +63,10 @@ foreach (@file("$log/faults.log", FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES)
 ksort($kinds);
 
 // ---- etcd's state at a revision, and the twin on it ----------------------------------------
-$stateAt = function (int $rev) use ($etcd): ?array {
+$stateAt = function (int $rev) use ($etcd, $states): ?array {
+    if (is_array($states)) {
+        return is_array($states[(string) $rev] ?? null) ? dw_chaos_effective($states[(string) $rev], null)[0] : null;
+    }
     $body = json_encode(['key' => base64_encode(DW_CHAOS_PREFIX), 'range_end' => base64_encode(substr(DW_CHAOS_PREFIX, 0, -1) . '0'),
         'revision' => $rev]);
     $ctx = stream_context_create(['http' => ['method' => 'POST', 'header' => "Content-Type: application/json\r\n",
