@@ -24,6 +24,7 @@ declare(strict_types=1);
 require __DIR__ . '/../../../php/RegionRouter.php';
 require __DIR__ . '/../../lib/revision-order.php';
 require __DIR__ . '/stages.php';
+require __DIR__ . '/twin.php';
 
 $opts = getopt('', ['log:', 'nodes:', 'final-rev:', 'final-ns:', 'seed:', 'duration:', 'markdown:', 'tmp:', 'servers:',
     'socket-errors:', 'partition:', 'load-end-ns:', 'node-ids:', 'node-labels:']);
@@ -174,20 +175,10 @@ $nodeStages = []; // "rev|node" => stage ids applied
 $twinDir = $tmp . '/chaos-twin-' . getmypid();
 @mkdir($twinDir, 0755, true);
 $routeAll = function (array $kvs, int $rev, array $cases) use ($twinDir, $check): array {
-    $snapshot = ['format' => 1, 'revision' => $rev, 'prefix' => DW_CHAOS_PREFIX, 'kvs' => (object) $kvs];
-    $path = "$twinDir/rev-$rev.json";
-    file_put_contents($path, json_encode($snapshot, JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR));
-    $twin = new DwRouter\RegionRouter($path, ['apcu' => false]);
-    if ($twin->revision() !== $rev) {
+    [$out, $loaded] = dw_chaos_twin_routes($twinDir, $kvs, $rev, $cases);
+    if (!$loaded) {
         $check(false, "twin loads the snapshot built for revision $rev");
     }
-    $out = [];
-    foreach ($cases as $case => $_) {
-        [$country, $sticky] = explode('|', (string) $case);
-        $route = $twin->resolve($country === '~' ? '' : $country, $sticky === '~' ? null : $sticky);
-        $out[$case] = $route['shard'] . ' ' . $route['origin'];
-    }
-    unlink($path);
     return $out;
 };
 $state = [];
