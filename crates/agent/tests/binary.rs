@@ -49,15 +49,22 @@ async fn sigkill_during_a_write_storm_never_leaves_a_torn_file() {
     assert_each_matches_etcd(&mut client, &seen).await;
     assert_eq!(last.kvs, etcd_state(&mut client, last.revision).await.1);
 
-    // A clean stop leaves the snapshot, and the last agent removed the temp files the
-    // killed ones left behind.
+    // A clean stop leaves the snapshot (and its heartbeat file), and the last agent
+    // removed the temp files the killed ones left behind.
     assert!(agent.terminate().success(), "{}", agent.log());
     let mut names: Vec<String> = fs::read_dir(&snapshot_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, [".dw-routing.json.lock", "dw-routing.json"]);
+    assert_eq!(
+        names,
+        [
+            ".dw-routing.json.lock",
+            "dw-routing.json",
+            "dw-routing.json.heartbeat"
+        ]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
