@@ -52,7 +52,8 @@ $get = function (array $headers, string $query = '') use ($port, $path) {
     $context = stream_context_create(['http' => ['header' => implode("\r\n", $lines), 'ignore_errors' => true]]);
     file_get_contents("http://127.0.0.1:$port/index.php$query", false, $context);
     $shown = [];
-    foreach ($http_response_header as $line) {
+    // PHP 8.5 deprecates $http_response_header; its replacement exists from 8.4 on.
+    foreach (http_get_last_response_headers() ?? [] as $line) {
         if (preg_match('/^(Cache-Control|X-LiteSpeed-[A-Za-z-]+|X-DW-(Shard|Origin|Revision)):/i', $line)) {
             $shown[] = $line;
         }
