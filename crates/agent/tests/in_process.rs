@@ -347,8 +347,10 @@ async fn a_failed_write_is_reported_and_retried() {
     let mut agent = RunningAgent::start(test_config(cluster.endpoints(), &snapshot)).await;
     agent.published(listed).await;
 
-    // The directory disappears (say, a tmpfs unmounted under it): writes fail.
-    std::fs::remove_dir_all(&snapshot_dir).unwrap();
+    // The directory disappears (say, a tmpfs unmounted under it): writes fail. It is
+    // renamed away in one step, not removed file by file: the heartbeat may put a temp
+    // file into it at any moment, and `remove_dir_all` then fails with "not empty".
+    std::fs::rename(&snapshot_dir, dir.path().join("shm-gone")).unwrap();
     let changed = put(&mut client, &format!("{PREFIX}region/FR"), REGION).await;
     eventually("the write error shows in health", || async {
         let status = agent.status.get();
