@@ -5,13 +5,17 @@ declare(strict_types=1);
 /*
  * The purge endpoint's logic (php/purge.php serves it): who may call it, and the tags a
  * call purges. It needs no routing table and works with or without the extension.
- * docs/deploy-litespeed.md, "Caching routed pages".
+ * docs/deploy-litespeed.md, "Caching routed pages". The caller's token must hash
+ * (SHA-256 of its 64 hex characters, the one form dw-agent writes) to the content of
+ * `<snapshot>.purge-sha256`, read only if php/TrustedFile.php trusts it
+ * (docs/snapshot-trust.md, rules 1-5, every directory from `/` included).
  */
 
 namespace DwRouter;
 
 require_once __DIR__ . '/CacheTags.php';
 require_once __DIR__ . '/Settings.php';
+require_once __DIR__ . '/TrustedFile.php';
 
 final class PurgeEndpoint
 {
@@ -72,82 +76,33 @@ final class PurgeEndpoint
             return 'no bearer token';
         }
         $sha = self::trustedSha(self::snapshotPath($server) . self::SHA_SUFFIX, $server);
-        if (!\is_string($sha) || !str_starts_with($sha, 'sha:')) {
-            return \is_string($sha) ? $sha : 'no secret';
+        if (\is_string($sha)) {
+            return $sha;
         }
-        $expected = substr($sha, 4);
-        // The SHA-256 of the token as sent (its 64 hex characters); that of the 32 bytes
-        // it spells is accepted too (both are preimages of the agent's secret only).
-        $ok = hash_equals($expected, hash('sha256', $m[1]));
-        $ok = hash_equals($expected, hash('sha256', (string) hex2bin($m[1]))) || $ok;
-
-        return $ok ? null : 'wrong token';
+        // The agent writes the SHA-256 of the token's text, its 64 hex characters
+        // (crates/agent/src/purge.rs, write_token_hash): that one form only.
+        return hash_equals($sha['sha'], hash('sha256', $m[1])) ? null : 'wrong token';
     }
 
     /**
-     * `sha:<64 hex>` from the sha file, read only if it is a regular file (not a symlink)
-     * not writable by group or others, in a directory not writable by group or others
-     * (unless sticky and a trusted owner is set), owned by root or the trusted owner (ini
-     * dw_router.trusted_owner, else server var DW_TRUSTED_OWNER; unset: the directory's
-     * owner), its directory too (docs/snapshot-trust.md, rules 1-4); else why not.
+     * The 64 hex characters of the sha file (64 and a newline, at most 65 bytes), read by
+     * TrustedFile (docs/snapshot-trust.md, rules 1-5; the trusted owner: ini
+     * dw_router.trusted_owner, else server var DW_TRUSTED_OWNER, else the directory's
+     * owner); else why not.
+     *
+     * @param array<array-key, mixed> $server
+     * @return array{sha: string}|string
      */
-    public static function trustedSha(string $path, array $server): string
+    private static function trustedSha(string $path, array $server): array|string
     {
-        clearstatcache(true, $path);
-        $lstat = @lstat($path);
-        if ($lstat === false) {
-            return 'no secret file';
+        $read = TrustedFile::read('secret file', $path, 65, TrustedFile::owner($server));
+        if (\is_string($read)) {
+            return $read;
         }
-        if (($lstat['mode'] & 0170000) !== 0100000) {
-            return 'secret file is not a regular file (or a symlink)';
-        }
-        if (($lstat['mode'] & 0022) !== 0) {
-            return 'secret file writable by group or others';
-        }
-        $dir = @stat(\dirname($path));
-        if ($dir === false) {
-            return 'secret file directory unreadable';
-        }
-        $owner = Settings::iniString('dw_router.trusted_owner')
-            ?? (\is_string($server['DW_TRUSTED_OWNER'] ?? null) && $server['DW_TRUSTED_OWNER'] !== '' ? $server['DW_TRUSTED_OWNER'] : null);
-        $trusted = $owner === null ? $dir['uid'] : self::uid($owner);
-        if ($trusted === null) {
-            return 'trusted owner names no user';
-        }
-        if (($dir['mode'] & 0022) !== 0 && !(($dir['mode'] & 01000) !== 0 && $owner !== null)) {
-            return 'secret file directory writable by group or others';
-        }
-        foreach ([$lstat['uid'], $dir['uid']] as $uid) {
-            if ($uid !== 0 && $uid !== $trusted) {
-                return 'secret file (or its directory) has an untrusted owner';
-            }
-        }
-        $handle = @fopen($path, 'rb');
-        if ($handle === false) {
-            return 'secret file unreadable';
-        }
-        $fstat = fstat($handle);
-        $content = stream_get_contents($handle, 66);
-        fclose($handle);
-        // The file opened is the one judged (no swap between lstat and fopen).
-        if ($fstat === false || $fstat['ino'] !== $lstat['ino'] || $fstat['dev'] !== $lstat['dev']) {
-            return 'secret file changed while read';
-        }
-        if (!\is_string($content) || preg_match('/\A([0-9a-f]{64})\n\z/', $content, $m) !== 1) {
+        if (preg_match('/\A([0-9a-f]{64})\n\z/', $read['bytes'], $m) !== 1) {
             return 'secret file malformed';
         }
 
-        return 'sha:' . $m[1];
-    }
-
-    /** A user name's or numeric uid's uid; null when it names no user. */
-    private static function uid(string $owner): ?int
-    {
-        if (preg_match('/\A[0-9]{1,10}\z/', $owner) === 1) {
-            return (int) $owner;
-        }
-        $entry = \function_exists('posix_getpwnam') ? posix_getpwnam($owner) : false;
-
-        return \is_array($entry) ? (int) $entry['uid'] : null;
+        return ['sha' => $m[1]];
     }
 }

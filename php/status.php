@@ -9,10 +9,12 @@ declare(strict_types=1);
  *
  *   503 "no routing table"        the router has no table (revision 0: no snapshot yet, or
  *                                 none it would take; it serves the fail-open route)
- *   503 "no heartbeat ..."        <snapshot>.heartbeat is missing, unreadable, or not
- *                                 trusted: not a regular file, a symlink, writable by group
- *                                 or others, not owned by the snapshot's owner, over 4096
- *                                 bytes, or not the agent's JSON
+ *   503 "no heartbeat file"       <snapshot>.heartbeat is missing
+ *   503 "heartbeat file ..."      it is refused (php/TrustedFile.php, docs/snapshot-trust.md
+ *                                 rules 1-5: a symlink or not a regular file, writable by
+ *                                 group or others, an untrusted owner, a directory on the
+ *                                 way from / others could write; over 4096 bytes), or it is
+ *                                 not the agent's JSON
  *   503 "heartbeat is N s old"    the agent stopped writing it (stopped, hung): older than
  *                                 DW_STATUS_MAX_AGE seconds (default three of its interval)
  *   503 "agent: ..."              the agent says the node is not current (no etcd session,
@@ -22,59 +24,39 @@ declare(strict_types=1);
  * The heartbeat is written by dw-agent every --heartbeat-interval (default 5 s) beside the
  * snapshot (docs/agent.md, "The heartbeat file"): a quiet fleet writes no snapshot for
  * hours, so the snapshot's age says nothing. Works with the extension and with the
- * userland twin (bootstrap.php). Server variables the web server may set:
+ * userland twin (it needs only bootstrap.php and TrustedFile.php). Server variables the
+ * web server may set:
  *   DW_SNAPSHOT_PATH   as in front.php: a snapshot path other than the ini's
  *   DW_STATUS_MAX_AGE  seconds (1 to 3600) a heartbeat may be old; default 3 × its interval
+ *   DW_TRUSTED_OWNER   whose heartbeat is trusted where ini dw_router.trusted_owner is not
+ *                      set (the twin): a user name or uid; unset: the directory's owner
  */
 
 if (!class_exists('RegionRouter', false)) {
     require_once __DIR__ . '/bootstrap.php';
 }
 
+require_once __DIR__ . '/TrustedFile.php';
+
 /**
- * The heartbeat beside $snapshot, decoded, if it is trusted: a regular file (not a
- * symlink), not writable by group or others, owned by the snapshot's owner, the same file
- * when opened as when looked at. Otherwise why not.
+ * The heartbeat beside $snapshot, decoded, if php/TrustedFile.php trusts it (rules 1-5 of
+ * docs/snapshot-trust.md; the trusted owner as for purge.php: ini
+ * dw_router.trusted_owner, else server var DW_TRUSTED_OWNER, else the directory's owner)
+ * and it is the agent's JSON in at most 4096 bytes. Otherwise why not.
  *
  * @return array{time: int, state: string, revision: int, interval: float, reason: string}|string
  */
-$heartbeat = static function (string $snapshot): array|string {
-    $maxBytes = 4096; // the most bytes of a heartbeat read
-    $path = $snapshot . '.heartbeat';
-    clearstatcache(true, $path);
-    clearstatcache(true, $snapshot);
-    $link = @lstat($path);
-    if ($link === false) {
-        return 'no heartbeat file';
+$heartbeat = static function (string $snapshot, array $server): array|string {
+    $read = \DwRouter\TrustedFile::read('heartbeat file', $snapshot . '.heartbeat', 4096,
+        \DwRouter\TrustedFile::owner($server));
+    if (\is_string($read)) {
+        return $read;
     }
-    if (($link['mode'] & 0170000) !== 0100000) {
-        return 'no heartbeat: not a regular file (a symlink is not followed)';
-    }
-    if (($link['mode'] & 0022) !== 0) {
-        return 'no heartbeat: writable by group or others';
-    }
-    $owner = @lstat($snapshot);
-    if ($owner === false || $link['uid'] !== $owner['uid']) {
-        return 'no heartbeat: not owned by the snapshot\'s owner';
-    }
-    $handle = @fopen($path, 'rb');
-    if ($handle === false) {
-        return 'no heartbeat: unreadable';
-    }
-    $opened = @fstat($handle);
-    $raw = @stream_get_contents($handle, $maxBytes + 1);
-    fclose($handle);
-    // Replaced between the look and the open (a rename, or a symlink swapped in): untrusted.
-    if ($opened === false || $opened['ino'] !== $link['ino'] || $opened['dev'] !== $link['dev']) {
-        return 'no heartbeat: replaced while read';
-    }
-    if (!\is_string($raw) || \strlen($raw) > $maxBytes) {
-        return 'no heartbeat: unreadable or too large';
-    }
+    $raw = $read['bytes'];
     $beat = json_decode($raw, true);
     if (!\is_array($beat) || !\is_int($beat['time'] ?? null) || !\is_string($beat['state'] ?? null)
         || !\is_int($beat['revision'] ?? null)) {
-        return 'no heartbeat: not the agent\'s JSON';
+        return 'heartbeat file is not the agent\'s JSON';
     }
     $interval = $beat['interval'] ?? 5;
 
@@ -89,7 +71,7 @@ $router = \is_string($path) && $path !== '' ? new RegionRouter($path) : new Regi
 $stats = $router->stats();
 $revision = $router->revision();
 $now = time();
-$beat = $heartbeat((string) $stats['path']);
+$beat = $heartbeat((string) $stats['path'], $server);
 $agent = null;
 if ($revision === 0) {
     $reason = 'no routing table';

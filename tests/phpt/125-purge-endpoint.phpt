@@ -1,5 +1,5 @@
 --TEST--
-php/purge.php: 405 for GET, 403 without or with a wrong token and for an untrusted sha file (symlink, other owner, writable), 400 for every malformed line, 413 at the body and header limits (200 just under), the tags of each line kind
+php/purge.php: 405 for GET, 403 without or with a wrong token (the SHA-256 of the token's bytes included) and for an untrusted sha file (symlink, other owner, writable, a parent others can write), 400 for every malformed line, 413 at the body and header limits (200 just under), the tags of each line kind
 --FILE--
 <?php
 require __DIR__ . '/fixtures/helpers.inc';
@@ -24,7 +24,8 @@ $call = function (string $body, ?string $auth = 'right', string $method = 'POST'
         return substr($body, 0, $max);
     });
     $purge = $headers['X-LiteSpeed-Purge'] ?? null;
-    return $status . ($purge === null ? '' : " $purge") . ($status === 403 && $read > 0 ? ' (BODY READ)' : '') . ' | ' . trim($text);
+    return $status . ($purge === null ? '' : " $purge") . ($status === 403 && $read > 0 ? ' (BODY READ)' : '') . ' | '
+        . str_replace(dirname($snapshot, 2), 'BASE', trim($text));
 };
 
 echo "-- method and secret\n";
@@ -35,7 +36,8 @@ echo $call('all', 'Bearer ' . strtoupper($token)), "\n";
 echo $call('all', "Bearer $token "), "\n";
 echo $call('all', 'Basic ' . base64_encode("x:$token")), "\n";
 echo $call('all'), "\n";
-// The SHA-256 of the 32 bytes the token spells is accepted too.
+// Only the SHA-256 of the token's 64 hex characters (what dw-agent writes), not that of
+// the 32 bytes it spells.
 dw_plant($sha, hash('sha256', hex2bin($token)) . "\n", 0);
 echo 'raw-bytes sha: ', $call('all'), "\n";
 dw_plant($sha, $shaText, 0);
@@ -58,7 +60,14 @@ dw_plant($sha, strtoupper($shaText), 0);
 echo 'malformed: ', $call('all'), "\n";
 dw_plant($sha, rtrim($shaText), 0);
 echo 'no newline: ', $call('all'), "\n";
+dw_plant($sha, $shaText . "\n", 0);
+echo 'over 65 bytes: ', $call('all'), "\n";
 dw_plant($sha, $shaText, 0);
+// Rule 5 (tests/phpt/131 has the rest): the test's base directory, above the sha file's.
+chmod(dirname($dir), 0777);
+echo 'a parent writable by others: ', $call('all'), "\n";
+chmod(dirname($dir), 0755);
+echo 'fixed: ', $call('all'), "\n";
 
 echo "-- each line kind\n";
 foreach (['region/DE', 'region/continent/EU', 'region/US-CA', 'region/x%2Cy%FF', 'policy/global:pick',
@@ -128,16 +137,19 @@ dw_clean(__FILE__);
 403 | forbidden: no bearer token
 403 | forbidden: no bearer token
 200 tag=dw | purged 1 tags
-raw-bytes sha: 200 tag=dw | purged 1 tags
+raw-bytes sha: 403 | forbidden: wrong token
 -- the sha file must be trusted
 missing: 403 | forbidden: no secret file
-symlink: 403 | forbidden: secret file is not a regular file (or a symlink)
-other owner: 403 | forbidden: secret file (or its directory) has an untrusted owner
+symlink: 403 | forbidden: secret file refused: a symbolic link (not followed)
+other owner: 403 | forbidden: secret file refused: owned by uid 65534, not root or the directory's owner 0
 other owner, trusted: 200 tag=dw | purged 1 tags
-writable by others: 403 | forbidden: secret file writable by group or others
-writable by group: 403 | forbidden: secret file writable by group or others
+writable by others: 403 | forbidden: secret file refused: writable by group or others (mode 0666)
+writable by group: 403 | forbidden: secret file refused: writable by group or others (mode 0620)
 malformed: 403 | forbidden: secret file malformed
 no newline: 403 | forbidden: secret file malformed
+over 65 bytes: 403 | forbidden: secret file refused: over 65 bytes
+a parent writable by others: 403 | forbidden: secret file refused: BASE on the way to it is writable by group or others (mode 0777)
+fixed: 200 tag=dw | purged 1 tags
 -- each line kind
 "region\/DE": 200 tag=dw:r:DE, tag=dw:m:DE, tag=dw:long | purged 3 tags
 "region\/continent\/EU": 200 tag=dw:r:continent/EU, tag=dw:m:continent/EU, tag=dw:long | purged 3 tags

@@ -1,5 +1,5 @@
 --TEST--
-php/status.php: 503 without a table or a trusted, fresh, current heartbeat; 200 otherwise (extension and twin)
+php/status.php: 503 without a table or a trusted (php/TrustedFile.php), fresh, current heartbeat; 200 otherwise (extension and twin)
 --EXTENSIONS--
 dw_router
 --FILE--
@@ -26,7 +26,7 @@ dw_status_both('old, max age 3600', $path, ['DW_STATUS_MAX_AGE' => '3600']);
 dw_status_both('old, max age 900', $path, ['DW_STATUS_MAX_AGE' => '900']);
 dw_status_both('old, max age 3601 (ignored)', $path, ['DW_STATUS_MAX_AGE' => '3601']);
 
-// Trust: the snapshot's owner's regular file, not writable by group or others.
+// Trust: php/TrustedFile.php (tests/phpt/131), rules 1-5 of docs/snapshot-trust.md.
 dw_write_atomic("$dir/elsewhere", dw_heartbeat());
 unlink($beat);
 symlink("$dir/elsewhere", $beat);
@@ -34,6 +34,7 @@ dw_status_both('symlink', $path);
 unlink($beat);
 dw_plant($beat, dw_heartbeat(), 65534);
 dw_status_both('another owner', $path);
+dw_status_both('another owner, DW_TRUSTED_OWNER=65534', $path, ['DW_TRUSTED_OWNER' => '65534']);
 dw_plant($beat, dw_heartbeat(), 0, 0664);
 dw_status_both('group-writable', $path);
 dw_plant($beat, dw_heartbeat(), 0, 0646);
@@ -46,6 +47,18 @@ dw_write_atomic($beat, str_pad($json, 4096));
 dw_status_both('4096 bytes', $path);
 dw_write_atomic($beat, str_pad($json, 4097));
 dw_status_both('4097 bytes', $path);
+// Rule 5: the test's base directory, above the heartbeat's, writable by others. The
+// extension refuses the snapshot there too (no table); the twin reads it, and refuses the
+// heartbeat.
+dw_write_atomic($beat, dw_heartbeat());
+chmod(dirname($dir), 0777);
+echo str_replace(dirname($dir), 'BASE', (function () use ($path) {
+    ob_start();
+    dw_status_both('a parent writable by others', $path);
+    return ob_get_clean();
+})());
+chmod(dirname($dir), 0755);
+dw_status_both('fixed', $path);
 ?>
 --CLEAN--
 <?php
@@ -61,10 +74,13 @@ old: 503 heartbeat is 1000+ s old (at most 15)
 old, max age 3600: 200 ok
 old, max age 900: 503 heartbeat is 1000+ s old (at most 900)
 old, max age 3601 (ignored): 503 heartbeat is 1000+ s old (at most 15)
-symlink: 503 no heartbeat: not a regular file (a symlink is not followed)
-another owner: 503 no heartbeat: not owned by the snapshot's owner
-group-writable: 503 no heartbeat: writable by group or others
-others-writable: 503 no heartbeat: writable by group or others
-not the agent's JSON: 503 no heartbeat: not the agent's JSON
+symlink: 503 heartbeat file refused: a symbolic link (not followed)
+another owner: 503 heartbeat file refused: owned by uid 65534, not root or the directory's owner 0
+another owner, DW_TRUSTED_OWNER=65534: 200 ok
+group-writable: 503 heartbeat file refused: writable by group or others (mode 0664)
+others-writable: 503 heartbeat file refused: writable by group or others (mode 0646)
+not the agent's JSON: 503 heartbeat file is not the agent's JSON
 4096 bytes: 200 ok
-4097 bytes: 503 no heartbeat: unreadable or too large
+4097 bytes: 503 heartbeat file refused: over 4096 bytes
+a parent writable by others: 503 no routing table | twin: 503 heartbeat file refused: BASE on the way to it is writable by group or others (mode 0777)
+fixed: 200 ok
