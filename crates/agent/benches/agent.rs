@@ -112,13 +112,34 @@ async fn emptied(cluster: &Cluster) -> etcd_client::Client {
     client
 }
 
+/// How `propagation` spaces its writes.
+#[derive(Clone, Copy, PartialEq)]
+enum Spacing {
+    /// Each write waits out the agent's coalescing window after the previous
+    /// publication: every write is the first change after a quiet spell (a drain), the
+    /// case the target is about.
+    Isolated,
+    /// Each write is sent as soon as the previous one is published: every write falls
+    /// inside the window and waits for its end (`--coalesce-window`, 10 ms by default).
+    BackToBack,
+}
+
 /// One agent; sequential writes; time from sending each put until its revision's file
 /// was renamed into place.
-async fn propagation(cluster: &Cluster, dir: &std::path::Path, keys: usize, writes: usize) -> Row {
+async fn propagation(
+    cluster: &Cluster,
+    dir: &std::path::Path,
+    keys: usize,
+    writes: usize,
+    spacing: Spacing,
+) -> Row {
     let mut client = emptied(cluster).await;
     load_regions(&mut client, keys).await;
     let snapshot = dir.join(format!("propagation-{keys}.json"));
-    let mut agent = RunningAgent::start(bench_config(cluster.endpoints(), &snapshot)).await;
+    let config = bench_config(cluster.endpoints(), &snapshot);
+    let quiet = config.timing.coalesce_window + Duration::from_millis(2);
+    let window = config.timing.coalesce_window;
+    let mut agent = RunningAgent::start(config).await;
     let (now, _) = etcd_state(&mut client, 0).await;
     agent.published(now).await;
 
@@ -134,14 +155,34 @@ async fn propagation(cluster: &Cluster, dir: &std::path::Path, keys: usize, writ
             latencies.push(publication.renamed_at.saturating_duration_since(sent));
             acks.push(acked);
         }
+        if spacing == Spacing::Isolated {
+            tokio::time::sleep(quiet).await;
+        }
     }
     agent.stop().await;
     latencies.sort();
     acks.sort();
-    save_raw(&format!("propagation-{keys}-keys-us"), &latencies);
+    let (label, raw) = match spacing {
+        Spacing::Isolated => (
+            format!("each after a quiet spell of {} ms", quiet.as_millis()),
+            "",
+        ),
+        Spacing::BackToBack => (
+            format!(
+                "back to back, each inside the {} ms coalescing window",
+                window.as_millis()
+            ),
+            "-back-to-back",
+        ),
+    };
+    save_raw(&format!("propagation-{keys}-keys{raw}-us"), &latencies);
+    let target = match spacing {
+        Spacing::Isolated => Some(percentile(&latencies, 0.99) <= Duration::from_millis(5)),
+        Spacing::BackToBack => None,
+    };
     Row {
         name: format!(
-            "Propagation, put sent → snapshot renamed, {} region keys ({} writes)",
+            "Propagation, put sent → snapshot renamed, {} region keys ({} writes, {label})",
             thousands(keys),
             thousands(writes)
         ),
@@ -152,8 +193,12 @@ async fn propagation(cluster: &Cluster, dir: &std::path::Path, keys: usize, writ
             ms(*latencies.last().unwrap()),
             ms(percentile(&acks, 0.5)),
         ),
-        target: "p99 ≤ 5 ms",
-        met: Some(percentile(&latencies, 0.99) <= Duration::from_millis(5)),
+        target: if target.is_some() {
+            "p99 ≤ 5 ms"
+        } else {
+            "- (held to the window's end by design)"
+        },
+        met: target,
     }
 }
 
@@ -220,6 +265,11 @@ async fn fan_out(cluster: &Cluster, dir: &std::path::Path, fleet: usize, writes:
         if i >= 10 {
             latencies.push(last.saturating_duration_since(sent));
         }
+        // Every write an isolated change for every agent (see `Spacing::Isolated`).
+        tokio::time::sleep(
+            Config::new(Vec::new(), "/").timing.coalesce_window + Duration::from_millis(2),
+        )
+        .await;
     }
     for agent in agents {
         agent.stop().await;
@@ -439,9 +489,12 @@ fn main() {
         let mut rows = Vec::new();
         if !only_memory && !only_stages {
             eprintln!("propagation, 20 keys");
-            rows.push(propagation(&cluster, dir.path(), 20, writes).await);
+            rows.push(propagation(&cluster, dir.path(), 20, writes, Spacing::Isolated).await);
             eprintln!("propagation, 2,500 keys");
-            rows.push(propagation(&cluster, dir.path(), 2500, writes).await);
+            rows.push(propagation(&cluster, dir.path(), 2500, writes, Spacing::Isolated).await);
+            eprintln!("propagation, 2,500 keys, back to back");
+            let held = (writes / 5).max(50);
+            rows.push(propagation(&cluster, dir.path(), 2500, held, Spacing::BackToBack).await);
             eprintln!("fan-out, {fleet} agents");
             rows.push(fan_out(&cluster, dir.path(), fleet, fleet_writes).await);
         }
@@ -470,7 +523,11 @@ fn main() {
          in-process, timing each write from just before the put is sent until the agent's \
          rename of the snapshot returned (so the numbers bound etcd commit → rename from \
          above; the put's own round trip is shown for scale). Writes are sequential, each a \
-         new value for one region key. Fan-out runs {fleet} full agents, each with its own \
+         new value for one region key, with the agent's default `--coalesce-window` (10 ms): \
+         the first change after a quiet spell is published at once and a change inside the \
+         window waits for its end, so the target rows wait out the window after each \
+         publication (each write is an isolated change, as a drain is) and a back-to-back row \
+         shows what a steady stream of changes sees. Fan-out runs {fleet} full agents, each with its own \
          connection, watch stream and snapshot file, and takes the last agent's rename. \
          Memory is the `dw-agent` binary's VmRSS (and peak VmHWM) after mirroring 2,500, \
          50,000 and 200,000 region keys and 200 further updates. The stage rows run the \
