@@ -18,6 +18,8 @@ mod support;
 mod stage_cost;
 
 use std::fs;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use dw_agent::{Config, Publication};
@@ -122,6 +124,33 @@ enum Spacing {
     /// Each write is sent as soon as the previous one is published: every write falls
     /// inside the window and waits for its end (`--coalesce-window`, 10 ms by default).
     BackToBack,
+    /// As `Isolated`, while another thread scrapes the agent's `/metrics` back to back
+    /// (each scrape a new connection): what rendering the metrics costs publication.
+    Scraped,
+}
+
+/// GET /metrics from `addr` back to back, one connection each, until `stop` is set; the
+/// scrapes answered 200. Blocking, on a thread of its own (not the agent's runtime).
+fn scrape_until(addr: std::net::SocketAddr, stop: &AtomicBool) -> u64 {
+    use std::io::{Read, Write};
+    let mut answered = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        else {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut body = Vec::new();
+        let request = b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
+        if stream.write_all(request).is_ok()
+            && stream.read_to_end(&mut body).is_ok()
+            && body.starts_with(b"HTTP/1.1 200")
+        {
+            answered += 1;
+        }
+    }
+    answered
 }
 
 /// One agent; sequential writes; time from sending each put until its revision's file
@@ -136,12 +165,20 @@ async fn propagation(
     let mut client = emptied(cluster).await;
     load_regions(&mut client, keys).await;
     let snapshot = dir.join(format!("propagation-{keys}.json"));
-    let config = bench_config(cluster.endpoints(), &snapshot);
+    let mut config = bench_config(cluster.endpoints(), &snapshot);
     let quiet = config.timing.coalesce_window + Duration::from_millis(2);
     let window = config.timing.coalesce_window;
+    let scraped = (spacing == Spacing::Scraped)
+        .then(|| std::net::SocketAddr::from(([127, 0, 0, 1], free_port())));
+    config.metrics_addr = scraped;
     let mut agent = RunningAgent::start(config).await;
     let (now, _) = etcd_state(&mut client, 0).await;
     agent.published(now).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let scraper = scraped.map(|addr| {
+        let stop = stop.clone();
+        std::thread::spawn(move || scrape_until(addr, &stop))
+    });
 
     let mut latencies = Vec::with_capacity(writes);
     let mut acks = Vec::with_capacity(writes);
@@ -155,10 +192,12 @@ async fn propagation(
             latencies.push(publication.renamed_at.saturating_duration_since(sent));
             acks.push(acked);
         }
-        if spacing == Spacing::Isolated {
+        if spacing != Spacing::BackToBack {
             tokio::time::sleep(quiet).await;
         }
     }
+    stop.store(true, Ordering::Relaxed);
+    let scrapes = scraper.map(|thread| thread.join().unwrap_or(0));
     agent.stop().await;
     latencies.sort();
     acks.sort();
@@ -174,10 +213,21 @@ async fn propagation(
             ),
             "-back-to-back",
         ),
+        Spacing::Scraped => (
+            format!(
+                "each after a quiet spell of {} ms, while /metrics was scraped back to back: \
+                 {} scrapes answered",
+                quiet.as_millis(),
+                thousands(scrapes.unwrap_or(0) as usize)
+            ),
+            "-scraped",
+        ),
     };
     save_raw(&format!("propagation-{keys}-keys{raw}-us"), &latencies);
     let target = match spacing {
-        Spacing::Isolated => Some(percentile(&latencies, 0.99) <= Duration::from_millis(5)),
+        Spacing::Isolated | Spacing::Scraped => {
+            Some(percentile(&latencies, 0.99) <= Duration::from_millis(5))
+        }
         Spacing::BackToBack => None,
     };
     Row {
@@ -495,6 +545,8 @@ fn main() {
             eprintln!("propagation, 2,500 keys, back to back");
             let held = (writes / 5).max(50);
             rows.push(propagation(&cluster, dir.path(), 2500, held, Spacing::BackToBack).await);
+            eprintln!("propagation, 2,500 keys, while /metrics is scraped");
+            rows.push(propagation(&cluster, dir.path(), 2500, writes, Spacing::Scraped).await);
             eprintln!("fan-out, {fleet} agents");
             rows.push(fan_out(&cluster, dir.path(), fleet, fleet_writes).await);
         }
@@ -527,7 +579,9 @@ fn main() {
          the first change after a quiet spell is published at once and a change inside the \
          window waits for its end, so the target rows wait out the window after each \
          publication (each write is an isolated change, as a drain is) and a back-to-back row \
-         shows what a steady stream of changes sees. Fan-out runs {fleet} full agents, each with its own \
+         shows what a steady stream of changes sees; a scraped row repeats the isolated one while \
+         a thread of the bench process GETs `/metrics` back to back (one connection each, as \
+         a Prometheus scraping nonstop would), so that rendering the metrics shows in it. Fan-out runs {fleet} full agents, each with its own \
          connection, watch stream and snapshot file, and takes the last agent's rename. \
          Memory is the `dw-agent` binary's VmRSS (and peak VmHWM) after mirroring 2,500, \
          50,000 and 200,000 region keys and 200 further updates. The stage rows run the \
