@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use dw_agent::{Config, Publication};
 use etcd_client::{Client, Txn, TxnOp};
-use propagation::{Spacing, propagation};
+use propagation::{Spacing, propagation, quiet_spell};
 use support::*;
 use tokio::sync::mpsc;
 
@@ -123,9 +123,12 @@ async fn fan_out(cluster: &Cluster, dir: &std::path::Path, fleet: usize, writes:
     load_regions(&mut client, 50).await;
     let (merged_tx, mut merged) = mpsc::unbounded_channel::<Publication>();
     let mut agents = Vec::with_capacity(fleet);
+    let mut quiet = Duration::ZERO;
     for i in 0..fleet {
         let snapshot = dir.join(format!("fleet-{i}.json"));
-        let mut agent = RunningAgent::start(bench_config(cluster.endpoints(), &snapshot)).await;
+        let config = bench_config(cluster.endpoints(), &snapshot);
+        quiet = quiet_spell(&config);
+        let mut agent = RunningAgent::start(config).await;
         let mut own = std::mem::replace(&mut agent.publications, mpsc::unbounded_channel().1);
         let forward = merged_tx.clone();
         tokio::spawn(async move {
@@ -180,10 +183,7 @@ async fn fan_out(cluster: &Cluster, dir: &std::path::Path, fleet: usize, writes:
             latencies.push(last.saturating_duration_since(sent));
         }
         // Every write an isolated change for every agent (see `Spacing::Isolated`).
-        tokio::time::sleep(
-            Config::new(Vec::new(), "/").timing.coalesce_window + Duration::from_millis(2),
-        )
-        .await;
+        tokio::time::sleep(quiet).await;
     }
     for agent in agents {
         agent.stop().await;

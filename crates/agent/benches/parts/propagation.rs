@@ -23,6 +23,12 @@ pub(crate) enum Spacing {
     Scraped,
 }
 
+/// How long a bench waits after a publication so that its next write is an isolated
+/// change: the agent's coalescing window, and 2 ms more.
+pub(crate) fn quiet_spell(config: &Config) -> Duration {
+    config.timing.coalesce_window + Duration::from_millis(2)
+}
+
 /// GET /metrics from `addr` back to back, one connection each, until `stop` is set; the
 /// scrapes answered 200. Blocking, on a thread of its own (not the agent's runtime).
 fn scrape_until(addr: std::net::SocketAddr, stop: &AtomicBool) -> u64 {
@@ -60,7 +66,7 @@ pub(crate) async fn propagation(
     load_regions(&mut client, keys).await;
     let snapshot = dir.join(format!("propagation-{keys}.json"));
     let mut config = bench_config(cluster.endpoints(), &snapshot);
-    let quiet = config.timing.coalesce_window + Duration::from_millis(2);
+    let quiet = quiet_spell(&config);
     let window = config.timing.coalesce_window;
     let scraped = (spacing == Spacing::Scraped)
         .then(|| std::net::SocketAddr::from(([127, 0, 0, 1], free_port())));
