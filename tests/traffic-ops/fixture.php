@@ -17,6 +17,8 @@
 //   /big/api/v1/query    a body of 17 MiB (over dwctl's 16 MiB limit)
 //   /slow/api/v1/query   an answer after 3 s
 //   /empty/api/v1/query  a valid, empty vector (a Prometheus that scrapes no node)
+//   /bearer/api/v1/query that empty vector with `Authorization: Bearer fixture-token`, else 401
+//                        (Prometheus' own web server has no bearer tokens; a proxy has)
 
 declare(strict_types=1);
 
@@ -81,6 +83,15 @@ switch ($path) {
     case '/big/api/v1/query':
         header('Content-Type: application/json');
         echo '{"status":"success","data":{"resultType":"vector","result":[', str_repeat(' ', 17 << 20), ']}}';
+        return true;
+    case '/bearer/api/v1/query':
+        if (($_SERVER['HTTP_AUTHORIZATION'] ?? '') !== 'Bearer fixture-token') {
+            http_response_code(401);
+            echo "Unauthorized\n";
+            return true;
+        }
+        header('Content-Type: application/json');
+        echo '{"status":"success","data":{"resultType":"vector","result":[]}}';
         return true;
     case '/slow/api/v1/query':
         sleep(3);

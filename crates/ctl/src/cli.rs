@@ -52,7 +52,7 @@ Examples:
 
 Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_NODES_PREFIX,
 DWCTL_USER, DWCTL_PASSWORD, DWCTL_PASSWORD_FILE, DWCTL_CACERT, DWCTL_CERT, DWCTL_KEY,
-DWCTL_DIAL_TIMEOUT, DWCTL_REQUEST_TIMEOUT. Guide: docs/dwctl.md.";
+DWCTL_DIAL_TIMEOUT, DWCTL_REQUEST_TIMEOUT; DWCTL_PROMETHEUS_URL (traffic). Guide: docs/dwctl.md.";
 
 /// The parsed command line: global flags, then one command.
 #[derive(Debug, Parser)]

@@ -706,6 +706,36 @@ mod tests {
     }
 
     #[test]
+    fn credentials_become_one_authorization_header_never_printed() {
+        let options =
+            |user: Option<&str>, password: Option<&str>, token: Option<&str>| PrometheusOptions {
+                url: "http://h:1".into(),
+                user: user.map(Into::into),
+                password: password.map(Into::into),
+                bearer_token: token.map(Into::into),
+                timeout: Duration::from_secs(1),
+                ..PrometheusOptions::default()
+            };
+        let basic = Prometheus::new(&options(Some("user"), Some("pass"), None)).unwrap();
+        assert_eq!(basic.authorization.as_deref(), Some("Basic dXNlcjpwYXNz"));
+        assert!(!format!("{basic:?}").contains("dXNlcjpwYXNz"));
+        let bearer = Prometheus::new(&options(None, None, Some("t0ken"))).unwrap();
+        assert_eq!(bearer.authorization.as_deref(), Some("Bearer t0ken"));
+        assert!(!format!("{bearer:?}").contains("t0ken"));
+        assert!(
+            Prometheus::new(&options(None, None, None))
+                .unwrap()
+                .authorization
+                .is_none()
+        );
+        // A token no header can carry, a password without a user: usage errors.
+        let error = Prometheus::new(&options(None, None, Some("a\nb"))).unwrap_err();
+        assert_eq!(error.exit_code(), 2, "{error}");
+        let error = Prometheus::new(&options(None, Some("p"), None)).unwrap_err();
+        assert_eq!(error.exit_code(), 2, "{error}");
+    }
+
+    #[test]
     fn secret_files_are_bounded() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");

@@ -92,7 +92,10 @@ async fn serves_the_fleet_view_and_its_own_failures() {
             "{metrics}"
         );
     }
-    assert!(metrics.contains("dw_routing_regions_unreadable 0\n"), "{metrics}");
+    assert!(
+        metrics.contains("dw_routing_regions_unreadable 0\n"),
+        "{metrics}"
+    );
     assert!(get(&addr, "/other").0.contains("404"));
 
     // A forged report on no lease (as a careless operator or another node would write it):

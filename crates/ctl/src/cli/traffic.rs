@@ -21,7 +21,7 @@ and etcd's routing state, and prints per origin:
   and its state in etcd: in which regions and with what weight, registered (live, down,
   never), drained (by whom, why), in an open stage.
 
-An origin with no answers gets a `why:` line: not in any region, drained, weight 0 in all \
+An origin with no answers gets `why no answers:` lines: not in any region, drained, weight 0 in all \
 its regions, its regions answer no one, or none of that (look at the nodes: dwctl status).
 
 Prometheus must scrape every dw-agent's /metrics (docs/traffic-ops.md, \"Scraping\"). The \
@@ -42,6 +42,7 @@ Examples:
 
 /// How to reach Prometheus: flags and `DWCTL_PROMETHEUS_*` environment variables.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Prometheus (where the answer counters are read)")]
 pub struct PrometheusArgs {
     /// Prometheus' base URL (http:// or https://, a path prefix allowed), e.g.
     /// http://prometheus:9090.
@@ -127,9 +128,6 @@ impl PrometheusArgs {
 /// `dwctl traffic`'s flags.
 #[derive(Debug, Args)]
 pub struct TrafficArgs {
-    /// How to reach Prometheus.
-    #[command(flatten)]
-    pub prometheus: PrometheusArgs,
     /// The window the rates are taken over: a Prometheus duration (30s, 5m, 1h), 10s to 1d.
     #[arg(long, default_value = "5m", value_parser = parse_window)]
     pub window: Window,
@@ -145,6 +143,9 @@ pub struct TrafficArgs {
     /// How many geos, keys and nodes to list per origin (1 to 100).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=100))]
     pub top: u16,
+    /// How to reach Prometheus.
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
 }
 
 /// A rate window, in whole seconds (10 s to one day).
@@ -157,9 +158,9 @@ pub const WINDOW_SECONDS: std::ops::RangeInclusive<u64> = 10..=86_400;
 impl std::fmt::Display for Window {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = self.0;
-        if s % 3600 == 0 {
+        if s.is_multiple_of(3600) {
             write!(f, "{}h", s / 3600)
-        } else if s % 60 == 0 {
+        } else if s.is_multiple_of(60) {
             write!(f, "{}m", s / 60)
         } else {
             write!(f, "{s}s")

@@ -26,6 +26,8 @@ use crate::value::RegionValue;
 pub const ANSWERS: &str = "dw_router_answers_total";
 /// Answers whose label set did not fit the node's bounds.
 pub const OVERFLOW: &str = "dw_router_answers_overflow_total";
+/// The most regions the text output names per origin (JSON names them all).
+pub const SHOWN_REGIONS: usize = 8;
 
 /// Runs `dwctl traffic`.
 pub async fn run(context: &Context, args: TrafficArgs) -> Result<Outcome, Error> {
@@ -450,10 +452,14 @@ pub fn describe(json: &Value) -> String {
             .flatten()
             .map(|(name, weight)| format!("{} {}", Shown(name), weight))
             .collect();
-        let placed = if regions.is_empty() {
-            "in no region".to_string()
-        } else {
-            format!("regions: {}", regions.join(", "))
+        let placed = match regions.len() {
+            0 => "in no region".to_string(),
+            n if n > SHOWN_REGIONS => format!(
+                "regions: {}, and {} more (--output json lists them)",
+                regions[..SHOWN_REGIONS].join(", "),
+                n - SHOWN_REGIONS
+            ),
+            _ => format!("regions: {}", regions.join(", ")),
         };
         out.push_str(&format!(
             "\n{}  {}  {share}  {}, registered: {}\n",

@@ -237,3 +237,34 @@ fn the_queries_escape_the_geo_and_use_the_window() {
     );
     assert_eq!(queries[7].0, "nodes");
 }
+
+#[test]
+fn text_names_at_most_shown_regions_per_origin() {
+    let mut state = State::default();
+    let value = r#"{"shard":"s","origins":["o"],"weight":{"o":100}}"#;
+    for i in 0..SHOWN_REGIONS {
+        state.regions.insert(format!("R{i}"), region(value));
+    }
+    let mut json = report(&Readings::default(), &state, &OriginListing::default(), &[]);
+    json["window"] = json!("5m");
+    let text = describe(&json);
+    assert!(
+        text.contains(&format!("R{} 100, registered", SHOWN_REGIONS - 1)),
+        "{text}"
+    );
+    state.regions.insert("S".into(), region(value));
+    let mut json = report(&Readings::default(), &state, &OriginListing::default(), &[]);
+    json["window"] = json!("5m");
+    let text = describe(&json);
+    assert!(
+        text.contains("and 1 more (--output json lists them)"),
+        "{text}"
+    );
+    assert_eq!(
+        json["origins"][0]["etcd"]["regions"]
+            .as_object()
+            .unwrap()
+            .len(),
+        SHOWN_REGIONS + 1
+    );
+}
