@@ -340,7 +340,7 @@ fn why_no_traffic(
         return why;
     }
     if drained {
-        why.push(format!("drained (see below; `dwctl restore {shown}`)"));
+        why.push(format!("drained (`dwctl restore {shown}`)"));
     }
     if in_regions.is_empty() {
         // A drain took it out of its regions: nothing more to say then.
