@@ -11,10 +11,12 @@ use auth::AUTH_HELP;
 
 mod auth;
 mod stage;
+mod traffic;
 
 use crate::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
+pub use traffic::{PrometheusArgs, TrafficArgs, Window};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -50,7 +52,7 @@ Examples:
 
 Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_NODES_PREFIX,
 DWCTL_USER, DWCTL_PASSWORD, DWCTL_PASSWORD_FILE, DWCTL_CACERT, DWCTL_CERT, DWCTL_KEY,
-DWCTL_DIAL_TIMEOUT, DWCTL_REQUEST_TIMEOUT. Guide: docs/dwctl.md.";
+DWCTL_DIAL_TIMEOUT, DWCTL_REQUEST_TIMEOUT; DWCTL_PROMETHEUS_URL (traffic). Guide: docs/dwctl.md.";
 
 /// The parsed command line: global flags, then one command.
 #[derive(Debug, Parser)]
@@ -257,6 +259,9 @@ Examples:
   dwctl route DE --node web-1 --output json
   dwctl route KE --snapshot /run/dw-router/routing.json")]
     Route(RouteArgs),
+    /// Where the answers go: per origin answers/s, share, geos, keys, nodes and its etcd state.
+    #[command(after_help = traffic::AFTER_HELP)]
+    Traffic(TrafficArgs),
 }
 
 /// `dwctl rebalance`'s flags.

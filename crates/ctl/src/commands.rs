@@ -13,6 +13,7 @@ mod restore;
 mod rollout;
 mod route;
 mod stage;
+mod traffic;
 
 use serde_json::Value;
 
@@ -98,6 +99,7 @@ async fn run_one(
         Command::Health(args) => crate::health::command(context, args, shutdown).await,
         Command::History(args) => crate::history::history(context, &args.etcd_key).await,
         Command::Route(args) => route::run(context, args).await,
+        Command::Traffic(args) => traffic::run(context, args).await,
         Command::Rollback(args) => {
             crate::history::rollback(context, &args.etcd_key, args.to_revision, args.dry_run).await
         }

@@ -59,6 +59,7 @@ mod output;
 mod plan;
 mod probe;
 mod progress;
+pub mod prometheus;
 mod rebalance;
 mod record;
 mod revision;
@@ -66,6 +67,7 @@ mod roles;
 mod rollout;
 mod rollout_args;
 mod rollout_gate;
+mod routing_weights;
 mod sessions;
 mod shutdown;
 mod stages;
@@ -78,7 +80,7 @@ pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
     apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
-    cli::{Cli, Command, WaitArgs},
+    cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs, Window},
     clock::{now_rfc3339, operator, rfc3339_from_unix},
     commands::{run_command, run_command_noting},
     context::Context,
