@@ -9,6 +9,9 @@
  *
  *   php names-exist.php FILE_OR_DIR...     (directories: every file below; .gz read unzipped)
  *
+ * NAMES_ROOT (optional) is prefixed to each path checked: a root the packages were
+ * unpacked into, for trying the check outside a throwaway root.
+ *
  * Paths of the packages this root does not install (php8.5-dw-router, lsphp84-dw-router)
  * are allowed by prefix below. Prints each failure and a count; exit 1 on any failure.
  */
@@ -48,10 +51,16 @@ $paths = 0;
 $links = 0;
 foreach (array_slice($argv, 1) as $arg) {
     foreach (files_of($arg) as $file) {
+        if (str_contains(basename($file), 'changelog')) {
+            continue; // history, not instructions
+        }
         $text = text_of($file);
-        preg_match_all('~(?<![\w./~…=-])(/(?:usr|etc/default|etc/php)/[A-Za-z0-9_.@+/-]*)~u', $text, $m);
+        preg_match_all('#(?<![\w./~…=-])(/(?:usr|etc/default|etc/php)/[A-Za-z0-9_.@+/*-]*)#u', $text, $m);
         foreach (array_unique($m[1]) as $path) {
             $path = rtrim($path, '.,:-');
+            if (str_contains($path, '*')) {
+                $path = dirname(substr($path, 0, strpos($path, '*')) . 'x'); // a glob: its directory
+            }
             if (str_starts_with($path, '/usr/local/')) {
                 continue; // lsphp84-dw-router's, and LiteSpeed's own layout
             }
@@ -61,11 +70,11 @@ foreach (array_slice($argv, 1) as $arg) {
                 }
             }
             $paths++;
-            if (!file_exists($path)) {
+            if (!file_exists(getenv('NAMES_ROOT') . $path)) {
                 $failures[] = "$file names $path, which does not exist";
             }
         }
-        preg_match_all('~(?<![\w./-])(docs/[\w.-]+\.md|examples/[\w.-]+|packaging/(?:README\.md|monitoring\b[\w./-]*))~', $text, $m);
+        preg_match_all('#(?<![\w./-])(docs/[\w.-]+\.md|examples/[\w.-]+|packaging/(?:README\.md|monitoring\b[\w./-]*))#', $text, $m);
         foreach (array_unique($m[1]) as $source) {
             $failures[] = "$file names the source-tree path $source";
         }

@@ -74,7 +74,8 @@ fn dist_assets(out: &Path) -> anyhow::Result<()> {
         let mut text = Vec::new();
         clap_complete::generate(shell, &mut dwctl_for_completions, "dwctl", &mut text);
         if shell == Shell::Bash {
-            text = bash_completes_files(&String::from_utf8(text)?, "dwctl__apply", 2)?.into_bytes();
+            text = bash_completes_files(&String::from_utf8(text)?, "dwctl__subcmd__apply", 2)?
+                .into_bytes();
         }
         fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
@@ -89,7 +90,7 @@ fn dist_assets(out: &Path) -> anyhow::Result<()> {
 
 /// clap_complete's bash script offers a subcommand's flags for its first word even when
 /// the positional argument is a file (`dwctl apply <TAB>`): in the block of `function`
-/// (e.g. `dwctl__apply`, at word `level`), flags only after a `-`, else file names.
+/// (e.g. `dwctl__subcmd__apply`, at word `level`), flags only after a `-`, else file names.
 fn bash_completes_files(script: &str, function: &str, level: u32) -> anyhow::Result<String> {
     let start = script
         .find(&format!("{function})"))
