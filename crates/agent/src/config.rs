@@ -294,8 +294,8 @@ pub struct Cli {
 
     /// The readers' dw_router.trusted_owner (a user name or a numeric uid; empty: not
     /// set). The agent checks, at start and after each publication, that PHP will take the
-    /// file by the readers' trust rules (/usr/share/doc/dw-agent/snapshot-trust.md), and reports `stale` and
-    /// /healthz 503 while it would not
+    /// file by the readers' trust rules (/usr/share/doc/dw-agent/snapshot-trust.md), and
+    /// reports `stale` and /healthz 503 while it would not
     #[arg(long, env = "DW_AGENT_TRUSTED_OWNER", default_value = "")]
     pub trusted_owner: String,
 
@@ -374,7 +374,8 @@ pub struct Cli {
 
     /// After each publication, POST what changed to this page-cache purge endpoint on the
     /// node (http://HOST:PORT/PATH, e.g. php/purge.php behind LiteSpeed), with a secret
-    /// whose SHA-256 goes to <snapshot>.purge-sha256; off by default (/usr/share/doc/dw-agent/agent.md)
+    /// whose SHA-256 goes to <snapshot>.purge-sha256; off by default
+    /// (/usr/share/doc/dw-agent/agent.md)
     #[arg(long, env = "DW_AGENT_PURGE_URL")]
     pub purge_url: Option<String>,
 
