@@ -57,6 +57,7 @@ mod model;
 mod origin;
 mod output;
 mod plan;
+mod policy_geos;
 mod probe;
 mod progress;
 pub mod prometheus;

@@ -9,6 +9,7 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_file_async;
 use crate::output::{Outcome, Shown};
+use crate::policy_geos::unkeyed_policy_geos_note;
 use crate::state::{State, preview, transact};
 
 /// Runs `dwctl apply`.
@@ -19,7 +20,10 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
     let mut diff = Vec::new();
     let mut plan = |state: &State| {
-        let (changes, lines) = plan_apply(state, &desired, args.prune);
+        let (mut changes, lines) = plan_apply(state, &desired, args.prune);
+        changes
+            .notes
+            .extend(unkeyed_policy_geos_note(state, &changes));
         diff = lines;
         Ok(changes)
     };

@@ -8,6 +8,7 @@ use crate::error::Error;
 use crate::input::read_input;
 use crate::output::{Outcome, Shown};
 use crate::plan::run_plan;
+use crate::policy_geos::unkeyed_policy_geos_note;
 use crate::state::{Changes, read_state};
 use crate::value::PolicyValue;
 
@@ -60,11 +61,15 @@ pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, E
         PolicyCommand::Set { .. } => {
             let raw = set_raw.unwrap_or_default();
             let policy = PolicyValue::for_write(&raw).map_err(Error::Invalid)?;
-            run_plan(context, &mut client, "policy set", false, |_| {
-                Ok(Changes {
+            run_plan(context, &mut client, "policy set", false, |state| {
+                let mut changes = Changes {
                     policy: Some(policy.clone()),
                     ..Changes::default()
-                })
+                };
+                changes
+                    .notes
+                    .extend(unkeyed_policy_geos_note(state, &changes));
+                Ok(changes)
             })
             .await
         }
