@@ -162,7 +162,7 @@ impl Model for Counting {
     }
 
     fn check(&self) -> Result<(), String> {
-        if self.reader_pc % 3 == 0 && self.reader_pc > 0 {
+        if self.reader_pc.is_multiple_of(3) && self.reader_pc > 0 {
             let total = self.partial;
             if total < self.last_total {
                 return Err(format!("total went down: {} then {total}", self.last_total));
@@ -196,7 +196,7 @@ impl Model for Tracked {
     fn step(&mut self, actor: usize) -> bool {
         let before = self.0.reader_pc;
         let moved = self.0.step(actor);
-        if moved && actor == 2 && self.0.reader_pc % 3 == 0 && before % 3 == 2 {
+        if moved && actor == 2 && self.0.reader_pc.is_multiple_of(3) && before % 3 == 2 {
             // A read just ended: check it against the last one, then remember it.
             if let Err(error) = self.0.check() {
                 panic!("{error}");
@@ -270,7 +270,6 @@ enum Reg {
     PublishCount,
     PublishBucket,
     Unlock,
-    Done,
 }
 
 const REGISTER: [Reg; 7] = [
@@ -371,7 +370,6 @@ impl Model for Registry {
                 }
             }
             Reg::Unlock => self.lock = None,
-            Reg::Done => {}
         }
         self.actors[actor].pc = next;
         true
