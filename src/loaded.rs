@@ -6,14 +6,15 @@
 //! `route_array`) per country code and per region: after the first time, the common call is
 //! one index and one load.
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use dw_routing::{CountryCode, MemoKey, Route, Table};
 use ext_php_rs::ffi::zend_array;
 use ext_php_rs::types::Zval;
 
+use crate::answer_labels::AnswerIds;
 use crate::engine::{self, Shortcut};
-use crate::route_array;
+use crate::{route_array, traffic};
 
 /// A parsed table with the route arrays handed out for it.
 pub struct Loaded {
@@ -26,6 +27,8 @@ pub struct Loaded {
     revision: AtomicU64,
     /// The `routing_digest` of the file the table was parsed from, if it had one.
     digest: Option<Box<str>>,
+    /// The answer counters' label ids of the calls no memo caches (`answer_labels`).
+    answer_ids: AnswerIds,
 }
 
 /// How many `Loaded` tables exist in this process (see [`tables_in_process`]).
@@ -46,6 +49,7 @@ impl Loaded {
             table,
             routes,
             digest,
+            answer_ids: AnswerIds::default(),
         }
     }
 
@@ -66,27 +70,77 @@ impl Loaded {
     }
 
     /// Sets `retval` to the route array for `country`: the memo's when there is one, else
-    /// the one the core resolves (remembered in the memo when it is immutable).
+    /// the one the core resolves (remembered in the memo when it is immutable). Counts
+    /// the answer (`traffic`): on a memo hit, under the label id kept beside the memo.
     #[inline(always)]
     pub fn answer(&self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
         let memo = match sticky_key {
             None => self.routes.memo(&self.table, country),
             Some(_) => None,
         };
-        if let Some(memo) = memo {
+        if let Some((memo, counted_as)) = memo {
             let array = memo.load(Ordering::Acquire);
             if !array.is_null() {
                 route_array::set_immutable_route(retval, array);
+                let id = counted_as.load(Ordering::Relaxed);
+                if id != 0 {
+                    traffic::count(id);
+                } else {
+                    self.count_first_memo_hit(country, counted_as);
+                }
                 return;
             }
         }
-        let array = match self.table.resolve(country, sticky_key) {
-            Some(route) => self.set_route(retval, &route),
+        let route = self.table.resolve(country, sticky_key);
+        let array = match &route {
+            Some(route) => self.set_route(retval, route),
             None => route_array::set_fallback_route(retval),
         };
-        if let (Some(memo), Some(array)) = (memo, array) {
+        if let (Some((memo, _)), Some(array)) = (memo, array) {
             memo.store(array, Ordering::Release);
         }
+        self.count_answer(
+            country,
+            sticky_key.is_some(),
+            route.map(|route| (route.region_index, route.origin_index)),
+            memo.map(|(_, counted_as)| counted_as),
+        );
+    }
+
+    /// Counts an answer that no memo's label id covered, and keeps its id beside the
+    /// memo, if it has one.
+    #[inline(never)]
+    fn count_answer(
+        &self,
+        country: &[u8],
+        sticky: bool,
+        route: Option<(u32, u32)>,
+        counted_as: Option<&AtomicU32>,
+    ) {
+        let Some(id) = self
+            .answer_ids
+            .id_plus_one(&self.table, country, sticky, route)
+        else {
+            return;
+        };
+        if let Some(counted_as) = counted_as {
+            counted_as.store(id, Ordering::Relaxed);
+        }
+        traffic::count(id);
+    }
+
+    /// A memo hit whose label id is not known yet in this table (or counting is off).
+    #[cold]
+    #[inline(never)]
+    fn count_first_memo_hit(&self, country: &[u8], counted_as: &AtomicU32) {
+        if !traffic::enabled() {
+            return;
+        }
+        let route = self
+            .table
+            .resolve(country, None)
+            .map(|route| (route.region_index, route.origin_index));
+        self.count_answer(country, false, route, Some(counted_as));
     }
 
     /// Sets `retval` to `route`'s array, from its slot once it has been handed out. Returns
@@ -147,6 +201,10 @@ struct RouteSlots {
     slots: Box<[AtomicPtr<zend_array>]>,
     by_country: Box<[AtomicPtr<zend_array>]>,
     by_region: Box<[AtomicPtr<zend_array>]>,
+    /// Beside each memo, the answer counters' label id of its answer, plus one (0: not
+    /// known yet). Separate arrays, so that the memos' own pages stay as they were.
+    by_country_ids: Box<[AtomicU32]>,
+    by_region_ids: Box<[AtomicU32]>,
 }
 
 impl RouteSlots {
@@ -166,6 +224,8 @@ impl RouteSlots {
             slots: empty_slots(total as usize),
             by_country: empty_slots(if memo { CountryCode::COUNT } else { 0 }),
             by_region: empty_slots(if memo { table.region_count() } else { 0 }),
+            by_country_ids: unknown_ids(if memo { CountryCode::COUNT } else { 0 }),
+            by_region_ids: unknown_ids(if memo { table.region_count() } else { 0 }),
         }
     }
 
@@ -174,18 +234,31 @@ impl RouteSlots {
     /// region of its own, which answers exactly as `CC` does (same chain on, same hash
     /// key), so it shares `CC`'s memo.
     #[inline(always)]
-    fn memo(&self, table: &Table, country: &[u8]) -> Option<&AtomicPtr<zend_array>> {
+    fn memo(&self, table: &Table, country: &[u8]) -> Option<(&AtomicPtr<zend_array>, &AtomicU32)> {
         match CountryCode::of(country) {
-            Some(code) => self.by_country.get(code.index()),
+            Some(code) => Some((
+                self.by_country.get(code.index())?,
+                self.by_country_ids.get(code.index())?,
+            )),
             None => self.memo_of_other(table, country),
         }
     }
 
     #[inline(never)]
-    fn memo_of_other(&self, table: &Table, geo: &[u8]) -> Option<&AtomicPtr<zend_array>> {
+    fn memo_of_other(
+        &self,
+        table: &Table,
+        geo: &[u8],
+    ) -> Option<(&AtomicPtr<zend_array>, &AtomicU32)> {
         match table.memo_key_of_other(geo)? {
-            MemoKey::Region(region) => self.by_region.get(region as usize),
-            MemoKey::Country(code) => self.by_country.get(code.index()),
+            MemoKey::Region(region) => Some((
+                self.by_region.get(region as usize)?,
+                self.by_region_ids.get(region as usize)?,
+            )),
+            MemoKey::Country(code) => Some((
+                self.by_country.get(code.index())?,
+                self.by_country_ids.get(code.index())?,
+            )),
         }
     }
 
@@ -199,4 +272,8 @@ fn empty_slots(count: usize) -> Box<[AtomicPtr<zend_array>]> {
     (0..count)
         .map(|_| AtomicPtr::new(std::ptr::null_mut()))
         .collect()
+}
+
+fn unknown_ids(count: usize) -> Box<[AtomicU32]> {
+    (0..count).map(|_| AtomicU32::new(0)).collect()
 }
