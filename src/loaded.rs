@@ -85,7 +85,7 @@ impl Loaded {
                 let id = counted_as.load(Ordering::Relaxed);
                 if id != 0 {
                     traffic::count(id);
-                } else {
+                } else if traffic::enabled() {
                     self.count_first_memo_hit(country, counted_as);
                 }
                 return;
@@ -129,13 +129,10 @@ impl Loaded {
         traffic::count(id);
     }
 
-    /// A memo hit whose label id is not known yet in this table (or counting is off).
+    /// A memo hit whose label id is not known yet in this table.
     #[cold]
     #[inline(never)]
     fn count_first_memo_hit(&self, country: &[u8], counted_as: &AtomicU32) {
-        if !traffic::enabled() {
-            return;
-        }
         let route = self
             .table
             .resolve(country, None)
