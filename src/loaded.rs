@@ -78,15 +78,15 @@ impl Loaded {
             None => self.routes.memo(&self.table, country),
             Some(_) => None,
         };
-        if let Some((memo, counted_as)) = memo {
-            let array = memo.load(Ordering::Acquire);
+        if let Some(memo) = memo {
+            let array = memo.array.load(Ordering::Acquire);
             if !array.is_null() {
                 route_array::set_immutable_route(retval, array);
-                let id = counted_as.load(Ordering::Relaxed);
+                let id = memo.counted_as.load(Ordering::Relaxed);
                 if id != 0 {
                     traffic::count(id);
                 } else if traffic::enabled() {
-                    self.count_first_memo_hit(country, counted_as);
+                    self.count_first_memo_hit(country, &memo.counted_as);
                 }
                 return;
             }
@@ -96,14 +96,14 @@ impl Loaded {
             Some(route) => self.set_route(retval, route),
             None => route_array::set_fallback_route(retval),
         };
-        if let (Some((memo, _)), Some(array)) = (memo, array) {
-            memo.store(array, Ordering::Release);
+        if let (Some(memo), Some(array)) = (memo, array) {
+            memo.array.store(array, Ordering::Release);
         }
         self.count_answer(
             country,
             sticky_key.is_some(),
             route.map(|route| (route.region_index, route.origin_index)),
-            memo.map(|(_, counted_as)| counted_as),
+            memo.map(|memo| &memo.counted_as),
         );
     }
 
@@ -117,12 +117,10 @@ impl Loaded {
         route: Option<(u32, u32)>,
         counted_as: Option<&AtomicU32>,
     ) {
-        let Some(id) = self
+        let id = self
             .answer_ids
             .id_plus_one(&self.table, country, sticky, route)
-        else {
-            return;
-        };
+            .unwrap_or(traffic::NOT_COUNTED_ID);
         if let Some(counted_as) = counted_as {
             counted_as.store(id, Ordering::Relaxed);
         }
@@ -196,12 +194,15 @@ impl Drop for Loaded {
 struct RouteSlots {
     first_slot: Box<[u32]>,
     slots: Box<[AtomicPtr<zend_array>]>,
-    by_country: Box<[AtomicPtr<zend_array>]>,
-    by_region: Box<[AtomicPtr<zend_array>]>,
-    /// Beside each memo, the answer counters' label id of its answer, plus one (0: not
-    /// known yet). Separate arrays, so that the memos' own pages stay as they were.
-    by_country_ids: Box<[AtomicU32]>,
-    by_region_ids: Box<[AtomicU32]>,
+    by_country: Box<[Memo]>,
+    by_region: Box<[Memo]>,
+}
+
+/// A memoised answer: its route array, and the answer counters' label id of that answer
+/// plus one (0: not known yet), side by side so that a hit reads one line.
+struct Memo {
+    array: AtomicPtr<zend_array>,
+    counted_as: AtomicU32,
 }
 
 impl RouteSlots {
@@ -219,10 +220,8 @@ impl RouteSlots {
         RouteSlots {
             first_slot: first_slot.into_boxed_slice(),
             slots: empty_slots(total as usize),
-            by_country: empty_slots(if memo { CountryCode::COUNT } else { 0 }),
-            by_region: empty_slots(if memo { table.region_count() } else { 0 }),
-            by_country_ids: unknown_ids(if memo { CountryCode::COUNT } else { 0 }),
-            by_region_ids: unknown_ids(if memo { table.region_count() } else { 0 }),
+            by_country: empty_memos(if memo { CountryCode::COUNT } else { 0 }),
+            by_region: empty_memos(if memo { table.region_count() } else { 0 }),
         }
     }
 
@@ -231,31 +230,18 @@ impl RouteSlots {
     /// region of its own, which answers exactly as `CC` does (same chain on, same hash
     /// key), so it shares `CC`'s memo.
     #[inline(always)]
-    fn memo(&self, table: &Table, country: &[u8]) -> Option<(&AtomicPtr<zend_array>, &AtomicU32)> {
+    fn memo(&self, table: &Table, country: &[u8]) -> Option<&Memo> {
         match CountryCode::of(country) {
-            Some(code) => Some((
-                self.by_country.get(code.index())?,
-                self.by_country_ids.get(code.index())?,
-            )),
+            Some(code) => self.by_country.get(code.index()),
             None => self.memo_of_other(table, country),
         }
     }
 
     #[inline(never)]
-    fn memo_of_other(
-        &self,
-        table: &Table,
-        geo: &[u8],
-    ) -> Option<(&AtomicPtr<zend_array>, &AtomicU32)> {
+    fn memo_of_other(&self, table: &Table, geo: &[u8]) -> Option<&Memo> {
         match table.memo_key_of_other(geo)? {
-            MemoKey::Region(region) => Some((
-                self.by_region.get(region as usize)?,
-                self.by_region_ids.get(region as usize)?,
-            )),
-            MemoKey::Country(code) => Some((
-                self.by_country.get(code.index())?,
-                self.by_country_ids.get(code.index())?,
-            )),
+            MemoKey::Region(region) => self.by_region.get(region as usize),
+            MemoKey::Country(code) => self.by_country.get(code.index()),
         }
     }
 
@@ -271,6 +257,11 @@ fn empty_slots(count: usize) -> Box<[AtomicPtr<zend_array>]> {
         .collect()
 }
 
-fn unknown_ids(count: usize) -> Box<[AtomicU32]> {
-    (0..count).map(|_| AtomicU32::new(0)).collect()
+fn empty_memos(count: usize) -> Box<[Memo]> {
+    (0..count)
+        .map(|_| Memo {
+            array: AtomicPtr::new(std::ptr::null_mut()),
+            counted_as: AtomicU32::new(0),
+        })
+        .collect()
 }

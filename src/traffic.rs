@@ -37,10 +37,23 @@ static SLOT: AtomicPtr<AtomicU64> = AtomicPtr::new(std::ptr::null_mut());
 /// Set when no slot was free: this process counts in the file's unslotted counter.
 static UNSLOTTED: AtomicBool = AtomicBool::new(false);
 
+/// Where [`count`] writes when counting is off: memos then keep id 1 (see
+/// `Loaded::count_answer`), so a memo hit costs what it costs with counting on and takes
+/// no call. Private to the process; never read.
+static NOT_COUNTED: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// The id plus one a memo keeps when counting is off.
+pub const NOT_COUNTED_ID: u32 = 1;
+
+fn not_counted_base() -> *mut AtomicU64 {
+    NOT_COUNTED.as_ptr().cast_mut()
+}
+
 /// From MINIT, after the ini entries are registered.
 pub fn in_minit(sapi: Option<&str>) {
     if !ini::count_answers_enabled(sapi) {
         let _ = OFF_BECAUSE.set("off (dw_router.count_answers)".into());
+        SLOT.store(not_counted_base(), Ordering::Relaxed);
         return;
     }
     let dir = PathBuf::from(ini::answers_dir());
@@ -56,13 +69,19 @@ pub fn in_minit(sapi: Option<&str>) {
         }
         Err(error) => {
             let _ = OFF_BECAUSE.set(format!("off: {error}"));
+            SLOT.store(not_counted_base(), Ordering::Relaxed);
         }
     }
 }
 
 /// From the fork handler in a new child: its slot is not the parent's.
 pub fn forked() {
-    SLOT.store(std::ptr::null_mut(), Ordering::Relaxed);
+    let slot = if enabled() {
+        std::ptr::null_mut()
+    } else {
+        not_counted_base()
+    };
+    SLOT.store(slot, Ordering::Relaxed);
     UNSLOTTED.store(false, Ordering::Relaxed);
 }
 
@@ -81,7 +100,8 @@ pub fn count(id_plus_one: u32) {
         return count_without_slot(id_plus_one);
     }
     // SAFETY: `base` is one word before a slot's counters, inside the mapping, and ids
-    // come from this file's registry (at most OVERFLOW_ID), so the word is the slot's.
+    // come from this file's registry (at most OVERFLOW_ID), so the word is the slot's; or,
+    // with counting off, `NOT_COUNTED`, and the id is NOT_COUNTED_ID.
     let counter = unsafe { &*base.wrapping_add(id_plus_one as usize) };
     if ext_php_rs::PHP_ZTS {
         counter.fetch_add(1, Ordering::Relaxed);
