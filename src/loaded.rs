@@ -29,6 +29,8 @@ pub struct Loaded {
     digest: Option<Box<str>>,
     /// The answer counters' label ids of the calls no memo caches (`answer_labels`).
     answer_ids: AnswerIds,
+    /// The label ids of sticky answers to a country code, found without a lock.
+    country_ids: StickyCountryIds,
 }
 
 /// How many `Loaded` tables exist in this process (see [`tables_in_process`]).
@@ -50,6 +52,7 @@ impl Loaded {
             routes,
             digest,
             answer_ids: AnswerIds::default(),
+            country_ids: StickyCountryIds::new(),
         }
     }
 
@@ -117,12 +120,18 @@ impl Loaded {
         route: Option<(u32, u32)>,
         counted_as: Option<&AtomicU32>,
     ) {
+        if sticky && let Some(id) = self.country_ids.get(country, route) {
+            traffic::count(id);
+            return;
+        }
         let id = self
             .answer_ids
             .id_plus_one(&self.table, country, sticky, route)
             .unwrap_or(traffic::NOT_COUNTED_ID);
         if let Some(counted_as) = counted_as {
             counted_as.store(id, Ordering::Relaxed);
+        } else if sticky {
+            self.country_ids.put(country, route, id);
         }
         traffic::count(id);
     }
@@ -264,4 +273,51 @@ fn empty_memos(count: usize) -> Box<[Memo]> {
             counted_as: AtomicU32::new(0),
         })
         .collect()
+}
+
+/// A direct-mapped cache of the label ids of sticky answers to a two-character country
+/// code: 1,024 words, each `(key + 1) << 32 | id` for the key (code, origin index), which
+/// decides the labels of such an answer in a table (the code decides its region). One
+/// relaxed load a call, no lock: a collision only sends a call to `AnswerIds`.
+struct StickyCountryIds {
+    entries: Box<[AtomicU64]>,
+}
+
+impl StickyCountryIds {
+    const ENTRIES: usize = 1024;
+
+    fn new() -> StickyCountryIds {
+        StickyCountryIds {
+            entries: (0..Self::ENTRIES).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The entry and the tagged key of a sticky answer to `country` by `route`.
+    #[inline(always)]
+    fn slot(&self, country: &[u8], route: Option<(u32, u32)>) -> Option<(&AtomicU64, u64)> {
+        let code = CountryCode::of(country)?.index() as u64;
+        let (_, origin) = route?;
+        if origin > 0xffff {
+            return None;
+        }
+        let key = code << 16 | u64::from(origin);
+        // Fibonacci hashing: the product's top ten bits index the 1,024 entries.
+        let entry = self
+            .entries
+            .get((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize)?;
+        Some((entry, (key + 1) << 32))
+    }
+
+    #[inline(always)]
+    fn get(&self, country: &[u8], route: Option<(u32, u32)>) -> Option<u32> {
+        let (entry, tag) = self.slot(country, route)?;
+        let value = entry.load(Ordering::Relaxed);
+        (value & !0xffff_ffff == tag).then_some(value as u32)
+    }
+
+    fn put(&self, country: &[u8], route: Option<(u32, u32)>, id: u32) {
+        if let Some((entry, tag)) = self.slot(country, route) {
+            entry.store(tag | u64::from(id), Ordering::Relaxed);
+        }
+    }
 }
