@@ -52,6 +52,7 @@ mod purge;
 mod purge_config;
 mod purge_counters;
 mod purge_lines;
+mod purge_peer;
 mod readers;
 mod report;
 mod report_json;
