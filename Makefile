@@ -38,7 +38,7 @@ up: build
 down:
 	@scripts/stack down
 
-.PHONY: all demo up down chaos build devenv fetch test bench install deb stubs check-zts fmt lint clean help
+.PHONY: all demo up down chaos build devenv fetch tools-test test bench install deb stubs check-zts fmt lint clean help
 
 all: build
 
@@ -68,15 +68,20 @@ endif
 fetch:
 	@$(CARGO) fetch --locked 2>/dev/null || $(CARGO) fetch
 	@$(CARGO) fetch --manifest-path fuzz/Cargo.toml
-	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
-	@command -v cargo-deb >/dev/null 2>&1 || $(CARGO) install --locked cargo-deb
+
+# The host tools only some targets use, installed by those targets (scripts/host-tool), not
+# by `make build` or `make demo`: cargo-fuzz for the fuzz run of `make test`, cargo-deb for
+# `make deb` and the packages' install test. The devenv binds ~/.cargo, so they run inside.
+tools-test:
+	@scripts/host-tool cargo-fuzz
+	@scripts/host-tool cargo-deb
 
 build: devenv fetch
 	$(IN_ENV) $(BUILD)
 
 # For 8.4 (what CI runs): every suite, then the phpt suite on PHP 8.5, one total line.
 ifeq ($(PHP),8.4)
-test: build
+test: build tools-test
 	@scripts/test-all
 else
 test: build

@@ -5,7 +5,7 @@ declare(strict_types=1);
 /*
  * The built-in country -> continent table of the userland twin (php/RegionRouter.php),
  * generated with dw-routing's (crates/routing/src/continent_data.rs) from one source by
- * scripts/gen-continents; crates/routing/tests/chain.rs checks that both hold the same.
+ * scripts/gen-continents; crates/routing/tests/it/chain.rs checks that both hold the same.
  */
 
 namespace DwRouter;

@@ -9,7 +9,7 @@ require_once __DIR__ . '/Cohort.php';
  * what a node routes from while stages are open (the chaos checker, tests): the same
  * result as dw_routing::stage::overlay, which the agent applies. Both are pinned to the
  * cases of crates/routing/tests/overlay-cases.json (the Rust side in
- * crates/routing/tests/overlay_cases.rs, this one in tests/differential/twin-selftest.php).
+ * crates/routing/tests/it/overlay_cases.rs, this one in tests/differential/twin-selftest.php).
  *
  * The rule: the routing keys (every key but <prefix>stage/...) with, for every readable
  * stage whose cohort holds the node, the stage's values in place (null: the key is absent

@@ -4,7 +4,7 @@ declare(strict_types=1);
 
 /*
  * Writes crates/routing/tests/overlay-cases.json, the overlay rule's cases that
- * dw_routing::stage::overlay (crates/routing/tests/overlay_cases.rs) and php/Stages.php
+ * dw_routing::stage::overlay (crates/routing/tests/it/overlay_cases.rs) and php/Stages.php
  * (tests/differential/twin-selftest.php) are both held to. Every expectation below is
  * written by hand from docs/routing.md ("Stages"), not computed by either implementation.
  *
@@ -112,4 +112,4 @@ $add('staged values are copied as they are, even an invalid region value', [$P.'
     [$P.'region/DE' => '{not json'] + $cur, [['id' => 'a', 'revision' => 0]], []);
 $add('another prefix: its own stage/ keys', ['/p/stage/a' => $rec('a', ['nodes' => ['edge-1']], ['region/DE' => 'x']), $P.'stage/b' => 'kept: not under /p/'], $n1,
     ['/p/region/DE' => 'x', '/p/region/FR' => 'f', $P.'stage/b' => 'kept: not under /p/'], [['id' => 'a', 'revision' => 0]], [], [], ['/p/region/FR' => 'f'], '/p/');
-echo json_encode(['note' => 'Overlay rule cases (docs/routing.md, "Stages"), checked against dw_routing::stage::overlay by crates/routing/tests/overlay_cases.rs and against php/Stages.php by tests/differential/twin-selftest.php. Written by tests/differential/overlay-cases.php. Stage values are raw strings. want.problems: the keys named in Overlay::problems.', 'cases' => $cases], JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR), "\n";
+echo json_encode(['note' => 'Overlay rule cases (docs/routing.md, "Stages"), checked against dw_routing::stage::overlay by crates/routing/tests/it/overlay_cases.rs and against php/Stages.php by tests/differential/twin-selftest.php. Written by tests/differential/overlay-cases.php. Stage values are raw strings. want.problems: the keys named in Overlay::problems.', 'cases' => $cases], JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR), "\n";

@@ -455,7 +455,7 @@ $cases['applied stages'] = static function (): array {
 };
 
 // The overlay rule (php/Stages.php, the chaos checker's) on the cases dw-routing's
-// tests/overlay_cases.rs holds dw_routing::stage::overlay to (overlay-cases.php writes them).
+// tests/it/overlay_cases.rs holds dw_routing::stage::overlay to (overlay-cases.php writes them).
 $cases['stage overlay'] = static function (): array {
     require_once dirname(__DIR__, 2) . '/php/Stages.php';
     $file = dirname(__DIR__, 2) . '/crates/routing/tests/overlay-cases.json';

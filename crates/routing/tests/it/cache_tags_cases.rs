@@ -5,7 +5,7 @@
 use dw_routing::Table;
 use serde_json::{Map, Value, json};
 
-const CASES: &str = include_str!("cache-tags-cases.json");
+const CASES: &str = include_str!("../cache-tags-cases.json");
 const PREFIX: &str = "/dw/routing/";
 
 #[test]

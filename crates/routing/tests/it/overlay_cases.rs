@@ -8,7 +8,7 @@ use dw_routing::Snapshot;
 use dw_routing::stage::{Node, overlay};
 use serde_json::Value;
 
-const CASES: &str = include_str!("overlay-cases.json");
+const CASES: &str = include_str!("../overlay-cases.json");
 
 fn strings(value: &Value) -> BTreeMap<String, String> {
     value
