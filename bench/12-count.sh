@@ -71,7 +71,7 @@ callgrind counts instructions inside \`resolve()\`'s handler only
 (\`--toggle-collect='*resolve_handler*'\`), over $N calls after a warm-up that fills every
 memo and registers every label set (the warm-up is callgrind's part 1, the measured loop
 part 2). \`memo\`: no sticky key, 50 country codes in turn (the front controller's call).
-\`sticky\`: the same with 64 sticky keys (no memo: the table's label-key map is looked up).
+\`sticky\`: the same with 64 sticky keys (no memo: the label id from the table's sticky cache).
 Instruction counts do not depend on the machine's load (${load} during this run); the
 contention figures of issue 29 (two processes, eight lsphp children, perf stat) and
 lsphp behind OpenLiteSpeed with and without counting are not measured here.
