@@ -16,7 +16,7 @@ BASELINE=${DW_BENCH_BASELINE_SO:-}
 [[ -f $SO ]] || { echo "12-count: $SO not built (make build)" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "12-count: valgrind missing (run inside scripts/devenv)" >&2; exit 1; }
 mkdir -p "$RAW"
-rm -f "$RAW"/cg-*
+rm -f "$RAW"/cg-* "$RAW"/polled-*
 WORK=$(mktemp -d /dev/shm/dw-bench-count.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 N=20000
@@ -29,13 +29,23 @@ php examples/generate.php --regions 250 --out "$WORK/snapshot.json" >/dev/null
 touch -d "-1 minute" "$WORK/snapshot.json"
 # Instructions per call in part 2 (the measured loop) of a callgrind run.
 per_call() { # mode count_answers [so]
-  local out=$RAW/cg-$1-$2.out
-  rm -rf "$WORK/answers"
-  valgrind --tool=callgrind --dump-before=usleep --toggle-collect='*resolve_handler*' \
-    --callgrind-out-file="$out" \
-    php -d "extension=${3:-$SO}" -d "dw_router.count_answers=$2" -d "dw_router.answers_dir=$WORK/answers" \
-    bench/count/loop.php "$WORK/snapshot.json" "$1" "$N" 2>"$RAW/cg-$1-$2.log" >/dev/null \
-    || { tail -20 "$RAW/cg-$1-$2.log" >&2; exit 1; }
+  local out=$RAW/cg-$1-$2.out try
+  # When the router's watcher ends up polling (seen now and then on the shared box, the
+  # cause not pinned down: no inotify instance to be had is the likely one), every call
+  # also reads the clock, ~40-80 instructions that are not resolve()'s own. Such a run is
+  # done again, at most 3 times.
+  for try in 1 2 3; do
+    rm -rf "$WORK/answers"
+    valgrind --tool=callgrind --dump-before=usleep --toggle-collect='*resolve_handler*' \
+      --callgrind-out-file="$out" \
+      php -d "extension=${3:-$SO}" -d "dw_router.count_answers=$2" -d "dw_router.answers_dir=$WORK/answers" \
+      bench/count/loop.php "$WORK/snapshot.json" "$1" "$N" 2>"$RAW/cg-$1-$2.log" >/dev/null \
+      || { tail -20 "$RAW/cg-$1-$2.log" >&2; exit 1; }
+    rm -f "$RAW/polled-$1-$2"
+    grep -q clock_gettime "$out.2" || break
+    : >"$RAW/polled-$1-$2"
+    log "$1 $2: the router polled, run $try of 3"
+  done
   local ir
   ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$out.2")
   awk -v ir="$ir" -v n="$N" 'BEGIN { printf "%.1f", ir / n }'
@@ -61,7 +71,7 @@ callgrind counts instructions inside \`resolve()\`'s handler only
 (\`--toggle-collect='*resolve_handler*'\`), over $N calls after a warm-up that fills every
 memo and registers every label set (the warm-up is callgrind's part 1, the measured loop
 part 2). \`memo\`: no sticky key, 50 country codes in turn (the front controller's call).
-\`sticky\`: the same with 64 sticky keys (no memo: the table's label-key map is looked up).
+\`sticky\`: the same with 64 sticky keys (no memo: the label id from the table's sticky cache).
 Instruction counts do not depend on the machine's load (${load} during this run); the
 contention figures of issue 29 (two processes, eight lsphp children, perf stat) and
 lsphp behind OpenLiteSpeed with and without counting are not measured here.
@@ -90,3 +100,8 @@ for mode in memo sticky; do
   fi
   echo "| $mode |${base:+ $base |} $off | $on | $added | ${ratio}x | $target |"
 done
+polled=$(cd "$RAW" && for f in polled-*; do [[ -e $f ]] && printf '%s ' "${f#polled-}"; done; true)
+if [[ -n $polled ]]; then
+  echo
+  echo "Polled in all 3 runs (the router's watcher polled: each call then also reads the clock, not resolve()'s own cost): ${polled% }."
+fi

@@ -77,10 +77,16 @@ impl Loaded {
     /// the answer (`traffic`): on a memo hit, under the label id kept beside the memo.
     #[inline(always)]
     pub fn answer(&self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
-        let memo = match sticky_key {
-            None => self.routes.memo(&self.table, country),
-            Some(_) => None,
-        };
+        match sticky_key {
+            None => self.answer_unsticky(retval, country),
+            Some(sticky_key) => self.answer_sticky(retval, country, sticky_key),
+        }
+    }
+
+    /// `answer` without a sticky key: a memo hit when there is one.
+    #[inline(always)]
+    fn answer_unsticky(&self, retval: &mut Zval, country: &[u8]) {
+        let memo = self.routes.memo(&self.table, country);
         if let Some(memo) = memo {
             let array = memo.array.load(Ordering::Acquire);
             if !array.is_null() {
@@ -94,7 +100,7 @@ impl Loaded {
                 return;
             }
         }
-        let route = self.table.resolve(country, sticky_key);
+        let route = self.table.resolve(country, None);
         let array = match &route {
             Some(route) => self.set_route(retval, route),
             None => route_array::set_fallback_route(retval),
@@ -102,16 +108,49 @@ impl Loaded {
         if let (Some(memo), Some(array)) = (memo, array) {
             memo.array.store(array, Ordering::Release);
         }
-        self.count_answer(
-            country,
-            sticky_key.is_some(),
-            route.map(|route| (route.region_index, route.origin_index)),
-            memo.map(|memo| &memo.counted_as),
-        );
+        // Once per memo (with counting off too, so that its hits count into
+        // `NOT_COUNTED` without a branch); every call of a geo without a memo.
+        if memo.is_some() || traffic::enabled() {
+            self.count_answer(
+                country,
+                false,
+                route.map(|route| (route.region_index, route.origin_index)),
+                memo.map(|memo| &memo.counted_as),
+            );
+        }
+    }
+
+    /// `answer` with a sticky key: no memo. With counting off this is the path as it was
+    /// before counting, plus one branch on a process-wide flag; with counting on, a
+    /// sticky answer to a two-byte geo finds its label id in `country_ids` with one
+    /// relaxed load, inline (no call, nothing kept of the route but its origin index).
+    #[inline(always)]
+    fn answer_sticky(&self, retval: &mut Zval, country: &[u8], sticky_key: &[u8]) {
+        let Some(route) = self.table.resolve(country, Some(sticky_key)) else {
+            route_array::set_fallback_route(retval);
+            if traffic::enabled() {
+                self.count_answer(country, true, None, None);
+            }
+            return;
+        };
+        self.set_route(retval, &route);
+        if !traffic::enabled() {
+            return;
+        }
+        match self.country_ids.get(country, route.origin_index) {
+            Some(id) => traffic::count(id),
+            None => self.count_answer(
+                country,
+                true,
+                Some((route.region_index, route.origin_index)),
+                None,
+            ),
+        }
     }
 
     /// Counts an answer that no memo's label id covered, and keeps its id beside the
-    /// memo, if it has one.
+    /// memo, if it has one, or in `country_ids` for a sticky answer to a two-byte geo.
+    #[cold]
     #[inline(never)]
     fn count_answer(
         &self,
@@ -120,18 +159,14 @@ impl Loaded {
         route: Option<(u32, u32)>,
         counted_as: Option<&AtomicU32>,
     ) {
-        if sticky && let Some(id) = self.country_ids.get(country, route) {
-            traffic::count(id);
-            return;
-        }
         let id = self
             .answer_ids
             .id_plus_one(&self.table, country, sticky, route)
             .unwrap_or(traffic::NOT_COUNTED_ID);
         if let Some(counted_as) = counted_as {
             counted_as.store(id, Ordering::Relaxed);
-        } else if sticky {
-            self.country_ids.put(country, route, id);
+        } else if sticky && let Some((_, origin)) = route {
+            self.country_ids.put(country, origin, id);
         }
         traffic::count(id);
     }
@@ -275,12 +310,16 @@ fn empty_memos(count: usize) -> Box<[Memo]> {
         .collect()
 }
 
-/// A direct-mapped cache of the label ids of sticky answers to a two-character country
-/// code: 1,024 words, each `(key + 1) << 32 | id` for the key (code, origin index), which
-/// decides the labels of such an answer in a table (the code decides its region). One
-/// relaxed load a call, no lock: a collision only sends a call to `AnswerIds`.
+/// A direct-mapped cache of the label ids of sticky answers to a two-byte geo: 1,024
+/// words, each `(key + 1) << 32 | id` for the key (the geo's two bytes, origin index),
+/// which decides the labels of such an answer in a table (the geo decides its class and
+/// its answering region). The geo's bytes as they are, not its country code: no
+/// classifying on the request path. One relaxed load a call, no lock: a collision only
+/// sends a call to `AnswerIds`.
 struct StickyCountryIds {
-    entries: Box<[AtomicU64]>,
+    /// Inline in the table (no pointer to load, no bounds check: the index is the top ten
+    /// bits of a product).
+    entries: [AtomicU64; StickyCountryIds::ENTRIES],
 }
 
 impl StickyCountryIds {
@@ -288,36 +327,36 @@ impl StickyCountryIds {
 
     fn new() -> StickyCountryIds {
         StickyCountryIds {
-            entries: (0..Self::ENTRIES).map(|_| AtomicU64::new(0)).collect(),
+            entries: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 
-    /// The entry and the tagged key of a sticky answer to `country` by `route`.
+    /// The entry and the tag (`key + 1`, the entry's high half) of a sticky answer to
+    /// `geo` by origin `origin`.
     #[inline(always)]
-    fn slot(&self, country: &[u8], route: Option<(u32, u32)>) -> Option<(&AtomicU64, u64)> {
-        let code = CountryCode::of(country)?.index() as u64;
-        let (_, origin) = route?;
+    fn slot(&self, geo: &[u8], origin: u32) -> Option<(&AtomicU64, u64)> {
+        let &[first, second] = geo else {
+            return None;
+        };
         if origin > 0xffff {
             return None;
         }
-        let key = code << 16 | u64::from(origin);
+        let key = u64::from(u16::from_le_bytes([first, second])) << 16 | u64::from(origin);
         // Fibonacci hashing: the product's top ten bits index the 1,024 entries.
-        let entry = self
-            .entries
-            .get((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize)?;
-        Some((entry, (key + 1) << 32))
+        let index = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize;
+        Some((&self.entries[index], key + 1))
     }
 
     #[inline(always)]
-    fn get(&self, country: &[u8], route: Option<(u32, u32)>) -> Option<u32> {
-        let (entry, tag) = self.slot(country, route)?;
+    fn get(&self, geo: &[u8], origin: u32) -> Option<u32> {
+        let (entry, tag) = self.slot(geo, origin)?;
         let value = entry.load(Ordering::Relaxed);
-        (value & !0xffff_ffff == tag).then_some(value as u32)
+        (value >> 32 == tag).then_some(value as u32)
     }
 
-    fn put(&self, country: &[u8], route: Option<(u32, u32)>, id: u32) {
-        if let Some((entry, tag)) = self.slot(country, route) {
-            entry.store(tag | u64::from(id), Ordering::Relaxed);
+    fn put(&self, geo: &[u8], origin: u32, id: u32) {
+        if let Some((entry, tag)) = self.slot(geo, origin) {
+            entry.store(tag << 32 | u64::from(id), Ordering::Relaxed);
         }
     }
 }
