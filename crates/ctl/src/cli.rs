@@ -231,10 +231,12 @@ KEY is relative to --prefix (region/DE, policy/global) or absolute (/dw/control/
 Example:
   dwctl history region/DE")]
     History(HistoryArgs),
-    /// Put a key back to its value at a past revision (guarded).
+    /// Put a routing key back to its value at a past revision (guarded).
     #[command(after_help = "\
-Region and policy values are validated before they are written back. If the key did not \
-exist at that revision, it is deleted.
+Routing keys only (region/<geo>, policy/global): the value is validated and written as any \
+other change (open stages and drain records kept in step). A region that did not exist at \
+that revision is deleted; policy/global is never deleted. Other keys are refused (exit 2) \
+with the command that owns them.
 
 Example:
   dwctl history region/DE
@@ -510,14 +512,14 @@ pub struct HealthArgs {
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// The key (region/DE, policy/global, or absolute).
+    /// The routing key (region/DE, policy/global, or absolute).
     #[arg(value_name = "KEY")]
     pub etcd_key: String,
 }
 
 #[derive(Debug, Args)]
 pub struct RollbackArgs {
-    /// The key (region/DE, policy/global, or absolute).
+    /// The routing key (region/DE, policy/global, or absolute).
     #[arg(value_name = "KEY")]
     pub etcd_key: String,
     /// The revision whose value to put back (see `dwctl history KEY`).

@@ -3,12 +3,10 @@
 
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, Txn, TxnOp, WatchOptions};
+use etcd_client::{Client, EventType, GetOptions, WatchOptions};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::apply::describe;
-use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::error::{Error, FieldError};
 use crate::output::{Outcome, Shown};
@@ -152,6 +150,10 @@ pub async fn rollback(
         ));
     }
     let key = context.layout.resolve(key);
+    let region = key.strip_prefix(&context.layout.regions());
+    if region.is_none() && key != context.layout.policy() {
+        return Err(Error::Usage(refused_rollback(&context.layout, &key)));
+    }
     let mut client = context.etcd.connect().await?;
     let past = client
         .get(
@@ -175,7 +177,7 @@ pub async fn rollback(
         )
     };
 
-    if let Some(geo) = key.strip_prefix(&context.layout.regions()) {
+    if let Some(geo) = region {
         // Regions go through the planner so that drain records stay true to them.
         let value = past_value
             .map(|raw| RegionValue::for_write(&raw))
@@ -192,81 +194,54 @@ pub async fn rollback(
         return run_plan(context, &mut client, &title, dry_run, plan).await;
     }
 
-    let new_value = if key == context.layout.policy() {
-        past_value
-            .map(|raw| {
-                PolicyValue::for_write(&raw)
-                    .map(|policy| policy.encode(&now_rfc3339()).into_bytes())
-            })
-            .transpose()
-            .map_err(invalid_at_revision)?
-    } else {
-        past_value
-    };
-    if let Some(raw) = &new_value
-        && raw.len() > crate::state::MAX_VALUE_BYTES
     {
-        return Err(Error::invalid(
-            key.clone(),
-            format!(
-                "the value is {} bytes; the largest value dwctl writes is {} bytes (1 MiB)",
-                raw.len(),
-                crate::state::MAX_VALUE_BYTES
-            ),
-        ));
+        // The policy too: the stage and drain-record follow-ups and the size check are the
+        // planner's, as for every other write of a routing key.
+        let value = past_value
+            .map(|raw| PolicyValue::for_write(&raw))
+            .transpose()
+            .map_err(invalid_at_revision)?;
+        let plan = |state: &State| {
+            let mut changes = Changes::default();
+            match &value {
+                Some(policy) => changes.policy = Some(policy.clone()),
+                None if state.policy.is_some() => {
+                    return Err(Error::Failed(format!(
+                        "policy/global did not exist at revision {revision}, and dwctl never \
+                         deletes it (without it the readers' defaults apply); write the policy \
+                         you want with `dwctl policy set`"
+                    )));
+                }
+                None => {}
+            }
+            Ok(changes)
+        };
+        run_plan(context, &mut client, &title, dry_run, plan).await
     }
-    let attempts = context.retry.attempts.max(1);
-    for attempt in 1..=attempts {
-        let current = client.get(key.as_str(), None).await?;
-        let current_kv = current.kvs().first();
-        let shown = |raw: Option<&[u8]>| {
-            raw.map_or(Value::Null, |raw| {
-                serde_json::from_slice(raw)
-                    .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(raw).into_owned()))
-            })
-        };
-        let before = shown(current_kv.map(|kv| kv.value()));
-        let after = shown(new_value.as_deref());
-        let detail = describe(&before, &after);
-        if dry_run || (current_kv.is_none() && new_value.is_none()) {
-            let headline = if dry_run {
-                "dry run, nothing written"
-            } else {
-                "nothing to change"
-            };
-            return Ok(Outcome {
-                text: format!("{}: {headline}\n~ {}", Shown(&title), Shown(&detail)),
-                json: json!({"key": key, "dry_run": dry_run, "revision": Value::Null, "before": before, "after": after}),
-            });
-        }
-        let guard = match current_kv {
-            Some(kv) => Compare::mod_revision(key.as_str(), CompareOp::Equal, kv.mod_revision()),
-            None => Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
-        };
-        let op = match &new_value {
-            Some(raw) => TxnOp::put(key.as_str(), raw.clone(), None),
-            None => TxnOp::delete(key.as_str(), None),
-        };
-        let response = client
-            .txn(Txn::new().when(vec![guard]).and_then(vec![op]))
-            .await?;
-        if response.succeeded() {
-            let committed = response
-                .header()
-                .map(|header| header.revision())
-                .unwrap_or(0);
-            return Ok(Outcome {
-                text: format!(
-                    "{}: committed at revision {committed}\n~ {}",
-                    Shown(&title),
-                    Shown(&detail)
-                ),
-                json: json!({"key": key, "dry_run": false, "revision": committed, "before": before, "after": after}),
-            });
-        }
-        if attempt < attempts {
-            tokio::time::sleep(context.retry.pause(attempt)).await;
-        }
-    }
-    Err(Error::Conflict { attempts })
+}
+
+/// Why `rollback` does not write `key`, and what to use instead. Only routing keys
+/// (`region/<geo>`, `policy/global`) are rolled back: they go through the planner, which
+/// keeps open stages and drain records in step. A record written verbatim around the
+/// planners (a stage, a drain record, a rollout's progress) would leave those out of step.
+fn refused_rollback(layout: &crate::etcd::Layout, key: &str) -> String {
+    let instead = if key.starts_with(&layout.stages()) {
+        "a stage is changed with `dwctl stage widen`, `dwctl stage promote` or `dwctl stage \
+         abort` (and made again with `dwctl stage create`)"
+    } else if key.starts_with(&layout.drains()) {
+        "a drain record is changed with `dwctl drain`, `dwctl restore` or `dwctl drain \
+         --repair`"
+    } else if key.starts_with(&layout.rollout("")) {
+        "a rollout's progress is kept by `dwctl rollout` (`dwctl rollout resume ID` goes on, \
+         `dwctl stage abort ID` ends it)"
+    } else if key.starts_with(&layout.registrations()) || key.starts_with(&layout.origins()) {
+        "an origin's registration is kept by `dwctl origin register`"
+    } else {
+        "write it with the command that owns it"
+    };
+    format!(
+        "rollback writes routing keys only (region/<geo> and policy/global), through the \
+         same checks as every other write; {} is not one: {instead}",
+        Shown(key)
+    )
 }

@@ -480,18 +480,25 @@ async fn history_lists_past_values_and_rollback_puts_one_back() {
     assert_eq!(code, 0, "{stderr}");
     assert!(etcd.get(&region_key("DE")).await.is_none());
 
-    // Other keys are rolled back verbatim.
+    // Other keys are not rolled back (issue 30: they went around the planners); the
+    // refusal says what to use, and nothing is written.
     etcd.put(&format!("{CONTROL}note"), "one").await;
     let note_revision = etcd.revision().await;
     etcd.put(&format!("{CONTROL}note"), "two").await;
-    let (code, _, stderr) = etcd.dwctl_json(&[
+    let (code, refused, _) = etcd.dwctl_json(&[
         "rollback",
         &format!("{CONTROL}note"),
         "--to-revision",
         &note_revision.to_string(),
     ]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(etcd.get(&format!("{CONTROL}note")).await.unwrap().0, "one");
+    assert_eq!(code, 2, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("routing keys only")),
+        "{refused}"
+    );
+    assert_eq!(etcd.get(&format!("{CONTROL}note")).await.unwrap().0, "two");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

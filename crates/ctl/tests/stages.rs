@@ -440,3 +440,89 @@ async fn promote_believes_dwctls_own_drains_after_the_stage_changed() {
     ok(&["stage", "widen", "s4", "--nodes", "edge-2"]);
     assert_eq!(etcd.dwctl(&["stage", "promote", "s4"]).code, 3);
 }
+
+/// Issue 30, item 1: `rollback` of `policy/global` built a transaction of its own and left
+/// the key in the open stage that staged it (no note), so the cohort kept the staged policy
+/// and `stage promote` then failed with exit 3. A rollback is a direct write: the key
+/// leaves the stage like after `policy set` or `rollback region/DE`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_of_a_staged_policy_leaves_the_stage() {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE)]).await;
+    let ok = |args: &[&str]| {
+        let run = etcd.dwctl(args);
+        assert_eq!(run.code, 0, "{args:?}: {}{}", run.stdout, run.stderr);
+        run
+    };
+    ok(&["policy", "set", r#"{"default":"DE"}"#]);
+    let first_policy = etcd.revision().await;
+    ok(&["policy", "set", r#"{"default":"FR"}"#]);
+    let both = json!({
+        "regions": {"DE": {"shard": "eu-9", "origins": ["fra-a"], "weight": {"fra-a": 100}}},
+        "policy": {"default": "IT"},
+    });
+    let file = write_file(&etcd, "both.json", &both);
+    ok(&["stage", "create", &file, "--nodes", "edge-1", "--id", "s1"]);
+    let stored = stage(&etcd, "s1").await.unwrap();
+    assert!(stored["kvs"].get("policy/global").is_some(), "{stored}");
+
+    let run = ok(&[
+        "rollback",
+        "policy/global",
+        "--to-revision",
+        &first_policy.to_string(),
+    ]);
+    assert!(
+        run.stdout.contains("policy/global was staged by s1"),
+        "{}",
+        run.stdout
+    );
+    let policy = etcd.get_json(&format!("{PREFIX}policy/global")).await.unwrap();
+    assert_eq!(policy["default"], "DE");
+    let stored = stage(&etcd, "s1").await.unwrap();
+    assert!(stored["kvs"].get("policy/global").is_none(), "{stored}");
+    assert!(stored["kvs"].get("region/DE").is_some(), "{stored}");
+    // The stage key and the policy changed in one revision: promote believes it.
+    let (_, policy_revision) = etcd.get(&format!("{PREFIX}policy/global")).await.unwrap();
+    let (_, stage_revision) = etcd.get(&stage_key("s1")).await.unwrap();
+    assert_eq!(policy_revision, stage_revision);
+    ok(&["stage", "promote", "s1"]);
+    assert_eq!(
+        etcd.get_json(&format!("{PREFIX}policy/global")).await.unwrap()["default"],
+        "DE"
+    );
+    assert_eq!(
+        etcd.get_json(&region_key("DE")).await.unwrap()["shard"],
+        "eu-9"
+    );
+}
+
+/// Issue 30, item 1: keys that are not routing keys (stage and drain records, anything
+/// under the control prefix) are not rolled back verbatim around the planners any more:
+/// the refusal names the command to use, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_of_a_record_is_refused_with_what_to_use() {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE)]).await;
+    let file = write_file(&etcd, "de.json", &de_move());
+    assert_eq!(
+        etcd.dwctl(&["stage", "create", &file, "--nodes", "edge-1", "--id", "s1"])
+            .code,
+        0
+    );
+    let created = etcd.revision().await;
+    assert_eq!(etcd.dwctl(&["stage", "widen", "s1", "--nodes", "edge-2"]).code, 0);
+    assert_eq!(etcd.dwctl(&["drain", "fra-a", "--reason", "INC-1"]).code, 0);
+    let before = (etcd.dump(PREFIX).await, etcd.dump(CONTROL).await);
+    for (key, hint) in [
+        (stage_key("s1"), "dwctl stage"),
+        ("stage/s1".to_string(), "dwctl stage"),
+        (format!("{CONTROL}drains/fra-a"), "dwctl restore"),
+        (format!("{CONTROL}note"), "region/<geo> and policy/global"),
+    ] {
+        let run = etcd.dwctl(&["rollback", &key, "--to-revision", &created.to_string()]);
+        assert_eq!(run.code, 2, "{key}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains(hint), "{key}: {}", run.stderr);
+    }
+    assert_eq!(before, (etcd.dump(PREFIX).await, etcd.dump(CONTROL).await));
+}
