@@ -21,7 +21,6 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use etcd_client::{Client, EventType, WatchOptions, WatchResponse, WatchStream};
-use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -103,9 +102,9 @@ pub(crate) fn classify(
     if event_type == EventType::Delete {
         return Some(Change::Deleted { key, revision });
     }
-    let instance = serde_json::from_slice::<Value>(value)
+    let instance = dw_node_report::NodeReport::parse(value)
         .ok()
-        .and_then(|report| report["instance"].as_str().map(str::to_owned))
+        .and_then(|report| report.instance)
         .filter(|instance| !instance.is_empty() && instance != instance_id());
     Some(match instance {
         Some(instance) => Change::Foreign {
@@ -340,12 +339,15 @@ impl Healer {
         quiet
     }
 
-    /// The report's `conflict` field (null when there is none).
-    pub(crate) fn conflict_json(&self) -> Value {
-        self.conflict.as_ref().map_or(Value::Null, |conflict| {
-            json!({"instance": conflict.instance, "revision": conflict.revision,
-                   "reason": describe(conflict)})
-        })
+    /// The report's `conflict` field (none when there is none).
+    pub(crate) fn conflict(&self) -> Option<dw_node_report::Conflict> {
+        self.conflict
+            .as_ref()
+            .map(|conflict| dw_node_report::Conflict {
+                instance: Some(conflict.instance.clone()),
+                revision: Some(conflict.revision),
+                reason: Some(describe(conflict)),
+            })
     }
 }
 
@@ -362,6 +364,7 @@ fn describe(conflict: &Conflict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn metrics() -> Metrics {
         Metrics::new(Duration::from_secs(60), None)
@@ -426,7 +429,10 @@ mod tests {
         healer.changed(foreign(5), now, &metrics);
         assert_eq!(healer.not_before(), Some(now + CONFLICT_FIRST_DELAY));
         assert!(metrics.health().unwrap_err().contains("instance other"));
-        assert_eq!(healer.conflict_json()["instance"], "other");
+        assert_eq!(
+            healer.conflict().and_then(|conflict| conflict.instance).as_deref(),
+            Some("other")
+        );
         let mut delay = CONFLICT_FIRST_DELAY;
         for revision in 6..20 {
             healer.changed(foreign(revision), now, &metrics);
@@ -437,7 +443,7 @@ mod tests {
         assert!(!healer.expire(now + CONFLICT_QUIET - Duration::from_millis(1), &metrics));
         assert!(healer.expire(now + CONFLICT_QUIET, &metrics));
         assert_eq!(healer.not_before(), None);
-        assert_eq!(healer.conflict_json(), Value::Null);
+        assert_eq!(healer.conflict(), None);
     }
 
     #[test]

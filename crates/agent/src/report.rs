@@ -293,8 +293,8 @@ impl Reporter {
     /// Writes both keys in one transaction; `Ok` holds the revision it committed at.
     async fn write(&self, leases: &mut Leases, report: &Report) -> Result<i64, String> {
         let now = unix_ms(SystemTime::now());
-        let conflict = self.healer.conflict_json();
-        let value = report.to_json(&self.config, &self.snapshot, now, leases.live, &conflict);
+        let conflict = self.healer.conflict();
+        let value = report.to_json(&self.config, &self.snapshot, now, leases.live, conflict);
         let txn = Txn::new().and_then([
             TxnOp::put(
                 self.config.key(),

@@ -1,9 +1,10 @@
-//! The node report's JSON, schema and size limits (docs/agent.md, "Node reports"): what
-//! the reporter (`report.rs`) writes to `/dw/nodes/<id>` and `/dw/nodes-seen/<id>`.
+//! The node report's content and size limits (docs/agent.md, "Node reports"): what the
+//! reporter (`report.rs`) writes to `/dw/nodes/<id>` and `/dw/nodes-seen/<id>`, as the
+//! shared type `dw_node_report::NodeReport` that dwctl reads.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::config::ReportConfig;
 use crate::heal::instance_id;
@@ -110,23 +111,17 @@ pub(crate) fn unix_ms(at: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The version of the report's layout, its `schema` field (docs/agent.md, "Node
-/// reports"). Fields are only ever added; a reader ignores the ones it does not know. A
-/// change that removes or redefines a field bumps it: 2 added the state `conflict` (and
-/// the `conflict` field), which a reader must not count as current.
-pub(crate) const REPORT_SCHEMA: u64 = 2;
-
 impl Report {
     /// The report as written: `lease` is the id of the lease the live key is put on (the
     /// seen record carries the same value, so it names that lease too).
-    /// `conflict`: null, or the conflict (`heal.rs`), which then is the state.
+    /// `conflict`: the conflict (`heal.rs`), which then is the state.
     pub(crate) fn to_json(
         &self,
         config: &ReportConfig,
         snapshot: &str,
         now_ms: u64,
         lease: i64,
-        conflict: &Value,
+        conflict: Option<dw_node_report::Conflict>,
     ) -> String {
         let (mut state, mut reason, rejected) = match &self.condition {
             Condition::Ok => ("ok", None, Vec::new()),
@@ -136,47 +131,52 @@ impl Report {
                 Some(format!("{} key(s) left out of routing", keys.total)),
                 keys.listed
                     .iter()
-                    .map(|(key, error)| json!({"key": key, "error": error}))
+                    .map(|(key, error)| dw_node_report::RejectedKey {
+                        key: Some(key.clone()),
+                        error: Some(error.clone()),
+                    })
                     .collect(),
             ),
         };
-        if let Some(why) = conflict["reason"].as_str() {
-            state = "conflict";
-            reason = Some(why.to_owned());
+        if let Some(why) = conflict.as_ref().and_then(|conflict| conflict.reason.as_ref()) {
+            state = dw_node_report::CONFLICT;
+            reason = Some(why.clone());
         }
-        let reason = reason.map(|reason| clip(&reason, MAX_REASON_BYTES));
-        let labels: serde_json::Map<String, Value> = config
-            .labels
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
-            .collect();
-        let mut report = json!({
-            "schema": REPORT_SCHEMA,
-            "instance": instance_id(),
-            "lease": lease,
-            "node": config.node_id,
-            "revision": self.revision,
-            "published_revision": self.published_revision,
-            "published_at_ms": self.published_at_ms,
-            "reported_at_ms": now_ms,
-            "snapshot": snapshot,
-            "version": env!("CARGO_PKG_VERSION"),
-            "state": state,
-            "reason": reason,
-            "rejected": rejected,
-            "labels": labels,
-            "stages": self.stages,
-            "conflict": conflict,
-            "purge_failures": self.purge_failures,
-        });
-        let text = report.to_string();
+        let revision = |revision: u64| i64::try_from(revision).ok();
+        let mut report = dw_node_report::NodeReport {
+            instance: Some(instance_id().to_owned()),
+            lease: Some(lease),
+            node: Some(config.node_id.clone()),
+            revision: revision(self.revision),
+            published_revision: self.published_revision.and_then(revision),
+            published_at_ms: self.published_at_ms,
+            reported_at_ms: Some(now_ms),
+            snapshot: Some(snapshot.to_owned()),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            state: Some(state.to_owned()),
+            reason: reason.map(|reason| clip(&reason, MAX_REASON_BYTES)),
+            rejected,
+            labels: config.labels.clone(),
+            stages: self
+                .stages
+                .iter()
+                .map(|stage| dw_node_report::ReportedStage {
+                    id: Some(stage.id.clone()),
+                    revision: revision(stage.revision).unwrap_or(0),
+                })
+                .collect(),
+            conflict,
+            purge_failures: self.purge_failures,
+            ..dw_node_report::NodeReport::new()
+        };
+        let text = report.to_json();
         if text.len() <= MAX_REPORT_BYTES {
             return text;
         }
-        report["stages"] = json!([]);
-        report["rejected"] = json!([]);
-        report["truncated"] = json!(true);
-        report.to_string()
+        report.stages.clear();
+        report.rejected.clear();
+        report.truncated = true;
+        report.to_json()
     }
 }
 
@@ -221,6 +221,7 @@ pub(crate) fn rejected_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use std::collections::BTreeMap;
 
     fn labels_json(labels: &BTreeMap<String, String>) -> Value {
@@ -248,9 +249,9 @@ mod tests {
             purge_failures: 3,
         };
         let value: Value =
-            serde_json::from_str(&report.to_json(&config, "/run/x.json", 5, 77, &Value::Null))
+            serde_json::from_str(&report.to_json(&config, "/run/x.json", 5, 77, None))
                 .unwrap();
-        assert_eq!(value["schema"], REPORT_SCHEMA);
+        assert_eq!(value["schema"], dw_node_report::SCHEMA);
         assert_eq!(value["lease"], 77);
         assert_eq!(value["instance"], instance_id());
         assert_eq!(instance_id().len(), 16);
@@ -303,7 +304,7 @@ mod tests {
             stages: Vec::new(),
             purge_failures: 0,
         };
-        let text = report.to_json(&config, "/run/x.json", 5, 77, &Value::Null);
+        let text = report.to_json(&config, "/run/x.json", 5, 77, None);
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["rejected"].as_array().unwrap().len(), 32);
         assert_eq!(value["reason"], "34 key(s) left out of routing");
@@ -351,9 +352,9 @@ mod tests {
             stages: (0..stages).map(stage).collect(),
             purge_failures: 0,
         };
-        let small = report(10).to_json(&config, "/s", 5, 7, &Value::Null);
+        let small = report(10).to_json(&config, "/s", 5, 7, None);
         assert!(!small.contains("truncated"));
-        let text = report(2_000).to_json(&config, "/s", 5, 7, &Value::Null);
+        let text = report(2_000).to_json(&config, "/s", 5, 7, None);
         assert!(text.len() <= MAX_REPORT_BYTES, "{}", text.len());
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["truncated"], true);
@@ -372,17 +373,21 @@ mod tests {
             stages: Vec::new(),
             purge_failures: 0,
         };
-        let conflict = json!({"instance": "other", "revision": 9, "reason": "two agents"});
+        let conflict = dw_node_report::Conflict {
+            instance: Some("other".into()),
+            revision: Some(9),
+            reason: Some("two agents".into()),
+        };
         let value: Value =
-            serde_json::from_str(&report.to_json(&config, "/s", 5, 7, &conflict)).unwrap();
+            serde_json::from_str(&report.to_json(&config, "/s", 5, 7, Some(conflict))).unwrap();
         assert_eq!(value["state"], "conflict");
         assert_eq!(value["reason"], "two agents");
         assert_eq!(value["conflict"]["instance"], "other");
         let value: Value =
-            serde_json::from_str(&report.to_json(&config, "/s", 5, 7, &Value::Null)).unwrap();
+            serde_json::from_str(&report.to_json(&config, "/s", 5, 7, None)).unwrap();
         assert_eq!(
             (&value["state"], &value["conflict"]),
-            (&json!("ok"), &Value::Null)
+            (&json!("ok"), None)
         );
     }
 }

@@ -333,6 +333,7 @@ mod tests {
             labels: BTreeMap::new(),
             published_at_ms: Some(1_000),
             reported_at_ms: Some(2_000),
+            report: dw_node_report::NodeReport::default(),
             raw: Value::Null,
             untrusted: None,
         }

@@ -47,7 +47,10 @@ pub struct NodeReport {
     pub published_at_ms: Option<u64>,
     /// When the node wrote this report, Unix milliseconds.
     pub reported_at_ms: Option<u64>,
-    /// The report as written (rejected keys, version, snapshot path, ...).
+    /// The report as read (`dw_node_report`: every schema, hostile fields as absent).
+    pub report: dw_node_report::NodeReport,
+    /// The report's JSON as written, echoed by `status --output json` (`reported_revision`,
+    /// `rejected`, `version`, `stages`) so that what a node wrote is shown as it wrote it.
     pub raw: Value,
     /// Why this report cannot be believed, when it cannot: it lives on no lease, or on a
     /// lease other than the one it or its seen record names, or it vanished while that
@@ -57,27 +60,34 @@ pub struct NodeReport {
 
 impl NodeReport {
     fn parse(id: &str, live: bool, value: &[u8]) -> NodeReport {
-        let raw: Value = serde_json::from_slice(value).unwrap_or_else(|error| {
-            json!({"state": "unreadable", "reason": format!("the report is not JSON: {error}")})
-        });
-        let labels = raw["labels"]
-            .as_object()
-            .map(|object| {
-                object
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let (raw, report) = match serde_json::from_slice::<Value>(value) {
+            Ok(raw) => {
+                let report = dw_node_report::NodeReport::from_value(&raw);
+                (raw, report)
+            }
+            Err(error) => {
+                let why = dw_node_report::NodeReport::parse(value)
+                    .err()
+                    .map_or_else(|| error.to_string(), |error| error.to_string());
+                let report = dw_node_report::NodeReport {
+                    state: Some("unreadable".into()),
+                    reason: Some(why),
+                    ..dw_node_report::NodeReport::default()
+                };
+                let raw = json!({"state": report.state, "reason": report.reason});
+                (raw, report)
+            }
+        };
         NodeReport {
             id: id.to_owned(),
             live,
-            revision: raw["revision"].as_i64().filter(|revision| *revision >= 0),
-            state: raw["state"].as_str().unwrap_or("unknown").to_owned(),
-            reason: raw["reason"].as_str().map(str::to_owned),
-            labels,
-            published_at_ms: raw["published_at_ms"].as_u64(),
-            reported_at_ms: raw["reported_at_ms"].as_u64(),
+            revision: report.revision.filter(|revision| *revision >= 0),
+            state: report.state.clone().unwrap_or_else(|| "unknown".to_owned()),
+            reason: report.reason.clone(),
+            labels: report.labels.clone(),
+            published_at_ms: report.published_at_ms,
+            reported_at_ms: report.reported_at_ms,
+            report,
             raw,
             untrusted: None,
         }
@@ -85,7 +95,7 @@ impl NodeReport {
 
     /// The lease the report says it lives on (schema 1 on; older reports name none).
     fn named_lease(&self) -> Option<i64> {
-        self.raw["lease"].as_i64()
+        self.report.lease
     }
 
     /// Whether the node counts as serving `revision`: live, trustworthy, not in conflict
@@ -127,7 +137,7 @@ const MISSING: &str = "missing";
 
 /// The state an agent reports while another agent instance writes its report too (two
 /// agents with one node id, schema 2): lagging, whatever its revision says.
-const CONFLICT: &str = "conflict";
+const CONFLICT: &str = dw_node_report::CONFLICT;
 
 /// Every node report, live ones and gone ones, sorted by id: read in pages at one
 /// revision (10,000 reports of 1 KB are 10 MB). A report is checked against
@@ -311,25 +321,21 @@ fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
 /// Purge requests to the node's page cache that failed since its agent started (reports
 /// before the field, or without a purge endpoint: 0).
 fn purge_failures(node: &NodeReport) -> u64 {
-    node.raw["purge_failures"].as_u64().unwrap_or(0)
+    node.report.purge_failures
 }
 
 /// The stages a node's report says it applies: `id@revision,...` (control characters
 /// escaped: the report is written by the node).
 fn node_stages(node: &NodeReport) -> String {
-    node.raw["stages"]
-        .as_array()
-        .map(|stages| {
-            stages
-                .iter()
-                .map(|stage| {
-                    let id = crate::output::escape(stage["id"].as_str().unwrap_or("?"));
-                    format!("{id}@{}", stage["revision"].as_i64().unwrap_or(0))
-                })
-                .collect::<Vec<_>>()
-                .join(",")
+    node.report
+        .stages
+        .iter()
+        .map(|stage| {
+            let id = crate::output::escape(stage.id.as_deref().unwrap_or("?"));
+            format!("{id}@{}", stage.revision)
         })
-        .unwrap_or_default()
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 const HEADER: &str =

@@ -32,12 +32,7 @@ impl Gate {
 
 /// Whether a node's report says it applies stage `id` at `revision` or later.
 pub fn applies(node: &NodeReport, id: &str, revision: i64) -> bool {
-    node.raw["stages"].as_array().is_some_and(|stages| {
-        stages.iter().any(|applied| {
-            applied["id"].as_str() == Some(id)
-                && applied["revision"].as_i64().unwrap_or(0) >= revision
-        })
-    })
+    node.report.applies(id, revision)
 }
 
 fn applies_any(node: &NodeReport, id: &str) -> bool {
@@ -63,8 +58,8 @@ pub fn judge(stage: &Stage, revision: i64, prefix: &str, nodes: &[NodeReport]) -
         // A staged key rejected by a node that applies the stage, or the stage key itself
         // rejected by any node (an agent that cannot read it applies it nowhere).
         let applier = applies_any(node, &stage.id);
-        for rejected in node.raw["rejected"].as_array().into_iter().flatten() {
-            let Some(key) = rejected["key"].as_str() else {
+        for rejected in &node.report.rejected {
+            let Some(key) = rejected.key.as_deref() else {
                 continue;
             };
             let staged = key
@@ -285,6 +280,7 @@ mod tests {
             labels: BTreeMap::new(),
             published_at_ms: None,
             reported_at_ms: None,
+            report: dw_node_report::NodeReport::from_value(&report),
             raw: report,
             untrusted: None,
         }

@@ -188,7 +188,8 @@ async fn route_explains_the_chain_as_the_table_answers() {
     );
     assert!(text.stdout.contains("2. continent"), "{}", text.stdout);
 
-    // A node behind: explained from etcd at the revision it reports.
+    // A node behind: explained from etcd at the revision it reports. (Hand-written in the
+    // layout before schema 1: `route --node` reads any report, believed or not.)
     etcd.put(
         "/dw/nodes/web-1",
         &format!(r#"{{"revision":{revision},"state":"ok"}}"#),

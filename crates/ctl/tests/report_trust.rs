@@ -5,14 +5,15 @@
 
 mod common;
 
+use common::fleet::agent_report;
 use common::{DE, Etcd};
 use etcd_client::PutOptions;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+/// A well-formed report (from the type); only where it is put, and on which lease, is
+/// forged.
 fn report(node: &str, revision: i64, lease: i64) -> String {
-    json!({"schema": 1, "instance": "test", "lease": lease, "node": node,
-           "revision": revision, "state": "ok", "labels": {}})
-    .to_string()
+    agent_report(node, lease, revision, "ok").to_json()
 }
 
 async fn lease(etcd: &Etcd, ttl: i64) -> i64 {

@@ -10,7 +10,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::fleet::{Behaviour, Fleet, applying, probe_server};
+use common::fleet::{Behaviour, Fleet, agent_report, applying, probe_server};
 use common::rollout::{
     audit_of, events, named, record, rollout, rollout_argv, rollout_json, setup, stage_of, steps,
 };
@@ -363,12 +363,11 @@ async fn a_missing_cohort_node_blocks_the_step() {
     // edge-9: its live report is gone while the lease its seen record names lives.
     let mut client = etcd.client().await;
     let live = client.lease_grant(60, None).await.unwrap().id();
-    let report = json!({"schema": 1, "instance": "x", "lease": live, "node": "edge-9",
-        "revision": 1, "state": "ok", "labels": {}, "stages": []});
+    let report = agent_report("edge-9", live, 1, "ok");
     client
         .put(
             "/dw/nodes-seen/edge-9",
-            report.to_string(),
+            report.to_json(),
             Some(PutOptions::new().with_lease(live)),
         )
         .await

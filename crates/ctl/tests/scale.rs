@@ -50,7 +50,9 @@ fn region(index: usize) -> String {
         .to_string()
 }
 
-/// A report like an agent's with 20 rejected keys listed (about 1 KB).
+/// A report like an agent's with 20 rejected keys listed (about 1 KB). Hand-written, in
+/// the layout before schema 1 (no lease, rejected keys as plain text): the fleet-size
+/// limits are about bytes and counts, and such reports must still be read.
 fn report(index: usize, revision: i64) -> String {
     let rejected: Vec<String> = (0..20)
         .map(|k| format!("region/BAD{k:03}-{index}"))

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use dw_node_report::{NodeReport, RejectedKey, ReportedStage};
 use dw_routing::stage::{Node, Stage};
 use etcd_client::{Client, GetOptions, PutOptions};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{Etcd, PREFIX};
@@ -45,7 +46,7 @@ impl Fleet {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let task = tokio::spawn(async move {
-            let mut written: BTreeMap<String, Value> = BTreeMap::new();
+            let mut written: BTreeMap<String, NodeReport> = BTreeMap::new();
             while !stopping.load(Ordering::SeqCst) {
                 let response = client
                     .get(
@@ -73,31 +74,39 @@ impl Fleet {
                         id,
                         labels: &labels,
                     };
-                    let applied: Vec<Value> = stages
+                    let applied: Vec<ReportedStage> = stages
                         .iter()
                         .filter(|(stage, _)| stage.cohort.contains(&stage.id, &node))
                         .filter(|_| *behaviour != Behaviour::Never)
-                        .map(|(stage, revision)| json!({"id": stage.id, "revision": revision}))
+                        .map(|(stage, revision)| ReportedStage {
+                            id: Some(stage.id.clone()),
+                            revision: *revision,
+                        })
                         .collect();
                     let rejected = if *behaviour == Behaviour::RejectsDe && !applied.is_empty() {
-                        json!([{"key": format!("{PREFIX}region/DE"), "error": "test"}])
+                        vec![RejectedKey {
+                            key: Some(format!("{PREFIX}region/DE")),
+                            error: Some("test".into()),
+                        }]
                     } else {
-                        json!([])
+                        Vec::new()
                     };
-                    let state = if rejected == json!([]) {
-                        "ok"
-                    } else {
-                        "rejected"
+                    let state = if rejected.is_empty() { "ok" } else { "rejected" };
+                    let report = agent_report(id, *live, 0, state);
+                    let report = NodeReport {
+                        stages: applied,
+                        rejected,
+                        revision: None,
+                        ..report
                     };
-                    let report = json!({"schema": 1, "instance": "test", "lease": live,
-                        "node": id, "state": state, "labels": {}, "stages": applied,
-                        "rejected": rejected});
                     if written.get(id.as_str()) == Some(&report) {
                         continue;
                     }
-                    let mut body = report.clone();
-                    body["revision"] = json!(revision);
-                    put_report(&mut client, id, &body, (*live, *seen)).await;
+                    let body = NodeReport {
+                        revision: Some(revision),
+                        ..report.clone()
+                    };
+                    put_report(&mut client, id, &to_value(&body), (*live, *seen)).await;
                     written.insert(id.clone(), report);
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -127,19 +136,37 @@ pub async fn put_report(client: &mut Client, id: &str, body: &Value, (live, seen
         .unwrap();
 }
 
-/// One believable report of node `id` at etcd's current revision: `fields` (state,
-/// labels, stages, ...) with the schema, instance and lease an agent's report has, on new
-/// leases (60 s live, 600 s seen).
+/// A well-formed report as an agent of this build writes it (the shared type, schema
+/// `dw_node_report::SCHEMA`): `state`, at `revision`, on lease `lease`.
+pub fn agent_report(id: &str, lease: i64, revision: i64, state: &str) -> NodeReport {
+    NodeReport {
+        instance: Some("test".into()),
+        lease: Some(lease),
+        node: Some(id.into()),
+        revision: Some(revision),
+        state: Some(state.into()),
+        ..NodeReport::new()
+    }
+}
+
+/// One believable report of node `id` at etcd's current revision: an agent's report (from
+/// the type), with `fields` (state, labels, stages, ...) written over it as they are given
+/// (a test of a hostile or old report spells those out), on new leases (60 s live, 600 s
+/// seen).
 pub async fn report_once(etcd: &Etcd, id: &str, fields: Value) {
     let mut client = etcd.client().await;
     let live = client.lease_grant(60, None).await.unwrap().id();
     let seen = client.lease_grant(600, None).await.unwrap().id();
-    let mut body = json!({"schema": 1, "instance": "test", "lease": live, "node": id,
-        "revision": etcd.revision().await, "state": "ok", "labels": {}, "stages": []});
+    let mut body = to_value(&agent_report(id, live, etcd.revision().await, "ok"));
     for (key, value) in fields.as_object().into_iter().flatten() {
         body[key] = value.clone();
     }
     put_report(&mut client, id, &body, (live, seen)).await;
+}
+
+/// A report as its JSON value, for writing.
+pub fn to_value(report: &NodeReport) -> Value {
+    serde_json::from_str(&report.to_json()).unwrap()
 }
 
 pub fn nodes(count: usize) -> Vec<String> {
