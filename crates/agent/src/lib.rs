@@ -37,39 +37,13 @@
 #![deny(missing_docs)]
 
 mod agent;
-#[path = "agent/coalesce.rs"]
-mod coalesce;
 mod config;
 mod error;
 mod etcd;
-#[path = "report/heal.rs"]
-mod heal;
-#[path = "report/heartbeat.rs"]
-mod heartbeat;
-#[path = "metrics/http.rs"]
-mod http;
 mod metrics;
-#[path = "agent/mirror.rs"]
-mod mirror;
-#[path = "config/node_identity.rs"]
-mod node_identity;
 mod publish;
 mod purge;
-#[path = "purge/config.rs"]
-mod purge_config;
-#[path = "metrics/purge_counters.rs"]
-mod purge_counters;
-#[path = "purge/lines.rs"]
-mod purge_lines;
-mod readers;
 mod report;
-#[path = "report/json.rs"]
-mod report_json;
-#[path = "publish/snapshot_dir.rs"]
-mod snapshot_dir;
-#[path = "agent/stages.rs"]
-mod stages;
-mod write_retry;
 
 use std::future::Future;
 
@@ -81,7 +55,7 @@ pub use crate::config::{
 pub use crate::error::Error;
 pub use crate::metrics::{State, Status, StatusHandle};
 pub use crate::publish::Publication;
-pub use crate::purge_config::{
+pub use crate::purge::config::{
     DEFAULT_PURGE_REPEAT_AFTER, MAX_PURGE_REPEAT_AFTER, PurgeConfig, PurgeUrl,
 };
 pub use dw_etcd::{Credentials, EtcdOptions, TlsFiles, parse_duration};

@@ -15,6 +15,10 @@
 //! write (permissions, quota, etcd away) is logged and counted, then retried with backoff;
 //! publication never depends on it.
 
+pub(crate) mod heal;
+pub(crate) mod heartbeat;
+pub(crate) mod json;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -25,9 +29,9 @@ use tracing::{info, warn};
 
 use crate::config::ReportConfig;
 use crate::etcd::{Connector, describe};
-use crate::heal::{Change, Healer, KeyWatch};
+use crate::report::heal::{Change, Healer, KeyWatch};
 use crate::metrics::Metrics;
-use crate::report_json::{Report, unix_ms};
+use crate::report::json::{Report, unix_ms};
 
 /// The report writer: runs beside the watch loop until dropped.
 pub(crate) struct Reporter {

@@ -11,7 +11,7 @@ use dw_routing::keys::STAGE;
 use dw_routing::stage::{Node, Overlay, overlay};
 
 use crate::config::ReportConfig;
-use crate::mirror::Mirror;
+use crate::agent::mirror::Mirror;
 
 /// The effective state for this node, or `None` when the mirror holds no stage key (the
 /// mirror's snapshot is then the effective one). A node without an id (reports off) is in

@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::metrics::StatusHandle;
-use crate::snapshot_dir::{create_temp, remove_stale_temp_files};
+use crate::publish::snapshot_dir::{create_temp, remove_stale_temp_files};
 
 /// The default `--heartbeat-interval`.
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::json;
 
 use crate::config::ReportConfig;
-use crate::heal::instance_id;
+use crate::report::heal::instance_id;
 
 /// What the node reports (the write adds `reported_at_ms`).
 #[derive(Debug, Clone, PartialEq, Eq)]
