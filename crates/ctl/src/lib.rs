@@ -36,42 +36,68 @@
 
 #![deny(missing_docs)]
 
+#[path = "plan/apply.rs"]
 mod apply;
 mod cli;
+#[path = "plan/clock.rs"]
 mod clock;
 mod commands;
 mod context;
+#[path = "plan/drain.rs"]
 mod drain;
 mod error;
 // The etcd connection layer is documented where it is moving to (the shared crates/etcd
 // crate).
 #[allow(missing_docs)]
+#[path = "plan/keys.rs"]
 mod etcd;
+#[path = "daemons/exporter.rs"]
 mod exporter;
+#[path = "ops/fleet.rs"]
 mod fleet;
+#[path = "ops/bake_checks.rs"]
 mod gates;
+#[path = "daemons/health.rs"]
 mod health;
+#[path = "commands/history.rs"]
 mod history;
 mod input;
+#[path = "plan/model.rs"]
 mod model;
+#[path = "daemons/origin.rs"]
 mod origin;
 mod output;
+#[path = "ops/run.rs"]
 mod plan;
+#[path = "ops/probe.rs"]
 mod probe;
 mod progress;
+#[path = "daemons/rebalance.rs"]
 mod rebalance;
+#[path = "plan/drain_record.rs"]
 mod record;
+#[path = "ops/revision.rs"]
 mod revision;
+#[path = "plan/roles.rs"]
 mod roles;
+#[path = "plan/rollout.rs"]
 mod rollout;
+#[path = "cli/rollout.rs"]
 mod rollout_args;
+#[path = "plan/rollout_gate.rs"]
 mod rollout_gate;
+#[path = "daemons/sessions.rs"]
 mod sessions;
 mod shutdown;
+#[path = "plan/stage.rs"]
 mod stages;
+#[path = "ops/commit.rs"]
 mod state;
+#[path = "plan/value.rs"]
 mod value;
+#[path = "plan/wait.rs"]
 mod wait;
+#[path = "plan/weights.rs"]
 mod weights;
 
 pub use dw_etcd::EtcdOptions;
