@@ -27,12 +27,12 @@ use tokio::time::MissedTickBehavior;
 use tracing::{error, info, warn};
 
 use crate::agent::coalesce::{Coalescer, window_end};
+use crate::agent::mirror::{Mirror, release_freed_memory};
 use crate::config::Config;
 use crate::error::Error;
 use crate::etcd::{Connector, classify, within};
 use crate::metrics::http;
 use crate::metrics::{Metrics, State, StatusHandle};
-use crate::agent::mirror::{Mirror, release_freed_memory};
 use crate::publish::{Hold, Outcome, Publication, Publisher, WriteRetry};
 use crate::report::Reporter;
 use crate::report::json::{Condition, Report, rejected_in, unix_ms};

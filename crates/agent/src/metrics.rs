@@ -2,9 +2,9 @@
 //! the HTTP endpoint (which renders them as Prometheus text and as a health verdict).
 //! The series themselves, and how to add one, are in [`series`].
 
-pub(crate) mod series;
 pub(crate) mod http;
 pub(crate) mod purge_counters;
+pub(crate) mod series;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

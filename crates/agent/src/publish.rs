@@ -23,7 +23,9 @@ use tracing::warn;
 use dw_etcd::Backoff;
 
 use crate::error::Error;
-use crate::publish::snapshot_dir::{lock, probe, read_published, remove_stale_temp_files, write_atomically};
+use crate::publish::snapshot_dir::{
+    lock, probe, read_published, remove_stale_temp_files, write_atomically,
+};
 
 /// One successful publication, as reported to an observer.
 #[derive(Debug, Clone, PartialEq, Eq)]

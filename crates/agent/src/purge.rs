@@ -36,8 +36,8 @@ use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::purge::config::{PurgeConfig, PurgeUrl};
 use crate::metrics::purge_counters::PurgeCounters;
+use crate::purge::config::{PurgeConfig, PurgeUrl};
 use crate::purge::lines::{ALL, PICK, Routing, batches, lines};
 use crate::report::json::Report;
 
@@ -145,15 +145,15 @@ fn write_token_hash(snapshot: &Path, token: &str) -> Result<String, Error> {
         _ => std::path::PathBuf::from("."),
     };
     let text = format!("{}\n", hex(&Sha256::digest(token.as_bytes())));
-    crate::publish::snapshot_dir::write_small_file(&dir, &name, text.as_bytes()).map_err(|source| {
-        Error::SnapshotDir {
+    crate::publish::snapshot_dir::write_small_file(&dir, &name, text.as_bytes()).map_err(
+        |source| Error::SnapshotDir {
             dir: dir.clone(),
             source: std::io::Error::new(
                 source.kind(),
                 format!("cannot write the purge secret's hash {name}: {source}"),
             ),
-        }
-    })?;
+        },
+    )?;
     Ok(dir.join(name).display().to_string())
 }
 

@@ -29,8 +29,8 @@ use tracing::{info, warn};
 
 use crate::config::ReportConfig;
 use crate::etcd::{Connector, describe};
-use crate::report::heal::{Change, Healer, KeyWatch};
 use crate::metrics::Metrics;
+use crate::report::heal::{Change, Healer, KeyWatch};
 use crate::report::json::{Report, unix_ms};
 
 /// The report writer: runs beside the watch loop until dropped.

@@ -10,9 +10,10 @@ use crate::output::OutputFormat;
 use auth::AUTH_HELP;
 
 mod auth;
+pub(crate) mod rollout;
 mod stage;
 
-use crate::wait::{Wait, parse_wait};
+use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
 
@@ -102,7 +103,7 @@ pub struct GlobalArgs {
     /// The largest transaction to send, in bytes: etcd's --max-request-bytes (1.5 MiB by
     /// default; a client cannot read the server's). A larger plan is refused before it is
     /// sent (exit 4), also with --dry-run.
-    #[arg(long, env = "DWCTL_MAX_REQUEST_BYTES", default_value_t = crate::state::DEFAULT_MAX_REQUEST_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4096..=1 << 31), global = true)]
+    #[arg(long, env = "DWCTL_MAX_REQUEST_BYTES", default_value_t = crate::ops::commit::DEFAULT_MAX_REQUEST_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4096..=1 << 31), global = true)]
     pub max_request_bytes: usize,
     /// Attempts of a guarded write before giving up with exit code 3.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100), global = true)]
@@ -178,8 +179,8 @@ Examples:
     )]
     Stage(StageCommand),
     /// A stage advanced step by step, gated on node reports, probes and a check; promoted.
-    #[command(after_help = crate::rollout_args::AFTER_HELP)]
-    Rollout(crate::rollout_args::RolloutArgs),
+    #[command(after_help = crate::cli::rollout::AFTER_HELP)]
+    Rollout(crate::cli::rollout::RolloutArgs),
     /// Register origins on leases, list them, forget them.
     #[command(subcommand)]
     Origin(OriginCommand),

@@ -36,104 +36,53 @@
 
 #![deny(missing_docs)]
 
-#[path = "plan/apply.rs"]
-mod apply;
 mod cli;
-#[path = "plan/clock.rs"]
-mod clock;
 mod commands;
 mod context;
-#[path = "plan/drain.rs"]
-mod drain;
+mod daemons;
 mod error;
-// The etcd connection layer is documented where it is moving to (the shared crates/etcd
-// crate).
-#[allow(missing_docs)]
-#[path = "plan/keys.rs"]
-mod etcd;
-#[path = "daemons/exporter.rs"]
-mod exporter;
-#[path = "ops/fleet.rs"]
-mod fleet;
-#[path = "ops/bake_checks.rs"]
-mod gates;
-#[path = "daemons/health.rs"]
-mod health;
-#[path = "commands/history.rs"]
-mod history;
 mod input;
-#[path = "plan/model.rs"]
-mod model;
-#[path = "daemons/origin.rs"]
-mod origin;
+mod ops;
 mod output;
-#[path = "ops/run.rs"]
 mod plan;
-#[path = "ops/probe.rs"]
-mod probe;
 mod progress;
-#[path = "daemons/rebalance.rs"]
-mod rebalance;
-#[path = "plan/drain_record.rs"]
-mod record;
-#[path = "ops/revision.rs"]
-mod revision;
-#[path = "plan/roles.rs"]
-mod roles;
-#[path = "plan/rollout.rs"]
-mod rollout;
-#[path = "cli/rollout.rs"]
-mod rollout_args;
-#[path = "plan/rollout_gate.rs"]
-mod rollout_gate;
-#[path = "daemons/sessions.rs"]
-mod sessions;
 mod shutdown;
-#[path = "plan/stage.rs"]
-mod stages;
-#[path = "ops/commit.rs"]
-mod state;
-#[path = "plan/value.rs"]
-mod value;
-#[path = "plan/wait.rs"]
-mod wait;
-#[path = "plan/weights.rs"]
-mod weights;
 
 pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
-    apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
     cli::{Cli, Command, WaitArgs},
-    clock::{now_rfc3339, operator, rfc3339_from_unix},
+    commands::history::{HistoryEntry, read_history},
     commands::{run_command, run_command_noting},
     context::Context,
-    drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
+    daemons::health::{HealthConfig, run as run_health},
+    daemons::origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
+    daemons::rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
     error::{
         EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, EXIT_WAIT_FAILED, Error,
         FieldError,
     },
-    etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
-    fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
-    health::{HealthConfig, run as run_health},
-    history::{HistoryEntry, read_history},
-    origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
+    ops::commit::{
+        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, PRE_COMMIT_CHECKS,
+        PreCommitCheck, RetryPolicy, State, commit, read_state, reconcile_drain_records,
+        request_bytes, transact, transact_checked,
+    },
+    ops::fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
+    ops::probe::{ProbeTarget, probe},
     output::{Outcome, OutputFormat, Reporter, Shown, escape, is_unsafe_char, terminal_safe},
-    probe::{ProbeTarget, probe},
-    progress::CommitNote,
-    rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
-    record::{
+    plan::apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
+    plan::clock::{now_rfc3339, operator, rfc3339_from_unix},
+    plan::drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
+    plan::drain_record::{
         DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH,
         SOURCE_REBALANCE,
     },
+    plan::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
+    plan::value::{PICK_MODES, PolicyValue, RegionValue},
+    plan::wait::{Wait, needed},
+    plan::weights::renormalise,
+    progress::CommitNote,
     shutdown::{Shutdown, ShutdownTrigger},
-    state::{
-        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, RetryPolicy, State,
-        commit, read_state, reconcile_drain_records, request_bytes, transact,
-    },
-    value::{PICK_MODES, PolicyValue, RegionValue},
-    wait::{Wait, needed},
-    weights::renormalise,
 };
 
 use std::process::ExitCode;
@@ -197,7 +146,7 @@ pub fn main_with(cli: Cli) -> ExitCode {
             // The command did its work; the fleet has not caught up (or status found a
             // lagging node): the full report on stdout, exit 5.
             outcome.print(output);
-            ExitCode::from(fleet::EXIT_LAGGING)
+            ExitCode::from(ops::fleet::EXIT_LAGGING)
         }
         Err(Error::WaitFailed {
             revision,

@@ -566,6 +566,52 @@ async fn conflicts_are_retried_then_reported_with_exit_code_3() {
     );
 }
 
+/// The pre-commit hook (issue 30): a check in the list runs on every plan commit after the
+/// follow-ups, sees the state and the changes, and refuses with its own error, exit code
+/// and all; nothing is written. A check that passes lets the commit through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_commit_check_refuses_with_its_own_error() {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE)]).await;
+    let layout = dwctl::Layout::new(PREFIX, CONTROL).unwrap();
+    let retry = dwctl::RetryPolicy::default();
+    let mut client = etcd.client().await;
+    let before = etcd.revision().await;
+    fn refuse_deletes(_: &dwctl::State, changes: &dwctl::Changes) -> Result<(), dwctl::Error> {
+        match changes.regions.values().any(Option::is_none) {
+            true => Err(dwctl::Error::invalid("capacity", "the dummy check refuses deletes")),
+            false => Ok(()),
+        }
+    }
+    let delete = |_: &dwctl::State| {
+        let mut changes = dwctl::Changes::default();
+        changes.regions.insert("DE".into(), None);
+        Ok(changes)
+    };
+    let checks: &[dwctl::PreCommitCheck] = &[refuse_deletes];
+    let error = dwctl::transact_checked(&mut client, &layout, &retry, "now", checks, delete)
+        .await
+        .expect_err("the check refuses");
+    assert_eq!(error.exit_code(), 4, "{error}");
+    assert!(error.to_string().contains("the dummy check"), "{error}");
+    assert_eq!(etcd.revision().await, before, "nothing written");
+    // A change the check lets through commits.
+    let put = |state: &dwctl::State| {
+        let mut changes = dwctl::Changes::default();
+        let mut value = state.region("DE").unwrap().unwrap();
+        value.shard = "eu-2".into();
+        changes.regions.insert("DE".into(), Some(value));
+        Ok(changes)
+    };
+    let committed = dwctl::transact_checked(&mut client, &layout, &retry, "now", checks, put)
+        .await
+        .unwrap();
+    assert!(committed.revision.is_some());
+    assert_eq!(etcd.get_json(&region_key("DE")).await.unwrap()["shard"], "eu-2");
+    // The default list is the one every command runs.
+    assert!(dwctl::PRE_COMMIT_CHECKS.is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_of_a_key_that_never_existed_is_empty() {
     let etcd = Etcd::start().await;

@@ -477,7 +477,10 @@ async fn a_rollback_of_a_staged_policy_leaves_the_stage() {
         "{}",
         run.stdout
     );
-    let policy = etcd.get_json(&format!("{PREFIX}policy/global")).await.unwrap();
+    let policy = etcd
+        .get_json(&format!("{PREFIX}policy/global"))
+        .await
+        .unwrap();
     assert_eq!(policy["default"], "DE");
     let stored = stage(&etcd, "s1").await.unwrap();
     assert!(stored["kvs"].get("policy/global").is_none(), "{stored}");
@@ -488,7 +491,9 @@ async fn a_rollback_of_a_staged_policy_leaves_the_stage() {
     assert_eq!(policy_revision, stage_revision);
     ok(&["stage", "promote", "s1"]);
     assert_eq!(
-        etcd.get_json(&format!("{PREFIX}policy/global")).await.unwrap()["default"],
+        etcd.get_json(&format!("{PREFIX}policy/global"))
+            .await
+            .unwrap()["default"],
         "DE"
     );
     assert_eq!(
@@ -511,7 +516,11 @@ async fn a_rollback_of_a_record_is_refused_with_what_to_use() {
         0
     );
     let created = etcd.revision().await;
-    assert_eq!(etcd.dwctl(&["stage", "widen", "s1", "--nodes", "edge-2"]).code, 0);
+    assert_eq!(
+        etcd.dwctl(&["stage", "widen", "s1", "--nodes", "edge-2"])
+            .code,
+        0
+    );
     assert_eq!(etcd.dwctl(&["drain", "fra-a", "--reason", "INC-1"]).code, 0);
     let before = (etcd.dump(PREFIX).await, etcd.dump(CONTROL).await);
     for (key, hint) in [

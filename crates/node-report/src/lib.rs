@@ -34,6 +34,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -207,6 +208,14 @@ impl NodeReport {
     }
 }
 
+/// Unix milliseconds of `at` (0 before 1970, `u64::MAX` past it): the clock of
+/// `published_at_ms` and `reported_at_ms`, shared by the agent that writes them and dwctl,
+/// which ages them against its own `unix_ms(SystemTime::now())`.
+pub fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 fn is_false(value: &bool) -> bool {
     !*value
 }
@@ -283,6 +292,13 @@ mod tests {
             purge_failures: 3,
             ..NodeReport::new()
         }
+    }
+
+    #[test]
+    fn the_clock_is_unix_milliseconds() {
+        let at = UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_123);
+        assert_eq!(unix_ms(at), 1_700_000_000_123);
+        assert_eq!(unix_ms(UNIX_EPOCH - std::time::Duration::from_secs(1)), 0);
     }
 
     #[test]

@@ -10,8 +10,8 @@ use dw_routing::Snapshot;
 use dw_routing::keys::STAGE;
 use dw_routing::stage::{Node, Overlay, overlay};
 
-use crate::config::ReportConfig;
 use crate::agent::mirror::Mirror;
+use crate::config::ReportConfig;
 
 /// The effective state for this node, or `None` when the mirror holds no stage key (the
 /// mirror's snapshot is then the effective one). A node without an id (reports off) is in

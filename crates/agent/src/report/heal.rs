@@ -430,7 +430,10 @@ mod tests {
         assert_eq!(healer.not_before(), Some(now + CONFLICT_FIRST_DELAY));
         assert!(metrics.health().unwrap_err().contains("instance other"));
         assert_eq!(
-            healer.conflict().and_then(|conflict| conflict.instance).as_deref(),
+            healer
+                .conflict()
+                .and_then(|conflict| conflict.instance)
+                .as_deref(),
             Some("other")
         );
         let mut delay = CONFLICT_FIRST_DELAY;

@@ -23,7 +23,7 @@ use std::fs::{self, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -117,9 +117,7 @@ async fn beat(dir: PathBuf, name: String, path: PathBuf, interval: Duration, sta
 }
 
 fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    dw_node_report::unix_ms(SystemTime::now()) / 1000
 }
 
 /// The file's text: the agent's health (`/healthz`'s verdict), the published revision

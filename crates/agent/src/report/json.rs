@@ -2,8 +2,6 @@
 //! reporter (`report.rs`) writes to `/dw/nodes/<id>` and `/dw/nodes-seen/<id>`, as the
 //! shared type `dw_node_report::NodeReport` that dwctl reads.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use serde_json::json;
 
 use crate::config::ReportConfig;
@@ -106,10 +104,7 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
-pub(crate) fn unix_ms(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+pub(crate) use dw_node_report::unix_ms;
 
 impl Report {
     /// The report as written: `lease` is the id of the lease the live key is put on (the
@@ -138,7 +133,10 @@ impl Report {
                     .collect(),
             ),
         };
-        if let Some(why) = conflict.as_ref().and_then(|conflict| conflict.reason.as_ref()) {
+        if let Some(why) = conflict
+            .as_ref()
+            .and_then(|conflict| conflict.reason.as_ref())
+        {
             state = dw_node_report::CONFLICT;
             reason = Some(why.clone());
         }
@@ -249,8 +247,7 @@ mod tests {
             purge_failures: 3,
         };
         let value: Value =
-            serde_json::from_str(&report.to_json(&config, "/run/x.json", 5, 77, None))
-                .unwrap();
+            serde_json::from_str(&report.to_json(&config, "/run/x.json", 5, 77, None)).unwrap();
         assert_eq!(value["schema"], dw_node_report::SCHEMA);
         assert_eq!(value["lease"], 77);
         assert_eq!(value["instance"], instance_id());
@@ -385,9 +382,6 @@ mod tests {
         assert_eq!(value["conflict"]["instance"], "other");
         let value: Value =
             serde_json::from_str(&report.to_json(&config, "/s", 5, 7, None)).unwrap();
-        assert_eq!(
-            (&value["state"], &value["conflict"]),
-            (&json!("ok"), None)
-        );
+        assert_eq!((&value["state"], &value["conflict"]), (&json!("ok"), None));
     }
 }

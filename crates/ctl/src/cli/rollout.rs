@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use crate::wait::parse_wait;
+use crate::plan::wait::parse_wait;
 
 /// `dwctl rollout --help`'s long text.
 pub const AFTER_HELP: &str = "\

@@ -2,14 +2,14 @@
 
 use serde_json::json;
 
-use crate::apply::{FileFormat, parse_desired, plan_apply};
 use crate::cli::ApplyArgs;
-use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_file_async;
+use crate::ops::commit::{State, preview, transact};
 use crate::output::{Outcome, Shown};
-use crate::state::{State, preview, transact};
+use crate::plan::apply::{FileFormat, parse_desired, plan_apply};
+use crate::plan::clock::now_rfc3339;
 
 /// Runs `dwctl apply`.
 pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {

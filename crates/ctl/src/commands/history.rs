@@ -9,11 +9,11 @@ use serde_json::json;
 
 use crate::context::Context;
 use crate::error::{Error, FieldError};
+use crate::ops::commit::{Changes, State};
+use crate::ops::run::run_plan;
 use crate::output::{Outcome, Shown};
-use crate::plan::run_plan;
-use crate::record::DrainRecord;
-use crate::state::{Changes, State};
-use crate::value::{PolicyValue, RegionValue};
+use crate::plan::drain_record::DrainRecord;
+use crate::plan::value::{PolicyValue, RegionValue};
 
 /// One change of a key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -224,7 +224,7 @@ pub async fn rollback(
 /// (`region/<geo>`, `policy/global`) are rolled back: they go through the planner, which
 /// keeps open stages and drain records in step. A record written verbatim around the
 /// planners (a stage, a drain record, a rollout's progress) would leave those out of step.
-fn refused_rollback(layout: &crate::etcd::Layout, key: &str) -> String {
+fn refused_rollback(layout: &crate::plan::keys::Layout, key: &str) -> String {
     let instead = if key.starts_with(&layout.stages()) {
         "a stage is changed with `dwctl stage widen`, `dwctl stage promote` or `dwctl stage \
          abort` (and made again with `dwctl stage create`)"

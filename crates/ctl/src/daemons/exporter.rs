@@ -34,7 +34,7 @@ use tokio::sync::{RwLock, Semaphore};
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::fleet::{NodeReport, lag_revisions, lag_seconds, now_ms, read_fleet};
+use crate::ops::fleet::{NodeReport, lag_revisions, lag_seconds, now_ms, read_fleet};
 use crate::output::{Outcome, Shown};
 use crate::shutdown::Shutdown;
 

@@ -1,6 +1,6 @@
 //! `health`: drain origins that fail HTTP probes, restore them when they recover.
 //!
-//! Every `interval`, each origin is probed ([`crate::probe`]). After `fail_after`
+//! Every `interval`, each origin is probed ([`crate::ops::probe`]). After `fail_after`
 //! consecutive failures it is drained (source `health`, regions it would empty are left
 //! alone); after `recover_after` consecutive successes its health drain is restored. Drains
 //! made by people or by `rebalance` are never restored here. At most
@@ -15,18 +15,19 @@ use etcd_client::Client;
 use serde_json::json;
 
 use crate::cli::HealthArgs;
-use crate::clock::{now_rfc3339, operator};
 use crate::context::Context;
-use crate::drain::{DrainRequest, FleetLimit, check_origin_name, plan_drain, plan_restore};
 use crate::error::{Error, FieldError};
+use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::drain::{DrainRequest, FleetLimit, check_origin_name, plan_drain, plan_restore};
 use dw_etcd::EtcdOptions;
 
-use crate::etcd::Layout;
+use crate::ops::commit::{RetryPolicy, read_state, transact};
+use crate::ops::probe::{ProbeTarget, probe};
 use crate::output::{Outcome, Reporter, Shown};
-use crate::probe::{ProbeTarget, probe};
-use crate::record::SOURCE_HEALTH;
+use crate::plan::drain_record::SOURCE_HEALTH;
+use crate::plan::keys::Layout;
+use crate::plan::streak::{Streak, Turn};
 use crate::shutdown::Shutdown;
-use crate::state::{RetryPolicy, read_state, transact};
 
 /// What `dwctl health` probes and how it decides.
 #[derive(Debug, Clone)]
@@ -141,14 +142,6 @@ pub async fn command(
     })
 }
 
-/// Consecutive results of one origin's probes.
-#[derive(Debug, Clone, Default)]
-struct Streak {
-    failures: u32,
-    successes: u32,
-    last_error: Option<String>,
-}
-
 /// Runs until `shutdown`.
 pub async fn run(
     config: &HealthConfig,
@@ -183,31 +176,22 @@ pub async fn run(
             let Some(streak) = streaks.get_mut(&origin) else {
                 continue;
             };
-            match result {
-                Ok(_) => {
-                    if streak.failures > 0 {
-                        reporter.event(
-                            "probe-ok",
-                            &format!("{origin} answers again"),
-                            json!({"origin": origin}),
-                        );
-                    }
-                    streak.successes = streak.successes.saturating_add(1);
-                    streak.failures = 0;
-                    streak.last_error = None;
+            let error = result.as_ref().err().cloned();
+            match streak.record(result) {
+                Turn::Recovered => reporter.event(
+                    "probe-ok",
+                    &format!("{origin} answers again"),
+                    json!({"origin": origin}),
+                ),
+                Turn::Failed => {
+                    let error = error.unwrap_or_default();
+                    reporter.event(
+                        "probe-failed",
+                        &format!("{origin}: {}", Shown(&error)),
+                        json!({"origin": origin, "error": error}),
+                    );
                 }
-                Err(error) => {
-                    if streak.failures == 0 {
-                        reporter.event(
-                            "probe-failed",
-                            &format!("{origin}: {}", Shown(&error)),
-                            json!({"origin": origin, "error": error}),
-                        );
-                    }
-                    streak.failures = streak.failures.saturating_add(1);
-                    streak.successes = 0;
-                    streak.last_error = Some(error);
-                }
+                Turn::Same => {}
             }
         }
         if known
@@ -221,7 +205,7 @@ pub async fn run(
         let failing: Vec<String> = streaks
             .iter()
             .filter(|(origin, streak)| {
-                streak.failures >= config.fail_after
+                streak.unhealthy(config.fail_after)
                     && !(known.synced && known.drained.contains(*origin))
             })
             .map(|(origin, _)| origin.clone())
@@ -229,7 +213,7 @@ pub async fn run(
         let healthy: Vec<String> = streaks
             .iter()
             .filter(|(origin, streak)| {
-                streak.successes >= config.recover_after
+                streak.recovered(config.recover_after)
                     && (!known.synced || known.ours.contains(*origin))
             })
             .map(|(origin, _)| origin.clone())

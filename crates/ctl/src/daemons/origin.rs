@@ -12,21 +12,23 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, EventType, PutOptions, Txn, TxnOp, WatchOptions};
+use etcd_client::{Client, EventType, WatchOptions};
+
+use crate::ops::commit::{RecordWrite, write};
 use serde_json::{Map, Value, json};
 
 use crate::cli::OriginCommand;
-use crate::clock::now_rfc3339;
 use crate::context::Context;
-use crate::drain::check_origin_name;
 use crate::error::Error;
+use crate::plan::clock::now_rfc3339;
+use crate::plan::drain::check_origin_name;
 use dw_etcd::{Backoff, EtcdOptions};
 
-use crate::etcd::{Layout, strip};
+use crate::daemons::sessions::Sessions;
 use crate::input::json_object_arg;
 use crate::output::{Outcome, Reporter, Shown, listing_text};
-use crate::record::DrainRecord;
-use crate::sessions::Sessions;
+use crate::plan::drain_record::DrainRecord;
+use crate::plan::keys::{Layout, strip};
 use crate::shutdown::Shutdown;
 
 /// The largest `--meta` accepted, in bytes of its JSON text as written to etcd: every
@@ -254,20 +256,13 @@ async fn put_registration(
     let key = config.layout.origin(&config.id);
     let marker = config.layout.registration(&config.id);
     let value = Value::Object(config.meta.clone()).to_string();
-    let txn = Txn::new().and_then(vec![
-        TxnOp::put(
-            key.as_str(),
-            value,
-            Some(PutOptions::new().with_lease(lease)),
-        ),
-        TxnOp::put(
-            marker.as_str(),
-            json!({"origin": config.id, "registered": now_rfc3339(), "lease": lease}).to_string(),
-            None,
-        ),
-    ]);
-    let response = client.txn(txn).await?;
-    Ok(response.header().map_or(0, |header| header.revision()))
+    let record =
+        json!({"origin": config.id, "registered": now_rfc3339(), "lease": lease}).to_string();
+    let registration = RecordWrite::new()
+        .put_on_lease(&key, value, lease)
+        .put(&marker, record);
+    // Unguarded: it always commits.
+    Ok(write(client, registration).await?.unwrap_or(0))
 }
 
 /// The lease an origin's registration record names (`None`: no record, or a record
@@ -284,15 +279,6 @@ pub async fn registered_lease(
             .get("lease")?
             .as_i64()
     }))
-}
-
-/// Whether `lease` is alive (etcd answers -1, or "not found", for one that ended).
-pub async fn lease_lives(client: &mut Client, lease: i64) -> Result<bool, Error> {
-    match client.lease_time_to_live(lease, None).await {
-        Ok(response) => Ok(response.ttl() > 0),
-        Err(error) if error.to_string().contains("not found") => Ok(false),
-        Err(error) => Err(error.into()),
-    }
 }
 
 /// Live origins (with their lease's remaining ttl), registered origins that are down, and
@@ -425,21 +411,9 @@ pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<Origin
 /// Writes the registration marker of `id` unless it exists.
 pub async fn mark_registered(client: &mut Client, layout: &Layout, id: &str) -> Result<(), Error> {
     let marker = layout.registration(id);
-    client
-        .txn(
-            Txn::new()
-                .when(vec![Compare::create_revision(
-                    marker.as_str(),
-                    CompareOp::Equal,
-                    0,
-                )])
-                .and_then(vec![TxnOp::put(
-                    marker.as_str(),
-                    json!({"origin": id, "registered": now_rfc3339()}).to_string(),
-                    None,
-                )]),
-        )
-        .await?;
+    let record = json!({"origin": id, "registered": now_rfc3339()}).to_string();
+    // Guarded on its absence: an existing marker (maybe naming a lease) is kept.
+    write(client, RecordWrite::new().guard(&marker, 0).put(&marker, record)).await?;
     Ok(())
 }
 

@@ -18,20 +18,21 @@ use etcd_client::{Client, EventType, WatchOptions};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::clock::{now_rfc3339, operator};
 use crate::context::Context;
-use crate::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::error::Error;
+use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::drain::{DrainRequest, plan_drain, plan_restore};
 use dw_etcd::{Backoff, EtcdOptions};
 
 use crate::cli::RebalanceArgs;
-use crate::etcd::{Layout, strip};
-use crate::origin::{lease_lives, list_origins, mark_registered, registered_lease};
+use crate::daemons::origin::{list_origins, mark_registered, registered_lease};
+use crate::daemons::sessions::Sessions;
+use crate::ops::commit::{Changes, Committed, RetryPolicy, State, transact};
+use crate::ops::lease::lease_lives;
 use crate::output::{Outcome, Reporter, Shown};
-use crate::record::SOURCE_REBALANCE;
-use crate::sessions::Sessions;
+use crate::plan::drain_record::SOURCE_REBALANCE;
+use crate::plan::keys::{Layout, strip};
 use crate::shutdown::Shutdown;
-use crate::state::{Changes, Committed, RetryPolicy, State, transact};
 
 /// The reason written in drain records of origins whose lease ended.
 pub const LEASE_EXPIRED: &str = "lease-expired";

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use crate::probe::{ProbeTarget, probe};
-use crate::rollout::MAX_CHECK_OUTPUT;
+use crate::ops::probe::{ProbeTarget, probe};
+use crate::plan::rollout::MAX_CHECK_OUTPUT;
 
 /// Probes every origin once, all at once: origin → the health checker's verdict.
 pub async fn probe_round(

@@ -11,14 +11,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp};
+use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp};
 
 use crate::error::{Error, FieldError};
-pub use crate::etcd::DEFAULT_MAX_REQUEST_BYTES;
-use crate::etcd::{Layout, strip};
-pub use crate::model::{Changes, Entry, State};
-use crate::record::DrainRecord;
-use crate::stages::{carry_base, reconcile_stages};
+use crate::plan::drain_record::DrainRecord;
+pub use crate::plan::keys::DEFAULT_MAX_REQUEST_BYTES;
+use crate::plan::keys::{Layout, strip};
+pub use crate::plan::model::{Changes, Entry, State};
+use crate::plan::stage::{carry_base, reconcile_stages};
 
 /// Reads regions, policy and drain records at one revision: the regions in pages (the
 /// first fixes the revision), then the policy and the drain records at that revision, so
@@ -266,7 +266,8 @@ pub fn request_bytes(layout: &Layout, state: &State, changes: &Changes) -> Resul
     if changes.is_empty() {
         return Ok(0);
     }
-    plan_txn(layout, state, changes, &crate::clock::now_rfc3339()).map(|planned| planned.bytes)
+    plan_txn(layout, state, changes, &crate::plan::clock::now_rfc3339())
+        .map(|planned| planned.bytes)
 }
 
 /// Writes `changes` in one transaction guarded on the revisions in `state`. Returns the
@@ -363,13 +364,38 @@ pub struct Committed {
     pub attempts: u32,
 }
 
+/// A check every commit of a plan (and its dry run) passes after the follow-ups and the
+/// size check, before anything is sent: it may refuse the changes with an error of its own
+/// kind, which the command reports (and exits with) as it is. The capacity guard is one to
+/// come; the list is [`PRE_COMMIT_CHECKS`].
+pub type PreCommitCheck = fn(&State, &Changes) -> Result<(), Error>;
+
+/// The checks every plan commit runs, in order ([`PreCommitCheck`]).
+pub const PRE_COMMIT_CHECKS: &[PreCommitCheck] = &[];
+
 /// Read, plan, commit; on conflict start over, up to `retry.attempts` times. The plan
 /// is a pure function of the state, so each attempt works on what it actually read.
+/// Every attempt passes [`PRE_COMMIT_CHECKS`].
 pub async fn transact<F>(
     client: &mut Client,
     layout: &Layout,
     retry: &RetryPolicy,
     updated: &str,
+    plan: F,
+) -> Result<Committed, Error>
+where
+    F: FnMut(&State) -> Result<Changes, Error>,
+{
+    transact_checked(client, layout, retry, updated, PRE_COMMIT_CHECKS, plan).await
+}
+
+/// [`transact`] with the pre-commit checks `checks` instead of [`PRE_COMMIT_CHECKS`].
+pub async fn transact_checked<F>(
+    client: &mut Client,
+    layout: &Layout,
+    retry: &RetryPolicy,
+    updated: &str,
+    checks: &[PreCommitCheck],
     mut plan: F,
 ) -> Result<Committed, Error>
 where
@@ -377,7 +403,7 @@ where
 {
     let attempts = retry.attempts.max(1);
     for attempt in 1..=attempts {
-        let (state, changes) = preview(client, layout, &mut plan).await?;
+        let (state, changes) = preview_checked(client, layout, checks, &mut plan).await?;
         if changes.is_empty() {
             return Ok(Committed {
                 revision: None,
@@ -401,10 +427,22 @@ where
     Err(Error::Conflict { attempts })
 }
 
-/// Reads and plans without writing (`--dry-run`).
+/// Reads and plans without writing (`--dry-run`), through [`PRE_COMMIT_CHECKS`].
 pub async fn preview<F>(
     client: &mut Client,
     layout: &Layout,
+    plan: &mut F,
+) -> Result<(State, Changes), Error>
+where
+    F: FnMut(&State) -> Result<Changes, Error>,
+{
+    preview_checked(client, layout, PRE_COMMIT_CHECKS, plan).await
+}
+
+async fn preview_checked<F>(
+    client: &mut Client,
+    layout: &Layout,
+    checks: &[PreCommitCheck],
     plan: &mut F,
 ) -> Result<(State, Changes), Error>
 where
@@ -416,13 +454,79 @@ where
     reconcile_stages(&state, &mut changes)?;
     // A dry run refuses what the commit would refuse, before anything is sent.
     request_bytes(layout, &state, &changes)?;
+    if !changes.is_empty() {
+        for check in checks {
+            check(&state, &changes)?;
+        }
+    }
     Ok((state, changes))
+}
+
+/// A write outside a plan (a record that is not routing: a registration, its marker, a
+/// rollout's progress, a drain record's repair with its audit record), built here so that
+/// every etcd transaction of dwctl is built in this module: guards, then puts and deletes,
+/// in one transaction. [`write`] sends it.
+#[derive(Debug, Clone, Default)]
+pub struct RecordWrite {
+    compares: Vec<Compare>,
+    ops: Vec<TxnOp>,
+}
+
+impl RecordWrite {
+    /// A write with no guard and no operation yet.
+    pub fn new() -> RecordWrite {
+        RecordWrite::default()
+    }
+
+    /// Guard: `key` still has `mod_revision` (0: `key` does not exist).
+    pub fn guard(mut self, key: &str, mod_revision: i64) -> RecordWrite {
+        self.compares.push(if mod_revision == 0 {
+            Compare::create_revision(key, CompareOp::Equal, 0)
+        } else {
+            Compare::mod_revision(key, CompareOp::Equal, mod_revision)
+        });
+        self
+    }
+
+    /// Puts `value` at `key`.
+    pub fn put(mut self, key: &str, value: String) -> RecordWrite {
+        self.ops.push(TxnOp::put(key, value, None));
+        self
+    }
+
+    /// Puts `value` at `key` on `lease` (the key goes when the lease ends).
+    pub fn put_on_lease(mut self, key: &str, value: String, lease: i64) -> RecordWrite {
+        self.ops.push(TxnOp::put(
+            key,
+            value,
+            Some(PutOptions::new().with_lease(lease)),
+        ));
+        self
+    }
+
+    /// Deletes `key`.
+    pub fn delete(mut self, key: &str) -> RecordWrite {
+        self.ops.push(TxnOp::delete(key, None));
+        self
+    }
+}
+
+/// Sends `write` in one transaction: the revision it committed at, or `None` when a guard
+/// failed (nothing written).
+pub async fn write(client: &mut Client, write: RecordWrite) -> Result<Option<i64>, Error> {
+    let response = client
+        .txn(Txn::new().when(write.compares).and_then(write.ops))
+        .await?;
+    if !response.succeeded() {
+        return Ok(None);
+    }
+    Ok(Some(response.header().map_or(0, |header| header.revision())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::RegionValue;
+    use crate::plan::value::RegionValue;
 
     fn layout(max: usize) -> Layout {
         Layout::new("/dw/routing/", "/dw/control/")

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use etcd_client::Client;
 use serde_json::{Value, json};
@@ -16,12 +16,13 @@ use dw_routing::keys::seen_prefix;
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::etcd::Layout;
 pub use crate::input::parse_selector;
+use crate::ops::lease::lease_lives;
+pub use crate::ops::revision::routing_revision;
 use crate::output::{Outcome, OutputFormat, Shown};
-use crate::record::DrainRecord;
-pub use crate::revision::routing_revision;
-use crate::wait::{Wait, needed};
+use crate::plan::drain_record::DrainRecord;
+use crate::plan::keys::Layout;
+use crate::plan::wait::{Wait, needed};
 
 /// The exit code of `status` when a live node lags, and of `--wait` on time-out.
 pub const EXIT_LAGGING: u8 = 5;
@@ -153,13 +154,13 @@ pub async fn read_nodes(client: &mut Client, nodes_prefix: &str) -> Result<Vec<N
             .await?;
     let mut nodes: BTreeMap<String, (NodeReport, i64)> = BTreeMap::new();
     for kv in &live.kvs {
-        if let Some(id) = crate::etcd::strip(kv.key(), nodes_prefix) {
+        if let Some(id) = crate::plan::keys::strip(kv.key(), nodes_prefix) {
             let report = NodeReport::parse(id, true, kv.value());
             nodes.insert(id.to_owned(), (report, kv.lease()));
         }
     }
     for kv in &seen.kvs {
-        let Some(id) = crate::etcd::strip(kv.key(), &seen_prefix) else {
+        let Some(id) = crate::plan::keys::strip(kv.key(), &seen_prefix) else {
             continue;
         };
         let seen = NodeReport::parse(id, false, kv.value());
@@ -211,16 +212,9 @@ fn untrusted(report: &NodeReport, on_lease: i64, seen_names: Option<i64>) -> Opt
     }
 }
 
-/// Whether the lease still lives (a time-to-live above zero).
-async fn lease_lives(client: &mut Client, lease: i64) -> Result<bool, Error> {
-    let response = client.lease_time_to_live(lease, None).await?;
-    Ok(response.ttl() > 0)
-}
-
+/// Now, on the node reports' clock (`dw_node_report::unix_ms`).
 pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    dw_node_report::unix_ms(SystemTime::now())
 }
 
 fn age(now: u64, at: Option<u64>) -> Option<f64> {
@@ -518,7 +512,7 @@ async fn malformed_drain_records(
         .kvs
         .iter()
         .filter_map(|kv| {
-            let origin = crate::etcd::strip(kv.key(), &layout.drains())?;
+            let origin = crate::plan::keys::strip(kv.key(), &layout.drains())?;
             DrainRecord::parse(origin, kv.value())
                 .err()
                 .map(|error| (origin.to_owned(), error.to_string()))

@@ -4,12 +4,12 @@
 
 use serde_json::{Value, json};
 
-use crate::apply::describe;
-use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::error::Error;
+use crate::ops::commit::{Changes, Committed, State, preview, request_bytes, transact};
 use crate::output::{Outcome, Shown};
-use crate::state::{Changes, Committed, State, preview, request_bytes, transact};
+use crate::plan::apply::describe;
+use crate::plan::clock::now_rfc3339;
 
 /// Previews or commits a plan and reports it.
 pub async fn run_plan<F>(
@@ -140,7 +140,7 @@ fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
     let mut drains = serde_json::Map::new();
     for (origin, record) in &changes.drains {
         let existed = state.drains.contains_key(origin);
-        let regions = |record: &crate::record::DrainRecord| {
+        let regions = |record: &crate::plan::drain_record::DrainRecord| {
             let geos: Vec<String> = record
                 .regions
                 .keys()

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, FieldError};
-use crate::state::{Changes, State};
-use crate::value::{PolicyValue, RegionValue};
+use crate::ops::commit::{Changes, State};
+use crate::plan::value::{PolicyValue, RegionValue};
 
 /// The desired state read from a file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
                 Value::Object(regions) => {
                     for (geo, value) in regions {
                         let path = format!("regions.{geo}");
-                        if let Some(reason) = crate::value::geo_error(&geo) {
+                        if let Some(reason) = crate::plan::value::geo_error(&geo) {
                             errors.push(FieldError::new(path, reason));
                             continue;
                         }

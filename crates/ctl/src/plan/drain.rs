@@ -7,11 +7,11 @@
 //! origin with its previous share and renormalises the others around it, and says so.
 
 use crate::error::{Error, FieldError};
-use crate::model::{Changes, StageEdits, State};
-use crate::record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
-pub use crate::record::{DrainRequest, FleetLimit};
-use crate::value::RegionValue;
-use crate::weights::renormalise;
+use crate::plan::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
+pub use crate::plan::drain_record::{DrainRequest, FleetLimit};
+use crate::plan::model::{Changes, StageEdits, State};
+use crate::plan::value::RegionValue;
+use crate::plan::weights::renormalise;
 
 /// What the weights of a region sum to after a drain or a restore.
 pub const WEIGHT_TOTAL: u32 = 100;
@@ -315,8 +315,8 @@ pub(crate) fn readd(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::Entry;
-    use crate::weights::tests::named;
+    use crate::ops::commit::Entry;
+    use crate::plan::weights::tests::named;
 
     fn state(regions: &[(&str, &str)]) -> State {
         State {

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::value::RegionValue;
+use crate::plan::value::RegionValue;
 
 /// Who drained: an operator with the CLI.
 pub const SOURCE_CLI: &str = "cli";

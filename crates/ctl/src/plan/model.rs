@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use etcd_client::KeyValue;
 
 use crate::error::{Error, FieldError};
-use crate::record::{DrainRecord, DrainRequest};
-use crate::value::{PolicyValue, RegionValue};
+use crate::plan::drain_record::{DrainRecord, DrainRequest};
+use crate::plan::value::{PolicyValue, RegionValue};
 use dw_routing::stage::Stage;
 
 /// A key's raw value and the revision it was last modified at.
@@ -104,7 +104,7 @@ pub struct Changes {
     pub guards: BTreeMap<String, i64>,
     /// Also guard that no stage key changed since the read.
     pub guard_stages: bool,
-    /// How open stages follow this change (see `crate::stages`).
+    /// How open stages follow this change (see `crate::plan::stage`).
     pub stage_edits: StageEdits,
     /// What the operator should know about the plan (skipped regions, renormalisations).
     pub notes: Vec<String>,

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use dw_routing::keys::{DRAINS, ORIGIN, REGION, REGISTERED, STAGE, seen_prefix};
 
 use crate::error::Error;
-use crate::etcd::Layout;
+use crate::plan::keys::Layout;
 
 /// The most node ids, and the most origin ids, one run takes (each is a role and a user).
 pub const MAX_NAMES: usize = 10_000;

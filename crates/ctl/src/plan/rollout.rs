@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use dw_routing::stage::Stage;
 
 use crate::error::{Error, FieldError};
-use crate::probe::ProbeTarget;
-use crate::stages::parse_percent;
+use crate::ops::probe::ProbeTarget;
+use crate::plan::stage::parse_percent;
 
 /// The progress record's schema version; a reader refuses any other.
 pub const ROLLOUT_SCHEMA: u64 = 1;
@@ -370,7 +370,7 @@ mod tests {
     }
 
     fn stage(points: u16) -> Stage {
-        crate::rollout_gate::sample_stage(points)
+        crate::plan::rollout_gate::sample_stage(points)
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The judgments of a rollout step (`crate::rollout` has the rules): does every live node
+//! The judgments of a rollout step (`crate::plan::rollout` has the rules): does every live node
 //! of the cohort serve the stage, does a node reject a staged key ([`judge`]), and is a
 //! probed origin unhealthy by the health checker's rules ([`Streaks`]). `stage show` and
 //! `stage create --dry-run` use the same [`judge`] and [`is_member`], so that a node
@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use dw_routing::stage::{Node, Stage};
 
-use crate::fleet::NodeReport;
+use crate::ops::fleet::NodeReport;
+use crate::plan::streak::Streak;
 
 /// What one look at the node reports says about a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -104,12 +105,12 @@ pub fn judge(stage: &Stage, revision: i64, prefix: &str, nodes: &[NodeReport]) -
     gate
 }
 
-/// The probed origins' streaks of failures, judged by the health checker's rules.
+/// The probed origins' streaks, judged by the health checker's rule ([`Streak`]).
 #[derive(Debug, Clone, Default)]
 pub struct Streaks {
     fail_after: u32,
-    /// origin → (failures in a row, last error).
-    failures: BTreeMap<String, (u32, String)>,
+    /// origin → its streak.
+    streaks: BTreeMap<String, Streak>,
 }
 
 impl Streaks {
@@ -117,47 +118,36 @@ impl Streaks {
     pub fn new(fail_after: u32) -> Streaks {
         Streaks {
             fail_after: fail_after.max(1),
-            failures: BTreeMap::new(),
+            streaks: BTreeMap::new(),
         }
     }
 
     /// Records one probe; `Some(reason)` once the origin is unhealthy.
     pub fn record(&mut self, origin: &str, result: Result<u16, String>) -> Option<String> {
-        match result {
-            Ok(_) => {
-                self.failures.remove(origin);
-                None
-            }
-            Err(error) => {
-                let entry = self
-                    .failures
-                    .entry(origin.to_owned())
-                    .or_insert((0, String::new()));
-                entry.0 += 1;
-                entry.1 = error;
-                (entry.0 >= self.fail_after).then(|| {
-                    format!(
-                        "probe of {origin} failed {} time(s) in a row: {}",
-                        entry.0, entry.1
-                    )
-                })
-            }
-        }
+        let streak = self.streaks.entry(origin.to_owned()).or_default();
+        streak.record(result);
+        streak.unhealthy(self.fail_after).then(|| {
+            format!(
+                "probe of {origin} failed {} time(s) in a row: {}",
+                streak.failures,
+                streak.last_error.as_deref().unwrap_or_default()
+            )
+        })
     }
 
     /// Whether every origin's last probe succeeded.
     pub fn all_healthy(&self) -> bool {
-        self.failures.is_empty()
+        self.streaks.values().all(|streak| streak.failures == 0)
     }
 
     /// Forgets every streak (a bake that starts over).
     pub fn reset(&mut self) {
-        self.failures.clear();
+        self.streaks.clear();
     }
 }
 
 /// A stage `s1` of `points` (of 10,000) moving DE to fra-a and ams-a, for unit tests here
-/// and in `crate::rollout`.
+/// and in `crate::plan::rollout`.
 #[cfg(test)]
 pub(crate) fn sample_stage(points: u16) -> Stage {
     Stage::parse(

@@ -24,14 +24,14 @@ use serde_json::{Value, json};
 
 use dw_routing::stage::{COHORT_POINTS, Cohort, Stage};
 
-use crate::drain::{plan_drain, readd};
 use crate::error::Error;
-use crate::etcd::Layout;
-use crate::model::{Changes, Entry, StageEdits, State};
 use crate::output::escape as shown;
-use crate::record::DrainRequest;
-use crate::record::DrainedRegion;
-use crate::value::RegionValue;
+use crate::plan::drain::{plan_drain, readd};
+use crate::plan::drain_record::DrainRequest;
+use crate::plan::drain_record::DrainedRegion;
+use crate::plan::keys::Layout;
+use crate::plan::model::{Changes, Entry, StageEdits, State};
+use crate::plan::value::RegionValue;
 
 /// The open stages of `state`, read; an unreadable one as an error.
 pub fn open_stages(state: &State) -> Vec<(String, Result<Stage, Error>)> {
@@ -318,9 +318,10 @@ fn restore_stages(state: &State, changes: &mut Changes, origin: &str) -> Result<
                 }
                 Some(current) => readd(&current, &drained.before, origin).0,
             };
-            stage
-                .kvs
-                .insert(key, Some(restored.encode(&crate::clock::now_rfc3339())));
+            stage.kvs.insert(
+                key,
+                Some(restored.encode(&crate::plan::clock::now_rfc3339())),
+            );
             changes.notes.push(format!(
                 "stage {}: {origin} is back in its staged region/{geo}",
                 shown(id)
@@ -458,8 +459,8 @@ pub fn audit(
     let record = json!({
         "action": action,
         "stage": id,
-        "by": crate::clock::operator(),
-        "at": crate::clock::now_rfc3339(),
+        "by": crate::plan::clock::operator(),
+        "at": crate::plan::clock::now_rfc3339(),
         "reason": reason,
         "before": before.map_or(Value::Null, |s| serde_json::to_value(s).unwrap_or(Value::Null)),
         "after": after.map_or(Value::Null, |s| serde_json::to_value(s).unwrap_or(Value::Null)),

@@ -91,7 +91,11 @@ impl Fleet {
                     } else {
                         Vec::new()
                     };
-                    let state = if rejected.is_empty() { "ok" } else { "rejected" };
+                    let state = if rejected.is_empty() {
+                        "ok"
+                    } else {
+                        "rejected"
+                    };
                     let report = agent_report(id, *live, 0, state);
                     let report = NodeReport {
                         stages: applied,
