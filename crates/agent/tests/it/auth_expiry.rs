@@ -4,13 +4,11 @@
 //! quiet spell three times that long. Needs `etcd` on PATH: run inside
 //! `scripts/devenv exec --`.
 
-mod support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 
 /// etcd forgets a token unused for this many seconds.
 const TOKEN_TTL: &str = "5";

@@ -1,15 +1,13 @@
 //! The `dw-agent` binary as an operator runs it: flags, signals, exit codes, and what it
 //! leaves on disk. Needs `etcd` on PATH: run inside `scripts/devenv exec --`.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_a_write_storm_never_leaves_a_torn_file() {

@@ -2,11 +2,9 @@
 //! that every publication is observed. Needs `etcd` on PATH: run inside
 //! `scripts/devenv exec --`.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::*;
+use crate::support::*;
 
 /// Puts in the burst (the case: one `origin/` key, written again and again).
 const BURST: u64 = 500;

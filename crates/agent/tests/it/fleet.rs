@@ -3,12 +3,10 @@
 //! with the exit code it would return). Needs `etcd` on PATH: run inside
 //! `scripts/devenv exec --`.
 
-mod support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::*;
+use crate::support::*;
 
 const REGION: &str =
     r#"{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":50,"fra-b":50}}"#;

@@ -4,14 +4,12 @@
 //! a lease of its own or on none) is done here by the test's own client. Needs `etcd` on
 //! PATH: run inside `scripts/devenv exec --`.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use etcd_client::{Client, PutOptions};
 use serde_json::Value;
-use support::*;
 
 /// The longest a heal may take here: the agent does it within a second; the bound only
 /// keeps a broken agent from hanging the test (no timing is asserted below it).

@@ -1,13 +1,11 @@
 //! The agent against real etcd, run in this process so every publication is observed.
 //! Needs `etcd` on PATH: run inside `scripts/devenv exec --`.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use dw_agent::State;
 use etcd_client::{CompactionOptions, Txn, TxnOp};
-use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrors_list_put_delete_transactions_and_large_values() {

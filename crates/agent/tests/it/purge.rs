@@ -2,8 +2,6 @@
 //! a purge endpoint in the test that records every request. Needs `etcd` on PATH: run
 //! inside `scripts/devenv exec --`.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -14,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use support::*;
+use crate::support::*;
 
 /// The delay before each purge is sent again, short for the test.
 const REPEAT: Duration = Duration::from_millis(300);

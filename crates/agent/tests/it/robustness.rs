@@ -3,8 +3,6 @@
 //! that turns into invalid UTF-8 through the watch. Needs `etcd` on PATH: run inside
 //! `scripts/devenv exec --`.
 
-mod support;
-
 use std::fs;
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt as _;
@@ -13,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use support::*;
+use crate::support::*;
 use tokio::net::TcpStream;
 
 /// Keeps `count` connections to `addr` open that never send a byte, reconnecting each one

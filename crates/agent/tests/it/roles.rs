@@ -6,13 +6,11 @@
 //! `--apply` twice changes nothing the second time; `--dry-run` writes nothing; password
 //! files are 0600. Needs `etcd` on PATH: run inside `scripts/devenv exec --`.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 
 const NODES: &str = "edge-1,edge-2";
 const ORIGINS: &str = "fra-a,fra-b";

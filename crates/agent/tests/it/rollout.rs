@@ -8,11 +8,9 @@
 //! finishes it once the agent runs again. Needs `etcd` on PATH: run inside
 //! `scripts/devenv exec --`.
 
-mod support;
-
+use crate::support::*;
 use clap::Parser;
 use serde_json::{Value, json};
-use support::*;
 
 const NODES: usize = 6;
 
@@ -237,7 +235,7 @@ async fn a_failing_check_aborts_and_the_cohort_returns_to_current_routing() {
         "{} || {{ echo 'cohort not as staged' >&2; exit 3; }}; echo 'error rate 9%' >&2; exit 1",
         tests.join(" && ")
     );
-    let (code, error) = support::dwctl(
+    let (code, error) = crate::support::dwctl(
         std::slice::from_ref(&fleet.endpoint),
         &[
             "rollout",
@@ -297,7 +295,7 @@ async fn a_step_whose_cohort_agent_is_stopped_times_out_and_keeps_the_stage() {
     // node is missing; either way it never applies the stage.
     let stopped = &fleet.agents[2];
     signal(stopped.child.id(), libc::SIGSTOP);
-    let (code, error) = support::dwctl(
+    let (code, error) = crate::support::dwctl(
         &endpoints,
         &[
             "rollout",
@@ -352,12 +350,12 @@ async fn a_step_whose_cohort_agent_is_stopped_times_out_and_keeps_the_stage() {
     eventually("edge-2 serves the stage", || {
         let endpoints = endpoints.clone();
         async move {
-            let (_, shown) = support::dwctl(&endpoints, &["stage", "show", "stuck"]).await;
+            let (_, shown) = crate::support::dwctl(&endpoints, &["stage", "show", "stuck"]).await;
             shown["serving"].as_array().is_some_and(|s| s.len() == 4)
         }
     })
     .await;
-    let (code, done) = support::dwctl(&endpoints, &["rollout", "resume", "stuck"]).await;
+    let (code, done) = crate::support::dwctl(&endpoints, &["rollout", "resume", "stuck"]).await;
     assert_eq!(code, 0, "{done}");
     assert_eq!(done["event"], "promoted", "{done}");
     fleet.all_serve("eu-9", &[]).await;

@@ -4,16 +4,14 @@
 //! Another user is played by chown to uid 65534 (the tests run as root).
 //! Needs `etcd` on PATH: run inside `scripts/devenv exec --`.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, lchown, symlink};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use dw_routing::Snapshot;
-use support::*;
 use tokio::net::{TcpListener, TcpStream};
 
 /// What an attacker plants: a valid snapshot routing DE to itself, at revision i64::MAX.

@@ -4,14 +4,12 @@
 //! overlay bug cannot hide behind the implementation agreeing with itself.
 //! Needs `etcd` on PATH: run inside `scripts/devenv exec --`.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::support::*;
 use dw_agent::ReportConfig;
 use serde_json::{Value, json};
-use support::*;
 use xxhash_rust::xxh3::xxh3_64;
 
 const NODES: usize = 10;

@@ -4,15 +4,13 @@
 //! three times that long and go on: put back a deleted key, revoke at SIGTERM, drain,
 //! restore; and `health` drains a failing origin and restores it after its own quiet spell.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::daemon::Daemon;
-use common::probe::health_server;
-use common::{CONTROL, Etcd, PREFIX, drain_key, eventually};
+use crate::common::daemon::Daemon;
+use crate::common::probe::health_server;
+use crate::common::{CONTROL, Etcd, PREFIX, drain_key, eventually};
 
 const DE: &str = r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":50,"b":50}}"#;
 const QUIET: Duration = Duration::from_secs(16);

@@ -3,11 +3,9 @@
 //! one large value does not break drains, bad numbers in node reports are shown as
 //! invalid, and a committed write whose `--wait` fails says it committed.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{CONTROL, DE, Etcd, drain_key, region_key, seed};
+use crate::common::{CONTROL, DE, Etcd, drain_key, region_key, seed};
 use serde_json::{Value, json};
 
 /// Values an attacker with write access to etcd plants: ESC sequences (clear screen,
@@ -60,11 +58,11 @@ async fn no_planted_control_or_bidi_character_reaches_the_terminal() {
     etcd.put(&region_key("XX"), &format!("not json {evil}"))
         .await;
     etcd.put(
-        &format!("{}policy/global", common::PREFIX),
+        &format!("{}policy/global", crate::common::PREFIX),
         &json!({"default": evil, "pick": evil}).to_string(),
     )
     .await;
-    etcd.put(&format!("{}origin/{evil}", common::PREFIX), &evil)
+    etcd.put(&format!("{}origin/{evil}", crate::common::PREFIX), &evil)
         .await;
     let record = json!({
         "origin": "fra-b", "reason": evil, "source": evil, "by": evil, "at": evil,
@@ -485,15 +483,18 @@ async fn a_planted_origin_id_cannot_forge_an_event_line() {
     // The text of an escape too (`\u{7}`): shown with its backslash doubled, it cannot pass
     // for an escaped BEL.
     let id = "x\\u{7}\u{1b}[8m\u{1b}]0;owned\u{7}\u{202e}\nFORGED up: y registered";
-    let rebalance =
-        common::daemon::Daemon::start(&etcd, "rebalance", &["rebalance", "--grace", "100ms"]);
-    common::eventually(Duration::from_secs(10), "rebalance lists", || async {
+    let rebalance = crate::common::daemon::Daemon::start(
+        &etcd,
+        "rebalance",
+        &["rebalance", "--grace", "100ms"],
+    );
+    crate::common::eventually(Duration::from_secs(10), "rebalance lists", || async {
         rebalance.log().contains(" live, ").then_some(())
     })
     .await;
-    let key = format!("{}origin/{id}", common::PREFIX);
+    let key = format!("{}origin/{id}", crate::common::PREFIX);
     etcd.put(&key, r#"{"addr":"10.0.0.1:443"}"#).await;
-    common::eventually(Duration::from_secs(10), "rebalance sees it", || async {
+    crate::common::eventually(Duration::from_secs(10), "rebalance sees it", || async {
         rebalance.log().contains("y registered").then_some(())
     })
     .await;
@@ -502,7 +503,7 @@ async fn a_planted_origin_id_cannot_forge_an_event_line() {
         .delete(key.as_str(), None)
         .await
         .unwrap();
-    common::eventually(
+    crate::common::eventually(
         Duration::from_secs(10),
         "rebalance sees it vanish",
         || async { rebalance.log().contains("vanished").then_some(()) },

@@ -1,9 +1,9 @@
 //! The one-shot commands against a real etcd: happy paths, atomic drains and restores,
 //! apply, history and rollback (bad input is in `usage.rs`).
 
-mod common;
-
-use common::{CONTROL, DE, Etcd, PREFIX, drain_key, listed_weights, region_key, seed, weight_sum};
+use crate::common::{
+    CONTROL, DE, Etcd, PREFIX, drain_key, listed_weights, region_key, seed, weight_sum,
+};
 use serde_json::{Value, json};
 
 fn weights(pairs: &[(&str, u64)]) -> Vec<(String, u64)> {
@@ -579,7 +579,10 @@ async fn a_pre_commit_check_refuses_with_its_own_error() {
     let before = etcd.revision().await;
     fn refuse_deletes(_: &dwctl::State, changes: &dwctl::Changes) -> Result<(), dwctl::Error> {
         match changes.regions.values().any(Option::is_none) {
-            true => Err(dwctl::Error::invalid("capacity", "the dummy check refuses deletes")),
+            true => Err(dwctl::Error::invalid(
+                "capacity",
+                "the dummy check refuses deletes",
+            )),
             false => Ok(()),
         }
     }
@@ -607,7 +610,10 @@ async fn a_pre_commit_check_refuses_with_its_own_error() {
         .await
         .unwrap();
     assert!(committed.revision.is_some());
-    assert_eq!(etcd.get_json(&region_key("DE")).await.unwrap()["shard"], "eu-2");
+    assert_eq!(
+        etcd.get_json(&region_key("DE")).await.unwrap()["shard"],
+        "eu-2"
+    );
     // The default list is the one every command runs.
     assert!(dwctl::PRE_COMMIT_CHECKS.is_empty());
 }

@@ -5,11 +5,9 @@
 //! serial order), every weight map must sum to 100, and every drain record must agree
 //! with the regions it names.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::{CONTROL, Etcd, PREFIX};
+use crate::common::{CONTROL, Etcd, PREFIX};
 use dwctl::{
     Changes, DrainRecord, DrainRequest, Entry, RegionValue, State, plan_drain, plan_restore,
     reconcile_drain_records,

@@ -3,15 +3,13 @@
 //! `health` (a local HTTP server that starts failing, recovers, and a fleet-wide outage
 //! that must not drain more than the allowed fraction).
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::daemon::Daemon;
-use common::probe::health_server;
-use common::{CONTROL, Etcd, PREFIX, drain_key, eventually, listed_weights, region_key};
+use crate::common::daemon::Daemon;
+use crate::common::probe::health_server;
+use crate::common::{CONTROL, Etcd, PREFIX, drain_key, eventually, listed_weights, region_key};
 use serde_json::Value;
 
 async fn drain_record(etcd: &Etcd, origin: &str) -> Option<Value> {

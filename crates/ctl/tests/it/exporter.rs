@@ -1,15 +1,13 @@
 //! `dwctl status --serve`: the fleet's view as Prometheus metrics, from real etcd and node
 //! reports believed as `status` believes them.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::daemon::Daemon;
-use common::fleet::{Fleet, applying, nodes};
-use common::{DE, Etcd, eventually};
+use crate::common::daemon::Daemon;
+use crate::common::fleet::{Fleet, applying, nodes};
+use crate::common::{DE, Etcd, eventually};
 
 /// The address the exporter's `listening` event names.
 async fn listening(daemon: &Daemon) -> String {
@@ -50,7 +48,7 @@ fn get(addr: &str, path: &str) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serves_the_fleet_view_and_its_own_failures() {
     let etcd = Etcd::start().await;
-    common::seed(&etcd, &[("DE", DE)]).await;
+    crate::common::seed(&etcd, &[("DE", DE)]).await;
     let ids = nodes(2);
     let fleet = Fleet::start(&etcd, &applying(&ids)).await;
     let exporter = Daemon::start(
@@ -187,7 +185,7 @@ fn refuses_a_bad_address_or_interval() {
         ),
         (vec!["status", "--interval", "2"], "--serve"),
     ] {
-        let run = common::run({
+        let run = crate::common::run({
             let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dwctl"));
             command.env("DWCTL_ENDPOINTS", etcd).args(&args);
             command

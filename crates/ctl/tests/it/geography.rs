@@ -3,9 +3,7 @@
 //! `continent_of` overrides are refused (exit 4); `route` explains the chain from etcd,
 //! from a node's revision and from a snapshot file, and answers as dw-routing's table does.
 
-mod common;
-
-use common::{CONTROL, DE, Etcd, PREFIX, drain_key, listed_weights, region_key, seed};
+use crate::common::{CONTROL, DE, Etcd, PREFIX, drain_key, listed_weights, region_key, seed};
 use dw_routing::{Snapshot, Table};
 use serde_json::Value;
 

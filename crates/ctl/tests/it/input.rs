@@ -1,13 +1,11 @@
 //! What `dwctl` reads: bounded input (1 MiB), only regular files or stdin, and one-shot
 //! commands that die on SIGINT/SIGTERM (exit 130/143) without writing anything.
 
-mod common;
-
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Etcd;
+use crate::common::Etcd;
 
 const LIMIT: usize = 1024 * 1024;
 

@@ -3,12 +3,10 @@
 //! absent for the grace period and the lease its registration record names has ended,
 //! never restoring on a put on a lease that record does not name.
 
-mod common;
-
 use std::time::Duration;
 
-use common::daemon::Daemon;
-use common::{CONTROL, Etcd, PREFIX, drain_key, eventually, listed_weights, region_key};
+use crate::common::daemon::Daemon;
+use crate::common::{CONTROL, Etcd, PREFIX, drain_key, eventually, listed_weights, region_key};
 use etcd_client::{PutOptions, Txn, TxnOp};
 use serde_json::json;
 

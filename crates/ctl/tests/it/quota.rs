@@ -1,9 +1,7 @@
 //! etcd's space quota: once a writer fills it, etcd refuses every write with NOSPACE;
 //! dwctl says so and prints the recovery steps instead of a bare gRPC error.
 
-mod common;
-
-use common::{DE, Etcd};
+use crate::common::{DE, Etcd};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nospace_is_recognised_and_explained() {

@@ -3,10 +3,8 @@
 //! `missing`, not `gone`. The reports here are written by the test, as a forger (or a
 //! careless operator) would, against real etcd.
 
-mod common;
-
-use common::fleet::agent_report;
-use common::{DE, Etcd};
+use crate::common::fleet::agent_report;
+use crate::common::{DE, Etcd};
 use etcd_client::PutOptions;
 use serde_json::Value;
 
@@ -40,7 +38,7 @@ fn node<'v>(status: &'v Value, id: &str) -> &'v Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reports_off_their_lease_are_not_believed() {
     let etcd = Etcd::start().await;
-    common::seed(&etcd, &[("DE", DE)]).await;
+    crate::common::seed(&etcd, &[("DE", DE)]).await;
     let high = 999_999;
 
     // An honest node: both keys name the lease the live key is on.

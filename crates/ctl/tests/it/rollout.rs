@@ -3,18 +3,16 @@
 //! `rollout resume` continues at the recorded step; an empty cohort is refused; a step whose
 //! cohort never serves it times out (exit 8). The node reports come from a fake fleet run by
 //! the test (each node on a lease, as an agent writes them: a report off its lease would not
-//! be believed); crates/agent/tests/rollout.rs runs the same against real dw-agent processes.
-
-mod common;
+//! be believed); crates/agent/tests/it/rollout.rs runs the same against real dw-agent processes.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::fleet::{Behaviour, Fleet, agent_report, applying, probe_server};
-use common::rollout::{
+use crate::common::fleet::{Behaviour, Fleet, agent_report, applying, probe_server};
+use crate::common::rollout::{
     audit_of, events, named, record, rollout, rollout_argv, rollout_json, setup, stage_of, steps,
 };
-use common::{CONTROL, region_key};
+use crate::common::{CONTROL, region_key};
 use dw_routing::stage::cohort_point;
 use etcd_client::PutOptions;
 use serde_json::{Value, json};

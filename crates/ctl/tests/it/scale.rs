@@ -3,11 +3,9 @@
 //! limit. Every command is read in pages at one revision and still works; each command's
 //! time is printed (the figures in BENCHMARKS.md come from bench/60-dwctl-scale.sh).
 
-mod common;
-
 use std::time::Instant;
 
-use common::{Etcd, drain_key, region_key};
+use crate::common::{Etcd, drain_key, region_key};
 use etcd_client::{Client, Txn, TxnOp};
 use serde_json::{Value, json};
 
@@ -62,7 +60,7 @@ fn report(index: usize, revision: i64) -> String {
     .to_string()
 }
 
-fn timed(etcd: &Etcd, args: &[&str]) -> (common::Run, f64) {
+fn timed(etcd: &Etcd, args: &[&str]) -> (crate::common::Run, f64) {
     let started = Instant::now();
     let run = etcd.dwctl(args);
     let seconds = started.elapsed().as_secs_f64();

@@ -1,11 +1,9 @@
 //! How dwctl reaches etcd: with authentication, with mutual TLS, and past an endpoint that
 //! is down.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Etcd, TestTls, eventually};
+use crate::common::{Etcd, TestTls, eventually};
 
 const DE: &str = r#"{"shard":"eu-1","origins":["a"],"weight":{"a":100}}"#;
 
@@ -36,7 +34,7 @@ async fn user_and_password() {
     let mut env = etcd.command(&["region", "get", "DE"]);
     env.env("DWCTL_USER", "root")
         .env("DWCTL_PASSWORD", "s3cret");
-    let got = common::run(env);
+    let got = crate::common::run(env);
     assert_eq!(got.code, 0, "{}", got.stderr);
     assert!(got.stdout.contains("eu-1"));
 }
@@ -111,12 +109,12 @@ async fn a_dead_endpoint_among_several_does_not_fail_commands() {
     for attempt in 0..12 {
         let mut command = etcd.command(&["region", "set", "DE", DE]);
         command.env("DWCTL_ENDPOINTS", &endpoints);
-        let run = common::run(command);
+        let run = crate::common::run(command);
         assert_eq!(run.code, 0, "attempt {attempt}: {}", run.stderr);
     }
     // Only dead endpoints: an error naming etcd, exit 1.
     let mut command = etcd.command(&["region", "list"]);
     command.env("DWCTL_ENDPOINTS", format!("{dead},{dead}"));
-    let run = common::run(command);
+    let run = crate::common::run(command);
     assert_eq!(run.code, 1, "{}", run.stderr);
 }

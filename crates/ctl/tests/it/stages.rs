@@ -1,11 +1,9 @@
 //! `dwctl stage ...` against a real etcd: create, widen, promote, abort; promote's guard
 //! (exit 3, --rebase); drains, restores and direct writes keeping open stages in step.
-//! Node reports are written by the test (the agent's side is crates/agent/tests/stages.rs).
+//! Node reports are written by the test (the agent's side is crates/agent/tests/it/stages.rs).
 
-mod common;
-
-use common::fleet::report_once;
-use common::{CONTROL, DE, Etcd, PREFIX, region_key, seed};
+use crate::common::fleet::report_once;
+use crate::common::{CONTROL, DE, Etcd, PREFIX, region_key, seed};
 use serde_json::{Value, json};
 
 const FR: &str = r#"{"shard":"eu-2","origins":["par-a","par-b"],"weight":{"par-a":50,"par-b":50}}"#;

@@ -1,9 +1,7 @@
 //! Bad input to the one-shot commands against a real etcd: invalid values exit 4 naming
 //! the field and writing nothing; bad flags and arguments are usage errors, exit 2.
 
-mod common;
-
-use common::{DE, Etcd, seed};
+use crate::common::{DE, Etcd, seed};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_input_exits_4_names_the_field_and_writes_nothing() {
@@ -217,7 +215,7 @@ async fn bad_flags_exit_2_for_every_subcommand() {
     for args in value_cases {
         let mut command = etcd.command(args);
         command.env("DWCTL_ENDPOINTS", "http://127.0.0.1:1");
-        let run = common::run(command);
+        let run = crate::common::run(command);
         assert_eq!(run.code, 2, "{args:?} without etcd: {}", run.stderr);
     }
     assert_eq!(
