@@ -20,9 +20,15 @@
 //!   `run(config, reporter, shutdown)` functions ([`register_origin`], [`run_rebalance`],
 //!   [`run_health`]); the binary only wires SIGTERM/SIGINT to [`Shutdown`].
 //!
-//! The code: `commands` dispatches a parsed [`Cli`] to one module per command; what the
-//! commands share ([`Context`], input reading, previewing or committing a plan, the session
-//! loop of the daemons) sits below it, and nothing imports the dispatcher back.
+//! The code, in layers (docs/ARCHITECTURE.md has the map): `cli` (clap definitions),
+//! `commands` (one module per subcommand: arguments, an op, the outcome printed), `daemons`
+//! (the long-running commands), `ops` (all I/O against etcd; every transaction is built in
+//! `ops::commit`) and `plan` (pure: state in, changes out). Beside them: [`Context`],
+//! `output`, `input`, `progress`, `shutdown`, `error`. `scripts/check-modules` checks
+//! that nothing imports upward and that no other file builds a transaction:
+//!
+//! Layers (scripts/check-modules): plan < ops < daemons < commands
+//! Transactions (scripts/check-modules): ops::commit
 //!
 //! The planners need no etcd. A drain, for instance, renormalises what the other origins
 //! of a region keep:

@@ -14,6 +14,8 @@ pub(crate) mod drain_record;
 #[allow(missing_docs)]
 pub(crate) mod keys;
 pub(crate) mod model;
+pub(crate) mod node_report;
+pub(crate) mod probe_target;
 pub(crate) mod roles;
 pub(crate) mod rollout;
 pub(crate) mod rollout_gate;

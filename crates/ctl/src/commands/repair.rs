@@ -4,8 +4,8 @@ use serde_json::json;
 
 use crate::cli::DrainArgs;
 use crate::context::Context;
-use crate::ops::commit::{RecordWrite, write};
 use crate::error::Error;
+use crate::ops::commit::{RecordWrite, write};
 use crate::output::{Outcome, Shown};
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain_record::DrainRecord;

@@ -413,7 +413,11 @@ pub async fn mark_registered(client: &mut Client, layout: &Layout, id: &str) -> 
     let marker = layout.registration(id);
     let record = json!({"origin": id, "registered": now_rfc3339()}).to_string();
     // Guarded on its absence: an existing marker (maybe naming a lease) is kept.
-    write(client, RecordWrite::new().guard(&marker, 0).put(&marker, record)).await?;
+    write(
+        client,
+        RecordWrite::new().guard(&marker, 0).put(&marker, record),
+    )
+    .await?;
     Ok(())
 }
 

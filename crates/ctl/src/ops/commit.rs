@@ -520,7 +520,9 @@ pub async fn write(client: &mut Client, write: RecordWrite) -> Result<Option<i64
     if !response.succeeded() {
         return Ok(None);
     }
-    Ok(Some(response.header().map_or(0, |header| header.revision())))
+    Ok(Some(
+        response.header().map_or(0, |header| header.revision()),
+    ))
 }
 
 #[cfg(test)]

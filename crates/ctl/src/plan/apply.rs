@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, FieldError};
-use crate::ops::commit::{Changes, State};
+use crate::plan::model::{Changes, State};
 use crate::plan::value::{PolicyValue, RegionValue};
 
 /// The desired state read from a file.

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use dw_routing::stage::Stage;
 
 use crate::error::{Error, FieldError};
-use crate::ops::probe::ProbeTarget;
+use crate::plan::probe_target::ProbeTarget;
 use crate::plan::stage::parse_percent;
 
 /// The progress record's schema version; a reader refuses any other.

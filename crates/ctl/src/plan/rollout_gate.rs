@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use dw_routing::stage::{Node, Stage};
 
-use crate::ops::fleet::NodeReport;
+use crate::plan::node_report::NodeReport;
 use crate::plan::streak::Streak;
 
 /// What one look at the node reports says about a step.

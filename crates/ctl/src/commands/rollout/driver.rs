@@ -11,9 +11,9 @@ use dw_routing::stage::Stage;
 
 use super::{cohort_flag, stage};
 use crate::context::Context;
-use crate::ops::commit::{RecordWrite, write};
 use crate::error::{EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, Error};
 use crate::ops::bake_checks::{probe_round, run_check};
+use crate::ops::commit::{RecordWrite, write};
 use crate::ops::fleet::read_nodes;
 use crate::output::{Outcome, Reporter, escape as shown};
 use crate::plan::clock::now_rfc3339;
