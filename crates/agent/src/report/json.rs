@@ -382,6 +382,9 @@ mod tests {
         assert_eq!(value["conflict"]["instance"], "other");
         let value: Value =
             serde_json::from_str(&report.to_json(&config, "/s", 5, 7, None)).unwrap();
-        assert_eq!((&value["state"], &value["conflict"]), (&json!("ok"), &Value::Null));
+        assert_eq!(
+            (&value["state"], &value["conflict"]),
+            (&json!("ok"), &Value::Null)
+        );
     }
 }

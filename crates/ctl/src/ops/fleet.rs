@@ -15,8 +15,6 @@ use serde_json::{Value, json};
 use dw_routing::keys::seen_prefix;
 
 use crate::context::Context;
-pub use crate::plan::node_report::NodeReport;
-use crate::plan::node_report::MISSING;
 use crate::error::Error;
 pub use crate::input::parse_selector;
 use crate::ops::lease::lease_lives;
@@ -24,6 +22,8 @@ pub use crate::ops::revision::routing_revision;
 use crate::output::{Outcome, OutputFormat, Shown};
 use crate::plan::drain_record::DrainRecord;
 use crate::plan::keys::Layout;
+use crate::plan::node_report::MISSING;
+pub use crate::plan::node_report::NodeReport;
 use crate::plan::wait::{Wait, needed};
 
 /// The exit code of `status` when a live node lags, and of `--wait` on time-out.
@@ -157,7 +157,6 @@ pub(crate) fn lag_revisions(node: &NodeReport, target: i64) -> Option<i64> {
     node.revision
         .map(|revision| target.saturating_sub(revision).max(0))
 }
-
 
 /// A node's revision as the text output shows it.
 fn revision_text(node: &NodeReport) -> String {
