@@ -186,6 +186,11 @@ impl NodeReport {
 
     /// [`NodeReport::parse`] of a value already read.
     pub fn from_value(value: &Value) -> NodeReport {
+        // Only an object is a report: serde would also fill a struct from a list, field by
+        // field in order (`[1]` would read as schema 1).
+        if !value.is_object() {
+            return NodeReport::default();
+        }
         NodeReport::deserialize(value).unwrap_or_default()
     }
 
