@@ -26,7 +26,8 @@ BUILD    := env CARGO_TARGET_DIR=$(CURDIR)/$(TARGET) $(CARGO) build --offline --
 endif
 SO       := $(TARGET)/release/libdw_router.so
 
-# The whole stack (etcd, dw-agent, php-fpm with the extension, nginx), started and stopped
+# The whole stack (etcd, dw-agent, OpenLiteSpeed + lsphp with the extension, or nginx +
+# php-fpm where no LiteSpeed is found), started and stopped
 # inside one devenv run; `make up` leaves it running in target/stack/, `make down` stops it.
 demo: build
 	@$(IN_ENV) scripts/demo
@@ -42,7 +43,7 @@ down:
 all: build
 
 help:
-	@echo "make demo       build, run the whole stack (etcd, dw-agent, php-fpm, nginx), route, drain, restore"
+	@echo "make demo       build, run the whole stack (etcd, dw-agent, OpenLiteSpeed + lsphp; nginx + php-fpm without LiteSpeed), route, drain, restore"
 	@echo "make up / down  start the stack and leave it running (prints the URL) / stop it"
 	@echo "make            build the extension (target/release/libdw_router.so) and binaries"
 	@echo "make test       every test suite, and the phpt suite on PHP 8.5; ends with 'N passed, N failed'"

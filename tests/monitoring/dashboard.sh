@@ -2,6 +2,10 @@
 # dashboard against a real Prometheus scraping real agents and the fleet exporter, all on
 # 127.0.0.1 with free ports. Every process started here is stopped on exit (trap), every
 # wait is bounded (STACK_START_TIMEOUT, 30 s each). Last, php/status.php on an agent's heartbeat.
+# The traffic panels read dw_router_answers_total: until the nodes count answers (issue 29's
+# counting half), a FIXTURE target (tests/traffic-ops/fixture.php under `php -S`, known
+# rates, the two agents' node ids) serves them in job dw-agent; Prometheus loads the rules
+# file, so the recording rule the top-k panel reads has values.
 DASHBOARD=packaging/monitoring/dw-router-dashboard.json
 # shellcheck source=scripts/stack
 source scripts/stack
@@ -17,7 +21,7 @@ fi
 stack_init "$(mktemp -d /tmp/dw-monitoring.XXXXXX)" "$(mktemp -d /tmp/dw-monitoring-snap.XXXXXX)/a1/routing.json" || return 0
 dashboard_stop() {
   local name
-  for name in prometheus exporter agent2 agent1 etcd; do stack_kill "$name" TERM; done
+  for name in prometheus fixture exporter agent2 agent1 etcd; do stack_kill "$name" TERM; done
   rm -rf "$STACK_DIR" "$(dirname "$(dirname "$STACK_SNAPSHOT")")"
 }
 trap dashboard_stop EXIT
@@ -29,19 +33,23 @@ dashboard_agent() { # NAME SNAPSHOT METRICS_ADDR
     --node-id "mon-$1" --backoff-initial 50ms --backoff-max 1s --heartbeat-interval 1s
 }
 dashboard_setup() {
-  local p1 p2 p3 p4
+  local p1 p2 p3 p4 p5
   stack_start_etcd || return 1
-  p1=$(stack_free_port) && p2=$(stack_free_port) && p3=$(stack_free_port) && p4=$(stack_free_port) || return 1
+  p1=$(stack_free_port) && p2=$(stack_free_port) && p3=$(stack_free_port) && p4=$(stack_free_port) &&
+    p5=$(stack_free_port) || return 1
   AGENTS="127.0.0.1:$p1 127.0.0.1:$p2" EXPORTER=127.0.0.1:$p3 PROMETHEUS=http://127.0.0.1:$p4
   stack_dwctl apply examples/routing.json >"$STACK_DIR/logs/apply.log" 2>&1 || return 1
   dashboard_agent agent1 "$STACK_SNAPSHOT" "127.0.0.1:$p1"
   dashboard_agent agent2 "$(dirname "$(dirname "$STACK_SNAPSHOT")")/a2/routing.json" "127.0.0.1:$p2"
   stack_spawn exporter "$STACK_DWCTL" --endpoints "$STACK_ETCD" status --serve "$EXPORTER" --interval 0.5
+  DW_FIXTURE_T0=$(date +%s.%N) DW_FIXTURE_NODES="mon-agent1 mon-agent2" \
+    stack_spawn fixture php -S "127.0.0.1:$p5" tests/traffic-ops/fixture.php
   cat >"$STACK_DIR/prometheus.yml" <<YAML
 global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+rule_files: ["$PWD/$RULES"]
 scrape_configs:
   - job_name: dw-agent
-    static_configs: [{targets: [127.0.0.1:$p1, 127.0.0.1:$p2]}]
+    static_configs: [{targets: [127.0.0.1:$p1, 127.0.0.1:$p2, 127.0.0.1:$p5]}]
   - job_name: dw-fleet
     static_configs: [{targets: ["$EXPORTER"]}]
 YAML
@@ -68,7 +76,7 @@ if ! dashboard_setup; then
 fi
 # Every target up, both nodes in the fleet's view at the head, and some seconds of samples
 # (rate() and increase() need two in their window).
-if stack_until "3 targets up" prom_at_least 'count(up{job=~"dw-agent|dw-fleet"} == 1)' 3 &&
+if stack_until "4 targets up" prom_at_least 'count(up{job=~"dw-agent|dw-fleet"} == 1)' 4 &&
   stack_until "2 nodes current" prom_at_least 'max(dw_fleet_nodes{status="current"})' 2 &&
   stack_until "5 s of samples" prom_at_least 'min(count_over_time(up[10s]))' 5; then
   check "dashboard: Prometheus scrapes 2 agents and the fleet exporter" true

@@ -8,6 +8,10 @@
 //! - `OUT/man/man8/dw-agent.8` (a daemon: section 8);
 //! - `OUT/completions/dwctl.bash`, `_dwctl` (zsh) and `dwctl.fish`.
 //!
+//! The pages get the sections clap has no place for (EXIT STATUS, ENVIRONMENT, FILES, SEE
+//! ALSO: [`extra_sections`]), naming installed paths only; a subcommand's page leaves out
+//! the global options, which `dwctl(1)` lists once.
+//!
 //! `make deb` runs it and gzips the pages; packaging/README.md says where each file goes.
 //! Only this crate depends on clap_mangen and clap_complete, and `make build` excludes it,
 //! so building the binaries does not compile them.
@@ -50,6 +54,15 @@ fn dist_assets(out: &Path) -> anyhow::Result<()> {
     let pages = man_pages(dwctl.clone(), "1", &source, &man1)?;
     let agent = dw_agent::Cli::command();
     let agent_page = man_pages(agent, "8", &source, &man8)?;
+    for page in pages.iter().chain(&agent_page) {
+        let text = fs::read_to_string(page)?;
+        if text.contains(" docs/") || text.contains(" examples/") {
+            bail!(
+                "{} names a source-tree path (docs/ or examples/)",
+                page.display()
+            );
+        }
+    }
 
     let mut dwctl_for_completions = dwctl;
     for (shell, file) in [
@@ -60,6 +73,10 @@ fn dist_assets(out: &Path) -> anyhow::Result<()> {
         let path = completions.join(file);
         let mut text = Vec::new();
         clap_complete::generate(shell, &mut dwctl_for_completions, "dwctl", &mut text);
+        if shell == Shell::Bash {
+            text = bash_completes_files(&String::from_utf8(text)?, "dwctl__subcmd__apply", 2)?
+                .into_bytes();
+        }
         fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     println!(
@@ -69,6 +86,31 @@ fn dist_assets(out: &Path) -> anyhow::Result<()> {
         out.display()
     );
     Ok(())
+}
+
+/// clap_complete's bash script offers a subcommand's flags for its first word even when
+/// the positional argument is a file (`dwctl apply <TAB>`): in the block of `function`
+/// (e.g. `dwctl__subcmd__apply`, at word `level`), flags only after a `-`, else file names.
+fn bash_completes_files(script: &str, function: &str, level: u32) -> anyhow::Result<String> {
+    let start = script
+        .find(&format!("{function})"))
+        .with_context(|| format!("no {function} block in the bash completion"))?;
+    let end = start
+        + script[start..]
+            .find("\n            ;;")
+            .with_context(|| format!("{function} block has no end"))?;
+    let block = &script[start..end];
+    let flags_first = format!("if [[ ${{cur}} == -* || ${{COMP_CWORD}} -eq {level} ]] ; then");
+    let fallback = "COMPREPLY=( $(compgen -W \"${opts}\" -- \"${cur}\") )\n            return 0";
+    if !block.contains(&flags_first) || !block.ends_with(fallback) {
+        bail!("clap_complete's {function} block changed shape: check bash_completes_files");
+    }
+    let block = block.replace(&flags_first, "if [[ ${cur} == -* ]] ; then");
+    let block = format!(
+        "{}compopt -o filenames 2>/dev/null\n            COMPREPLY=( $(compgen -f -- \"${{cur}}\") )\n            return 0",
+        &block[..block.len() - fallback.len()]
+    );
+    Ok(format!("{}{block}{}", &script[..start], &script[end..]))
 }
 
 /// Writes the page of `cmd` and of every visible subcommand, recursively, into `dir`.
@@ -94,15 +136,132 @@ fn write_pages(
     written: &mut Vec<PathBuf>,
 ) -> anyhow::Result<()> {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        write_pages(sub, section, source, dir, written)?;
+        // The global options are on dwctl(1) once, not on every subcommand's page.
+        let sub = sub.clone().mut_args(|arg| {
+            if arg.is_global_set() {
+                arg.hide(true)
+            } else {
+                arg
+            }
+        });
+        write_pages(&sub, section, source, dir, written)?;
     }
     let page = clap_mangen::Man::new(cmd.clone())
         .section(section)
         .source(source.to_owned())
         .manual("dw-router");
-    let path = page
-        .generate_to(dir)
-        .with_context(|| format!("cannot write a page into {}", dir.display()))?;
+    let mut roff = Vec::new();
+    page.render(&mut roff)?;
+    let mut roff = String::from_utf8(roff).context("clap_mangen wrote non-UTF-8")?;
+    let name = cmd.get_display_name().unwrap_or_else(|| cmd.get_name());
+    let extra: String = extra_sections(name)
+        .iter()
+        .map(|(heading, lines)| {
+            let body: Vec<String> = lines.iter().map(|line| roff_line(line)).collect();
+            format!(".SH \"{heading}\"\n{}\n", body.join("\n.br\n"))
+        })
+        .collect();
+    // Before VERSION, which clap_mangen writes last.
+    match roff.find(".SH VERSION") {
+        Some(at) => roff.insert_str(at, &extra),
+        None => roff.push_str(&extra),
+    }
+    let path = dir.join(page.get_filename());
+    fs::write(&path, roff).with_context(|| format!("cannot write {}", path.display()))?;
     written.push(path);
     Ok(())
+}
+
+/// A line of text as roff: backslashes and hyphens escaped, never read as a request.
+fn roff_line(line: &str) -> String {
+    let escaped = line.replace('\\', "\\e").replace('-', "\\-");
+    if escaped.starts_with('.') || escaped.starts_with('\'') {
+        format!("\\&{escaped}")
+    } else {
+        escaped
+    }
+}
+
+/// The sections after the options of the page `name` (`dw-agent`, `dwctl`,
+/// `dwctl-drain`, ...): every path named is one the packages install or the units use.
+fn extra_sections(name: &str) -> Vec<(&'static str, Vec<&'static str>)> {
+    match name {
+        "dw-agent" => vec![
+            (
+                "EXIT STATUS",
+                vec![
+                    "0  stopped by SIGTERM or SIGINT (SIGHUP is logged and ignored)",
+                    "1  cannot start: a file or value a flag names is unusable, the snapshot's directory is missing or not writable, the metrics address cannot be bound",
+                    "2  usage: an unknown flag or a bad value (the unit does not restart on it)",
+                    "etcd being unreachable is never a reason to exit: the agent retries.",
+                ],
+            ),
+            (
+                "ENVIRONMENT",
+                vec![
+                    "Every option falls back to the DW_AGENT_* variable shown beside it; the unit reads them from /etc/default/dw-agent.",
+                    "With none set the agent mirrors a local etcd, http://127.0.0.1:2379.",
+                ],
+            ),
+            (
+                "FILES",
+                vec![
+                    "/etc/default/dw-agent  the unit's environment (a commented conffile)",
+                    "/usr/lib/systemd/system/dw-agent.service  the unit, enabled and started on install",
+                    "/run/dw-router/routing.json  the snapshot (and routing.json.heartbeat)",
+                    "/usr/share/doc/dw-agent/agent.md  the guide; snapshot-format.md, snapshot-trust.md beside it",
+                ],
+            ),
+            (
+                "SEE ALSO",
+                vec!["dwctl(1), systemd.exec(5), /usr/share/doc/dw-agent/agent.md"],
+            ),
+        ],
+        "dwctl" => vec![
+            (
+                "EXIT STATUS",
+                vec![
+                    "0 on success; otherwise one of the codes listed above: 1 error, 2 usage, 3 conflict, 4 validation failed, 5 lagging, 6 committed but --wait failed, 7 and 8 rollout, 130 and 143 signals.",
+                ],
+            ),
+            (
+                "ENVIRONMENT",
+                vec![
+                    "Every global option falls back to the DWCTL_* variable shown beside it (DWCTL_ENDPOINTS, DWCTL_CACERT, ...); with none set dwctl talks to a local etcd, http://127.0.0.1:2379.",
+                    "The units read theirs from /etc/default/dwctl, including DWCTL_REBALANCE_ARGS, DWCTL_HEALTH_ARGS, DWCTL_ORIGIN_TTL, DWCTL_ORIGIN_META and DWCTL_EXPORTER_ARGS.",
+                ],
+            ),
+            (
+                "FILES",
+                vec![
+                    "/etc/default/dwctl  the units' environment (a commented conffile)",
+                    "/usr/lib/systemd/system/dwctl-rebalance.service, dwctl-health.service, dwctl-origin@.service, dwctl-fleet-exporter.service  the units, installed disabled",
+                    "/usr/share/doc/dwctl/dwctl.md  the guide; routing.md (the format of regions and policy) beside it",
+                    "/usr/share/doc/dwctl/examples/  routing.json, routing.toml (for dwctl apply), prometheus.yml",
+                    "/usr/share/doc/dwctl/monitoring/  the alerting rules and the Grafana dashboard",
+                ],
+            ),
+            (
+                "SEE ALSO",
+                vec![
+                    "dwctl-apply(1), dwctl-drain(1), dwctl-status(1) and the other dwctl-*(1) pages, dw-agent(8)",
+                ],
+            ),
+        ],
+        _ => vec![
+            (
+                "EXIT STATUS",
+                vec![
+                    "As dwctl(1): 0 on success, 2 for usage, 4 when validation failed (nothing written); the full list is there.",
+                ],
+            ),
+            (
+                "GLOBAL OPTIONS",
+                vec![
+                    "The options of dwctl(1) (etcd connection, prefixes, output, retries) apply to this command too, with their DWCTL_* variables.",
+                ],
+            ),
+            ("SEE ALSO", vec!["dwctl(1), /usr/share/doc/dwctl/dwctl.md"]),
+        ],
+    }
 }

@@ -28,6 +28,9 @@ pub const DEFAULT_METRICS_MAX_CONNECTIONS: usize = 64;
 /// Where `/metrics` and `/healthz` listen when `--metrics-addr` is not given.
 pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9731";
 
+/// The etcd endpoint when neither --endpoints nor DW_AGENT_ENDPOINTS is set (as dwctl).
+pub const DEFAULT_ENDPOINTS: &str = "http://127.0.0.1:2379";
+
 /// Everything `run` needs. Build it with [`Cli::into_config`] or by hand (tests do).
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -258,13 +261,17 @@ pub enum LogFormat {
 /// The command line of `dw-agent`. Every flag falls back to a `DW_AGENT_*` variable.
 #[derive(Debug, Parser)]
 #[command(mut_args(EtcdArgs::env("DW_AGENT_")))]
+// A local etcd by default, as `dwctl` (the shipped /etc/default/dw-agent relies on it).
+#[command(mut_arg("endpoints", |arg| arg.required(false).default_value(DEFAULT_ENDPOINTS)))]
 #[command(
     name = "dw-agent",
     version,
     about = "Mirror an etcd prefix into the routing snapshot file read by dw_router",
     long_about = "Mirror an etcd prefix into the routing snapshot file read by dw_router.\n\n\
         Lists the prefix at one revision, publishes the snapshot atomically, then watches \
-        from the next revision. While etcd is unreachable the last snapshot stays as it is."
+        from the next revision. While etcd is unreachable the last snapshot stays as it is.",
+    after_help = "Unit: dw-agent.service, its environment in /etc/default/dw-agent. \
+        Guide: /usr/share/doc/dw-agent/agent.md."
 )]
 pub struct Cli {
     /// How to reach etcd (the flags `dwctl` takes too).
@@ -289,8 +296,8 @@ pub struct Cli {
 
     /// The readers' dw_router.trusted_owner (a user name or a numeric uid; empty: not
     /// set). The agent checks, at start and after each publication, that PHP will take the
-    /// file by the readers' trust rules (docs/snapshot-trust.md), and reports `stale` and
-    /// /healthz 503 while it would not
+    /// file by the readers' trust rules (/usr/share/doc/dw-agent/snapshot-trust.md), and
+    /// reports `stale` and /healthz 503 while it would not
     #[arg(long, env = "DW_AGENT_TRUSTED_OWNER", default_value = "")]
     pub trusted_owner: String,
 
@@ -369,7 +376,8 @@ pub struct Cli {
 
     /// After each publication, POST what changed to this page-cache purge endpoint on the
     /// node (http://HOST:PORT/PATH, e.g. php/purge.php behind LiteSpeed), with a secret
-    /// whose SHA-256 goes to <snapshot>.purge-sha256; off by default (docs/agent.md)
+    /// whose SHA-256 goes to <snapshot>.purge-sha256; off by default
+    /// (/usr/share/doc/dw-agent/agent.md)
     #[arg(long, env = "DW_AGENT_PURGE_URL")]
     pub purge_url: Option<String>,
 
@@ -535,9 +543,11 @@ mod tests {
             parse(&["--metrics-addr", "off"]).unwrap().metrics_addr,
             None
         );
-        assert!(
-            Cli::try_parse_from(["dw-agent"]).is_err(),
-            "--endpoints is required"
+        let local = Cli::try_parse_from(["dw-agent"]).expect("no flag is required");
+        assert_eq!(
+            local.etcd.endpoints,
+            [DEFAULT_ENDPOINTS],
+            "a local etcd by default"
         );
     }
 }

@@ -12,10 +12,12 @@ use auth::AUTH_HELP;
 mod auth;
 pub(crate) mod rollout;
 mod stage;
+mod traffic;
 
 use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
+pub use traffic::{PrometheusArgs, TrafficArgs, Window};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -51,7 +53,7 @@ Examples:
 
 Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_NODES_PREFIX,
 DWCTL_USER, DWCTL_PASSWORD, DWCTL_PASSWORD_FILE, DWCTL_CACERT, DWCTL_CERT, DWCTL_KEY,
-DWCTL_DIAL_TIMEOUT, DWCTL_REQUEST_TIMEOUT. Guide: docs/dwctl.md.";
+DWCTL_DIAL_TIMEOUT, DWCTL_REQUEST_TIMEOUT; DWCTL_PROMETHEUS_URL (traffic). Guide: /usr/share/doc/dwctl/dwctl.md.";
 
 /// The parsed command line: global flags, then one command.
 #[derive(Debug, Parser)]
@@ -123,15 +125,21 @@ pub enum Command {
     #[command(after_help = "\
 The file (JSON, or TOML when it ends in .toml) holds `policy` and/or `regions`:
 
-  {\"policy\": {\"default\": \"US\", \"failover\": [\"GB\", \"US\"]},
+  {\"policy\": {\"default\": \"DE\", \"failover\": [\"GB\"]},
    \"regions\": {\"DE\": {\"shard\": \"eu-1\", \"origins\": [\"fra-a\", \"fra-b\"],
-                        \"weight\": {\"fra-a\": 50, \"fra-b\": 50}}}}
+                        \"weight\": {\"fra-a\": 50, \"fra-b\": 50}},
+               \"GB\": {\"shard\": \"eu-1\", \"origins\": [\"fra-a\"],
+                        \"weight\": {\"fra-a\": 100}}}}
 
 Every value is validated first (exit 4 names each bad field, nothing is written). The diff \
-is printed; the write is one transaction guarded on every touched key's revision.
+is printed; the write is one transaction guarded on every touched key's revision. A \
+policy whose default or failover names a geo with no region key is written with a \
+warning note (countries without a key of their own would get the next geo, past the \
+last the readers' fail-open route). Examples: /usr/share/doc/dwctl/examples/ \
+(routing.json, routing.toml).
 
 Examples:
-  dwctl apply examples/routing.json --dry-run
+  dwctl apply /usr/share/doc/dwctl/examples/routing.json --dry-run
   dwctl apply routing.toml --prune")]
     Apply(ApplyArgs),
     /// Take an origin out of every region (or some), renormalising weights to 100.
@@ -249,7 +257,7 @@ GEO is what the front controller passes to resolve(): a country code (CF-IPCount
 a subdivision (PT-11, with cf-region-code), or anything else (an opaque geo). The chain: \
 region/CC-SUB, region/CC, the continent bucket region/continent/<CODE> of CC, policy.default, \
 each policy.failover geo, then the fail-open route (each node's ini, which etcd does not know). \
-The answer is computed by dw-routing, the code the edge nodes run (docs/routing.md).
+The answer is computed by dw-routing, the code the edge nodes run (/usr/share/doc/dwctl/routing.md).
 
 Sources: etcd's current routing (default); with --node, etcd read at the revision that node \
 reports (until compaction); with --snapshot, a snapshot file (a node's routing.json).
@@ -260,6 +268,9 @@ Examples:
   dwctl route DE --node web-1 --output json
   dwctl route KE --snapshot /run/dw-router/routing.json")]
     Route(RouteArgs),
+    /// Where the answers go: per origin answers/s, share, geos, keys, nodes and its etcd state.
+    #[command(after_help = traffic::AFTER_HELP)]
+    Traffic(TrafficArgs),
 }
 
 /// `dwctl rebalance`'s flags.
@@ -385,6 +396,9 @@ pub enum PolicyCommand {
     Get,
     /// Write the policy (validated; `updated` is set to now).
     #[command(after_help = "\
+A default or failover geo with no region key is written with a warning note: countries \
+without a key of their own get the next geo, past the last the readers' fail-open route.
+
 Example:
   dwctl policy set '{\"default\":\"US\",\"failover\":[\"GB\",\"US\"],\"pick\":\"rendezvous\"}'")]
     Set {
@@ -401,6 +415,7 @@ Example:
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
     /// The desired state (JSON, or TOML by extension; `-` reads JSON from stdin).
+    #[arg(value_hint = clap::ValueHint::FilePath)]
     pub file: String,
     /// Print the diff, write nothing.
     #[arg(long)]

@@ -14,6 +14,7 @@ mod restore;
 mod rollout;
 mod route;
 mod stage;
+mod traffic;
 
 use serde_json::Value;
 
@@ -104,6 +105,7 @@ async fn run_one(
         Command::Health(args) => crate::daemons::health::command(context, args, shutdown).await,
         Command::History(args) => crate::commands::history::history(context, &args.etcd_key).await,
         Command::Route(args) => route::run(context, args).await,
+        Command::Traffic(args) => traffic::run(context, args).await,
         Command::Rollback(args) => {
             crate::commands::history::rollback(
                 context,

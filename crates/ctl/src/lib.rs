@@ -51,13 +51,16 @@ mod input;
 mod ops;
 mod output;
 mod plan;
+mod policy_geos;
 mod progress;
+pub mod prometheus;
+mod routing_weights;
 mod shutdown;
 
 pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
-    cli::{Cli, Command, WaitArgs},
+    cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs, Window},
     commands::history::{HistoryEntry, read_history},
     commands::{run_command, run_command_noting},
     context::Context,

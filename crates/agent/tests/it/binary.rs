@@ -217,11 +217,22 @@ fn an_unwritable_snapshot_directory_stops_the_agent_with_a_clear_error() {
 
 #[test]
 fn usage_errors_exit_with_status_2() {
-    let output = Command::new(env!("CARGO_BIN_EXE_dw-agent"))
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--endpoints"));
+    // No flag is required (--endpoints defaults to a local etcd): an unknown one, and a
+    // bad value, are usage errors.
+    for (args, named) in [
+        (&["--no-such-flag"][..], "--no-such-flag"),
+        (&["--stall-timeout", "soon"][..], "--stall-timeout"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_dw-agent"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(named),
+            "{args:?}"
+        );
+    }
     let help = Command::new(env!("CARGO_BIN_EXE_dw-agent"))
         .arg("--help")
         .output()

@@ -10,6 +10,7 @@ use crate::ops::commit::{State, preview, transact};
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::{FileFormat, parse_desired, plan_apply};
 use crate::plan::clock::now_rfc3339;
+use crate::policy_geos::unkeyed_policy_geos_note;
 
 /// Runs `dwctl apply`.
 pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
@@ -19,7 +20,10 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
     let mut diff = Vec::new();
     let mut plan = |state: &State| {
-        let (changes, lines) = plan_apply(state, &desired, args.prune);
+        let (mut changes, lines) = plan_apply(state, &desired, args.prune);
+        changes
+            .notes
+            .extend(unkeyed_policy_geos_note(state, &changes));
         diff = lines;
         Ok(changes)
     };

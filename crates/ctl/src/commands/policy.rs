@@ -10,6 +10,7 @@ use crate::ops::commit::{Changes, read_state};
 use crate::ops::run::run_plan;
 use crate::output::{Outcome, Shown};
 use crate::plan::value::PolicyValue;
+use crate::policy_geos::unkeyed_policy_geos_note;
 
 /// Runs `dwctl policy get|set`.
 pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, Error> {
@@ -60,11 +61,15 @@ pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, E
         PolicyCommand::Set { .. } => {
             let raw = set_raw.unwrap_or_default();
             let policy = PolicyValue::for_write(&raw).map_err(Error::Invalid)?;
-            run_plan(context, &mut client, "policy set", false, |_| {
-                Ok(Changes {
+            run_plan(context, &mut client, "policy set", false, |state| {
+                let mut changes = Changes {
                     policy: Some(policy.clone()),
                     ..Changes::default()
-                })
+                };
+                changes
+                    .notes
+                    .extend(unkeyed_policy_geos_note(state, &changes));
+                Ok(changes)
             })
             .await
         }

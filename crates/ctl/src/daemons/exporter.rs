@@ -10,6 +10,9 @@
 //! exporter's own trouble apart from the fleet's. It needs only read access
 //! (`dw-viewer`, from `dwctl auth`).
 //!
+//! It also serves each region's configured weights (`dw_routing_weight{region,origin}`,
+//! [`crate::routing_weights`]), for dashboards and alerts that compare weight with traffic.
+//!
 //! Limits: at most [`MAX_NODES`] nodes are exported (the rest are counted in
 //! `dw_fleet_nodes_not_exported`); at most [`MAX_CONNECTIONS`] scrapes are served at
 //! once, each with a [`REQUEST_TIMEOUT`].
@@ -36,6 +39,7 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::ops::fleet::{NodeReport, lag_revisions, lag_seconds, now_ms, read_fleet};
 use crate::output::{Outcome, Shown};
+use crate::routing_weights::{RegionWeights, read_weights};
 use crate::shutdown::Shutdown;
 
 /// The most nodes one reading exports (series per node: about six).
@@ -54,9 +58,16 @@ fn node_state(node: &NodeReport) -> String {
 
 type NodeLabels = Vec<(String, String)>;
 
+/// One reading of etcd: the head revision, the (selected) node reports, the regions'
+/// weights and how many regions did not parse.
+type Reading = (i64, Vec<NodeReport>, Vec<RegionWeights>, usize);
+
 /// One complete reading of the fleet, rendered.
-fn render(target: i64, nodes: &[NodeReport], now: u64, errors: u64, up: bool) -> String {
+fn render(reading: &Reading, now: u64, errors: u64, up: bool) -> String {
+    let (target, nodes, weights, unreadable) = reading;
+    let (target, nodes) = (*target, &nodes[..]);
     let mut registry = Registry::default();
+    crate::routing_weights::register(&mut registry, weights, *unreadable);
     let head = Gauge::<i64, AtomicI64>::default();
     head.set(target);
     registry.register(
@@ -165,12 +176,11 @@ fn meta(registry: &mut Registry, errors: u64, up: bool) {
 }
 
 /// A reading of etcd: the head revision and the (selected) node reports.
-async fn read(
-    context: &Context,
-    selector: &BTreeMap<String, String>,
-) -> Result<(i64, Vec<NodeReport>), Error> {
+async fn read(context: &Context, selector: &BTreeMap<String, String>) -> Result<Reading, Error> {
     let mut client = context.etcd.connect().await?;
-    read_fleet(&mut client, &context.layout, selector).await
+    let (target, nodes) = read_fleet(&mut client, &context.layout, selector).await?;
+    let (weights, unreadable) = read_weights(&mut client, &context.layout).await?;
+    Ok((target, nodes, weights, unreadable))
 }
 
 /// The state the HTTP side serves from.
@@ -229,7 +239,7 @@ pub async fn serve(
         .map_err(|error| Error::Failed(format!("--serve {addr}: cannot listen: {error}")))?;
     let bound = listener.local_addr().unwrap_or(addr);
     let exported = Arc::new(Exported {
-        text: RwLock::new(render(0, &[], now_ms(), 0, false)),
+        text: RwLock::new(render(&(0, Vec::new(), Vec::new(), 0), now_ms(), 0, false)),
     });
     reporter.event(
         "listening",
@@ -261,7 +271,7 @@ pub async fn serve(
         })
     };
     let mut errors = 0u64;
-    let mut last_good: Option<(i64, Vec<NodeReport>)> = None;
+    let mut last_good: Reading = (0, Vec::new(), Vec::new(), 0);
     let mut failing = false;
     loop {
         let reading = tokio::time::timeout(
@@ -271,7 +281,7 @@ pub async fn serve(
         .await;
         let failure = match reading {
             Ok(Ok(good)) => {
-                last_good = Some(good);
+                last_good = good;
                 None
             }
             Ok(Err(error)) => Some(error.to_string()),
@@ -303,10 +313,7 @@ pub async fn serve(
                 }
             }
         }
-        let (target, nodes) = last_good
-            .as_ref()
-            .map_or((0, &[][..]), |(t, n)| (*t, &n[..]));
-        *exported.text.write().await = render(target, nodes, now_ms(), errors, up);
+        *exported.text.write().await = render(&last_good, now_ms(), errors, up);
         if !shutdown.sleep(interval).await {
             break;
         }
@@ -347,7 +354,7 @@ mod tests {
             node("evil\"}\nx 1", true, Some(10), "ok"),
             node("edge-3", false, Some(7), "ok"),
         ];
-        let text = render(10, &nodes, 5_000, 2, true);
+        let text = render(&(10, nodes.to_vec(), Vec::new(), 0), 5_000, 2, true);
         assert!(text.contains("dw_fleet_routing_revision 10\n"), "{text}");
         assert!(
             text.contains("dw_fleet_nodes{status=\"live\"} 3\n"),
@@ -386,7 +393,7 @@ mod tests {
         let nodes: Vec<NodeReport> = (0..MAX_NODES + 3)
             .map(|i| node(&format!("n{i}"), true, Some(1), "ok"))
             .collect();
-        let text = render(1, &nodes, 5_000, 0, true);
+        let text = render(&(1, nodes, Vec::new(), 0), 5_000, 0, true);
         assert_eq!(
             text.lines()
                 .filter(|l| l.starts_with("dw_fleet_node_revision{"))

@@ -80,6 +80,20 @@ async fn serves_the_fleet_view_and_its_own_failures() {
         .and_then(|v| v.parse::<i64>().ok())
         .expect("routing revision");
     assert!(routing > 0 && routing <= head, "{metrics}");
+    // Each region's configured weights, for dashboards and alerts that compare them with
+    // the answers the nodes count.
+    for (origin, weight) in [("fra-a", 50), ("fra-b", 30), ("ams-a", 20)] {
+        assert!(
+            metrics.contains(&format!(
+                "dw_routing_weight{{region=\"DE\",origin=\"{origin}\"}} {weight}\n"
+            )),
+            "{metrics}"
+        );
+    }
+    assert!(
+        metrics.contains("dw_routing_regions_unreadable 0\n"),
+        "{metrics}"
+    );
     assert!(get(&addr, "/other").0.contains("404"));
 
     // A forged report on no lease (as a careless operator or another node would write it):

@@ -1,4 +1,4 @@
-//! dwctl's integration tests, one binary (one link instead of sixteen): each module is a
+//! dwctl's integration tests, one binary (one link instead of seventeen): each module is a
 //! former test file, against a real etcd (and the dwctl binary) of its own, so no test
 //! depends on being alone in its process; `common` is their scaffolding.
 
@@ -13,6 +13,7 @@ mod exporter;
 mod geography;
 mod input;
 mod origin_notice;
+mod policy_geos;
 mod quota;
 mod report_trust;
 mod rollout;

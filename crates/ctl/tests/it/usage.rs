@@ -156,6 +156,7 @@ async fn bad_flags_exit_2_for_every_subcommand() {
         &["health", "--probe", "fra-a=http://127.0.0.1:1/"],
         &["history", "region/DE"],
         &["rollback", "region/DE", "--to-revision", "1"],
+        &["traffic", "--prometheus", "http://127.0.0.1:1"],
     ];
     let before = etcd.revision().await;
     for subcommand in subcommands {

@@ -1,0 +1,220 @@
+//! `dwctl traffic`'s flags, and the Prometheus connection flags ([`PrometheusArgs`]) that
+//! any command reading Prometheus shares (the capacity planning reuses them).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::error::Error;
+use crate::prometheus::{PrometheusOptions, read_secret};
+
+/// The help after `dwctl traffic --help`'s flags.
+pub const AFTER_HELP: &str = "\
+Reads the answer counters every node's dw-agent serves (dw_router_answers_total: answers of \
+resolve(), not requests; a page served from LSCache is not counted) from Prometheus' HTTP API, \
+and etcd's routing state, and prints per origin:
+
+  answers per second over --window, its share of all answers (of --geo's, with --geo),
+  the geos and region keys that feed it (top --top), the chain steps that answered
+  (country, continent, default, failover, fail_open, ...), per node with --by-node,
+  and its state in etcd: in which regions and with what weight, registered (live, down,
+  never), drained (by whom, why), in an open stage.
+
+An origin with no answers gets `why no answers:` lines: not in any region, drained, weight 0 in all \
+its regions, its regions answer no one, or none of that (look at the nodes: dwctl status).
+
+Prometheus must scrape every dw-agent's /metrics (docs/traffic-ops.md, \"Scraping\"). The \
+numbers are rates over --window: a change shows fully after one window; a window shorter \
+than about four scrape intervals gives no rate at all.
+
+No Prometheus URL (--prometheus or DWCTL_PROMETHEUS_URL): exit 2 saying how to give one. \
+Prometheus unreachable, refusing the credentials or answering something that is not its \
+API: exit 1 with what it said. etcd unreachable: exit 1.
+
+Examples:
+  export DWCTL_PROMETHEUS_URL=http://prometheus.internal:9090
+  dwctl traffic
+  dwctl traffic --origin fra-b --window 10m --by-node
+  dwctl traffic --geo DE --output json
+  dwctl traffic --prometheus https://prom.example.internal --prometheus-cacert ca.pem \\
+      --prometheus-bearer-token-file /etc/dwctl/prom-token";
+
+/// How to reach Prometheus: flags and `DWCTL_PROMETHEUS_*` environment variables.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Prometheus (where the answer counters are read)")]
+pub struct PrometheusArgs {
+    /// Prometheus' base URL (http:// or https://, a path prefix allowed), e.g.
+    /// http://prometheus:9090.
+    #[arg(long = "prometheus", value_name = "URL", env = "DWCTL_PROMETHEUS_URL")]
+    pub url: Option<String>,
+    /// Basic auth user; the password from DWCTL_PROMETHEUS_PASSWORD or
+    /// --prometheus-password-file.
+    #[arg(long, value_name = "USER", env = "DWCTL_PROMETHEUS_USER")]
+    pub prometheus_user: Option<String>,
+    /// A file holding the basic auth password (one trailing newline is dropped).
+    #[arg(long, value_name = "FILE", env = "DWCTL_PROMETHEUS_PASSWORD_FILE")]
+    pub prometheus_password_file: Option<PathBuf>,
+    /// A file holding a bearer token (sent as `Authorization: Bearer`).
+    #[arg(long, value_name = "FILE", env = "DWCTL_PROMETHEUS_BEARER_TOKEN_FILE")]
+    pub prometheus_bearer_token_file: Option<PathBuf>,
+    /// PEM CA bundle that signs Prometheus' certificate (https://; default: the system's).
+    #[arg(long, value_name = "FILE", env = "DWCTL_PROMETHEUS_CACERT")]
+    pub prometheus_cacert: Option<PathBuf>,
+    /// PEM client certificate, for a Prometheus that asks for one (with --prometheus-key).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "DWCTL_PROMETHEUS_CERT",
+        requires = "prometheus_key"
+    )]
+    pub prometheus_cert: Option<PathBuf>,
+    /// PEM private key of --prometheus-cert.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "DWCTL_PROMETHEUS_KEY",
+        requires = "prometheus_cert"
+    )]
+    pub prometheus_key: Option<PathBuf>,
+    /// Do not verify Prometheus' TLS certificate (test setups only).
+    #[arg(long)]
+    pub prometheus_insecure: bool,
+    /// How long one query may take (e.g. 10s).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = dw_etcd::parse_duration, env = "DWCTL_PROMETHEUS_TIMEOUT")]
+    pub prometheus_timeout: Duration,
+}
+
+/// What `dwctl traffic` says when no URL is given (exit 2).
+pub const NO_URL: &str = "no Prometheus to ask: give its base URL with --prometheus URL or \
+the environment variable DWCTL_PROMETHEUS_URL (e.g. export \
+DWCTL_PROMETHEUS_URL=http://prometheus:9090); it must scrape every dw-agent's /metrics \
+(docs/traffic-ops.md)";
+
+impl PrometheusArgs {
+    /// The client options these flags describe, secrets read; a usage error (exit 2)
+    /// without a URL.
+    pub fn options(&self) -> Result<PrometheusOptions, Error> {
+        let url = match self.url.as_deref().map(str::trim) {
+            Some(url) if !url.is_empty() => url.to_string(),
+            _ => return Err(Error::Usage(NO_URL.into())),
+        };
+        let password = match (
+            &self.prometheus_password_file,
+            std::env::var("DWCTL_PROMETHEUS_PASSWORD"),
+        ) {
+            (Some(path), _) => Some(read_secret(path, "password")?),
+            (None, Ok(password)) => Some(password),
+            (None, Err(_)) => None,
+        };
+        let bearer_token = match &self.prometheus_bearer_token_file {
+            Some(path) => Some(read_secret(path, "bearer token")?),
+            None => None,
+        };
+        Ok(PrometheusOptions {
+            url,
+            user: self.prometheus_user.clone(),
+            password,
+            bearer_token,
+            cacert: self.prometheus_cacert.clone(),
+            cert: self.prometheus_cert.clone(),
+            key: self.prometheus_key.clone(),
+            insecure: self.prometheus_insecure,
+            timeout: self.prometheus_timeout,
+        })
+    }
+}
+
+/// `dwctl traffic`'s flags.
+#[derive(Debug, Args)]
+pub struct TrafficArgs {
+    /// The window the rates are taken over: a Prometheus duration (30s, 5m, 1h), 10s to 1d.
+    #[arg(long, default_value = "5m", value_parser = parse_window)]
+    pub window: Window,
+    /// Only this origin (repeat for more).
+    #[arg(long = "origin", value_name = "ID")]
+    pub origins: Vec<String>,
+    /// Only answers to this geo, as the counters label it (DE, PT-11, T1, empty, other).
+    #[arg(long, value_name = "G")]
+    pub geo: Option<String>,
+    /// Each origin's answers per node too.
+    #[arg(long)]
+    pub by_node: bool,
+    /// How many geos, keys and nodes to list per origin (1 to 100).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub top: u16,
+    /// How to reach Prometheus.
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
+}
+
+/// A rate window, in whole seconds (10 s to one day).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window(pub u64);
+
+/// The shortest and the longest `--window`, in seconds.
+pub const WINDOW_SECONDS: std::ops::RangeInclusive<u64> = 10..=86_400;
+
+impl std::fmt::Display for Window {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0;
+        if s.is_multiple_of(3600) {
+            write!(f, "{}h", s / 3600)
+        } else if s.is_multiple_of(60) {
+            write!(f, "{}m", s / 60)
+        } else {
+            write!(f, "{s}s")
+        }
+    }
+}
+
+/// `--window`: digits and one unit of s, m, h or d (as PromQL writes a range).
+pub fn parse_window(text: &str) -> Result<Window, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let per_unit = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("{text:?}: a duration such as 30s, 5m or 1h")),
+    };
+    let seconds = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(per_unit))
+        .ok_or_else(|| format!("{text:?}: a duration such as 30s, 5m or 1h"))?;
+    if !WINDOW_SECONDS.contains(&seconds) {
+        return Err(format!("{text:?}: between 10s and 1d"));
+    }
+    Ok(Window(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_are_promql_durations_within_bounds() {
+        assert_eq!(parse_window("5m"), Ok(Window(300)));
+        assert_eq!(parse_window("10s"), Ok(Window(10)));
+        assert_eq!(parse_window("1d"), Ok(Window(86_400)));
+        assert_eq!(parse_window("90s").unwrap().to_string(), "90s");
+        assert_eq!(parse_window("120s").unwrap().to_string(), "2m");
+        for bad in [
+            "9s",
+            "86401s",
+            "2d",
+            "5",
+            "m",
+            "5 m",
+            "1.5m",
+            "-5m",
+            "99999999999999999999h",
+        ] {
+            assert!(parse_window(bad).is_err(), "{bad}");
+        }
+    }
+}

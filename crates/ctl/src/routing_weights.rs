@@ -1,0 +1,177 @@
+//! `dw_routing_weight{region,origin}`: each region's configured weights, as the fleet
+//! exporter (`dwctl status --serve`) serves them beside the fleet's series, so that
+//! dashboards and alerts compare weight with the answers the nodes count
+//! (`dw_router_answers_total`, docs/traffic-ops.md).
+//!
+//! Read from etcd's current routing (paged, as `read_state` reads regions) at every
+//! reading of the exporter. Every origin a region lists gets a series, weight 0 included
+//! (a drained-to-zero origin is visible as 0, not as absent). A region whose value does not
+//! parse exports nothing and is counted in `dw_routing_regions_unreadable`. At most
+//! [`MAX_WEIGHT_SERIES`] series; the rest are counted in `dw_routing_weights_not_exported`.
+
+use std::sync::atomic::AtomicI64;
+
+use etcd_client::Client;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::error::Error;
+use crate::plan::keys::{Layout, strip};
+use crate::plan::value::RegionValue;
+
+/// The most `dw_routing_weight` series one reading exports (2,500 regions of 40 origins).
+pub const MAX_WEIGHT_SERIES: usize = 100_000;
+
+/// One region's weights: `(region, [(origin, weight)])`, in the region's origin order.
+pub type RegionWeights = (String, Vec<(String, u32)>);
+
+/// The weights of every region under the routing prefix, and how many regions did not
+/// parse.
+pub async fn read_weights(
+    client: &mut Client,
+    layout: &Layout,
+) -> Result<(Vec<RegionWeights>, usize), Error> {
+    let mut kv = dw_etcd::kv_client(client);
+    let prefix = layout.regions();
+    let pages =
+        dw_etcd::read_prefix_pages(&mut kv, prefix.as_bytes(), None, dw_etcd::DEFAULT_PAGE_KEYS)
+            .await?;
+    let mut regions = Vec::new();
+    let mut unreadable = 0;
+    for kv in &pages.kvs {
+        let Some(name) = strip(kv.key(), &prefix).filter(|name| !name.is_empty()) else {
+            continue;
+        };
+        match RegionValue::from_stored(kv.value()) {
+            Ok(value) => regions.push((name.to_string(), weights_of(&value))),
+            Err(_) => unreadable += 1,
+        }
+    }
+    Ok((regions, unreadable))
+}
+
+/// Every origin of a region with its weight (0 when the weight map leaves it out).
+pub fn weights_of(value: &RegionValue) -> Vec<(String, u32)> {
+    value
+        .origins
+        .iter()
+        .map(|origin| {
+            (
+                origin.clone(),
+                value.weight.get(origin).copied().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+/// Registers `dw_routing_weight`, `dw_routing_weights_not_exported` and
+/// `dw_routing_regions_unreadable` for one reading.
+pub fn register(registry: &mut Registry, regions: &[RegionWeights], unreadable: usize) {
+    let weight = Family::<Vec<(String, String)>, Gauge>::default();
+    registry.register(
+        "dw_routing_weight",
+        "A region's configured weight of an origin (0 to 100; 0 listed but never picked), from etcd's current routing",
+        weight.clone(),
+    );
+    let mut exported = 0usize;
+    let mut left_out = 0usize;
+    for (region, origins) in regions {
+        for (origin, value) in origins {
+            if exported == MAX_WEIGHT_SERIES {
+                left_out += 1;
+                continue;
+            }
+            exported += 1;
+            weight
+                .get_or_create(&vec![
+                    ("region".to_owned(), region.clone()),
+                    ("origin".to_owned(), origin.clone()),
+                ])
+                .set(i64::from(*value));
+        }
+    }
+    let not_exported = Gauge::<i64, AtomicI64>::default();
+    not_exported.set(i64::try_from(left_out).unwrap_or(i64::MAX));
+    registry.register(
+        "dw_routing_weights_not_exported",
+        "dw_routing_weight series left out (over the exporter's limit)",
+        not_exported,
+    );
+    let bad = Gauge::<i64, AtomicI64>::default();
+    bad.set(i64::try_from(unreadable).unwrap_or(i64::MAX));
+    registry.register(
+        "dw_routing_regions_unreadable",
+        "Regions whose value does not parse (no dw_routing_weight for them)",
+        bad,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+
+    fn rendered(regions: &[RegionWeights], unreadable: usize) -> String {
+        let mut registry = Registry::default();
+        register(&mut registry, regions, unreadable);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        text
+    }
+
+    #[test]
+    fn every_listed_origin_has_its_weight_zero_included() {
+        let value = RegionValue::from_stored(
+            br#"{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":100,"fra-b":0}}"#,
+        )
+        .unwrap();
+        let text = rendered(&[("DE".into(), weights_of(&value))], 1);
+        assert!(
+            text.contains("dw_routing_weight{region=\"DE\",origin=\"fra-a\"} 100\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dw_routing_weight{region=\"DE\",origin=\"fra-b\"} 0\n"),
+            "{text}"
+        );
+        assert!(text.contains("dw_routing_regions_unreadable 1\n"), "{text}");
+        assert!(
+            text.contains("dw_routing_weights_not_exported 0\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn at_most_max_weight_series_and_label_values_escaped() {
+        let origins: Vec<(String, u32)> = (0..40).map(|i| (format!("o{i}"), 1)).collect();
+        let mut regions: Vec<RegionWeights> = (0..MAX_WEIGHT_SERIES / 40)
+            .map(|i| (format!("r{i}"), origins.clone()))
+            .collect();
+        let text = rendered(&regions, 0);
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("dw_routing_weight{"))
+                .count(),
+            MAX_WEIGHT_SERIES
+        );
+        assert!(text.contains("dw_routing_weights_not_exported 0\n"));
+        regions.push((
+            "evil\"}\nx 1".into(),
+            vec![("a".into(), 5), ("b".into(), 6)],
+        ));
+        let text = rendered(&regions, 0);
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("dw_routing_weight{"))
+                .count(),
+            MAX_WEIGHT_SERIES
+        );
+        assert!(text.contains("dw_routing_weights_not_exported 2\n"));
+        let small = rendered(&[("evil\"}\nx 1".into(), vec![("a".into(), 5)])], 0);
+        assert!(
+            !small.lines().any(|line| line.starts_with("x 1")),
+            "{small}"
+        );
+    }
+}
