@@ -42,6 +42,15 @@ final class RegionRouter
     private const APCU_TABLE = 'dw_router:table:';
     private const APCU_LAST_GOOD = 'dw_router:last_good:';
     private const APCU_TTL = 300;
+    private const APCU_ANSWERS = 'dw_router:answers:';
+
+    /**
+     * This process's answers per label set ("geo\0step\0key\0origin\0shard\0sticky"),
+     * when APCu does not hold them (traffic()).
+     *
+     * @var array<string, int>
+     */
+    private static array $answers = [];
 
     /** The policy when the snapshot has none. */
     private const DEFAULT_POLICY = ['default' => 'US', 'failover' => [], 'rendezvous' => false, 'continent_of' => [], 'valid' => true, 'object' => []];
@@ -110,11 +119,93 @@ final class RegionRouter
         if ($this->table !== null) {
             $walk = $this->walk($country, $stickyKey, false);
             if ($walk['route'] !== null) {
+                $this->count($country, $walk['stage'], $walk['answered_by'], $walk['route'], $stickyKey !== null);
+
                 return $walk['route'];
             }
         }
+        $route = ['shard' => $this->fallbackShard, 'origin' => $this->fallbackOrigin];
+        $this->count($country, 'fail_open', null, $route, $stickyKey !== null);
 
-        return ['shard' => $this->fallbackShard, 'origin' => $this->fallbackOrigin];
+        return $route;
+    }
+
+    /**
+     * The answers this process's resolve() gave (with APCu: every process of the pool
+     * that shares its APCu), per label set, as the extension's traffic() returns them
+     * (docs/traffic.md, "The userland twin"). Not served by dw-agent.
+     *
+     * @return array{counting: bool, state: string, file: null, answers: list<array{geo: string, step: string, key: string, origin: string, shard: string, sticky: bool, answers: int}>, overflow: int}
+     */
+    public function traffic(): array
+    {
+        $counts = self::$answers;
+        if ($this->apcu && class_exists(\APCUIterator::class)) {
+            $counts = [];
+            foreach (new \APCUIterator('/^' . preg_quote(self::APCU_ANSWERS, '/') . '/') as $entry) {
+                $counts[substr($entry['key'], \strlen(self::APCU_ANSWERS))] = (int) $entry['value'];
+            }
+        }
+        ksort($counts, SORT_STRING);
+        $rows = [];
+        foreach ($counts as $labels => $answers) {
+            [$geo, $step, $key, $origin, $shard, $sticky] = explode("\0", (string) $labels);
+            $rows[] = ['geo' => $geo, 'step' => $step, 'key' => $key, 'origin' => $origin, 'shard' => $shard,
+                'sticky' => $sticky === '1', 'answers' => $answers];
+        }
+
+        return ['counting' => true, 'state' => $this->apcu ? 'userland, APCu' : 'userland, this process',
+            'file' => null, 'answers' => $rows, 'overflow' => 0];
+    }
+
+    /** Counts one answer under its labels (docs/traffic.md, "The labels"). */
+    private function count(string $geo, string $step, ?string $answeredBy, array $route, bool $sticky): void
+    {
+        $prefix = ($this->table['prefix'] ?? self::DEFAULT_PREFIX) . 'region/';
+        $key = $answeredBy === null ? '' : CacheTags::encodeKey(substr($answeredBy, \strlen($prefix)));
+        $labels = $this->geoLabel($geo) . "\0$step\0$key\0" . self::cut($route['origin']) . "\0"
+            . self::cut($route['shard']) . "\0" . ($sticky ? '1' : '0');
+        if ($this->apcu) {
+            if (\apcu_inc(self::APCU_ANSWERS . $labels, 1) === false) {
+                \apcu_add(self::APCU_ANSWERS . $labels, 1) || \apcu_inc(self::APCU_ANSWERS . $labels, 1);
+            }
+
+            return;
+        }
+        self::$answers[$labels] = (self::$answers[$labels] ?? 0) + 1;
+    }
+
+    /** The `geo` label: a built-in code or a key of the table; a keyless `CC-SUB` as `CC`. */
+    private function geoLabel(string $geo): string
+    {
+        if ($geo === '') {
+            return 'empty';
+        }
+        $known = fn (string $code): bool => isset(Continents::CONTINENT_OF[$code]) || $code === 'XX' || $code === 'T1'
+            || $this->keyed($code);
+        if (preg_match('/^[A-Z0-9]{2}\z/', $geo) === 1) {
+            return $known($geo) ? $geo : 'other';
+        }
+        if ($this->keyed($geo)) {
+            return self::cut(CacheTags::encodeKey($geo));
+        }
+        if (preg_match('/^([A-Z]{2})-[A-Z0-9]{1,3}\z/', $geo, $m) === 1) {
+            return $known($m[1]) ? $m[1] : 'other';
+        }
+
+        return 'other';
+    }
+
+    /** Whether $geo has a valid region key of its own (never a bucket). */
+    private function keyed(string $geo): bool
+    {
+        return $this->region($geo) !== null;
+    }
+
+    /** A label value cut to 128 bytes, the last being `~`, as the extension's. */
+    private static function cut(string $value): string
+    {
+        return \strlen($value) <= 128 ? $value : substr($value, 0, 127) . '~';
     }
 
     /**
@@ -150,7 +241,7 @@ final class RegionRouter
     /**
      * The chain, walked: the route (null to fail open), and with $explain the steps.
      *
-     * @return array{steps: list<array<string, mixed>>, route: array{shard: string, origin: string}|null, continent: array{0: string, 1: string}|null, answered_by: string|null, hash_key: string|null, hash_key_from: string|null}
+     * @return array{steps: list<array<string, mixed>>, stage: string|null, route: array{shard: string, origin: string}|null, continent: array{0: string, 1: string}|null, answered_by: string|null, hash_key: string|null, hash_key_from: string|null}
      */
     private function walk(string $geo, ?string $stickyKey, bool $explain): array
     {
@@ -226,6 +317,7 @@ final class RegionRouter
 
                 return [
                     'steps' => $steps,
+                    'stage' => $stage,
                     'route' => ['shard' => $region['shard'], 'origin' => $origin],
                     'continent' => $continent,
                     'answered_by' => $step['key'],
@@ -235,7 +327,7 @@ final class RegionRouter
             }
         }
 
-        return ['steps' => $steps, 'route' => null, 'continent' => $continent, 'answered_by' => null, 'hash_key' => null, 'hash_key_from' => null];
+        return ['steps' => $steps, 'stage' => null, 'route' => null, 'continent' => $continent, 'answered_by' => null, 'hash_key' => null, 'hash_key_from' => null];
     }
 
     /**

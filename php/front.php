@@ -52,7 +52,9 @@ declare(strict_types=1);
  *                     `X-LiteSpeed-Tag: <cacheTags()>` only when dw_geo is the geo routed and
  *                     the answering table is still the one in use (and the tags fit in
  *                     8000 bytes, and DW_SUBDIVISIONS is off: the cache key has no
- *                     cf-region-code); else
+ *                     cf-region-code, and php/StickyCookie.php finds that the raw Cookie
+ *                     header names the same dw_sticky as $_COOKIE: no `dw.sticky`,
+ *                     `DW_STICKY`, duplicates, ...); else
  *                     `X-LiteSpeed-Cache-Control: no-cache` (routed by the header as ever).
  *   DW_TEST_HOOKS=1   honour ?hold_ms=N (at most 1000; the e2e test keeps requests in
  *                     flight to reach every worker: held before the route is read) and
@@ -76,11 +78,19 @@ if (is_string($subdivision) && preg_match('/^[A-Z]{2}\z/', $country) === 1
     $country .= '-' . $subdivision;
 }
 // Page caching (DW_CACHE_TTL): the sticky key only from the cookie the cache varies on,
-// and a page cached only when the cache key's geo is the geo routed.
+// and a page cached only when the cache key's geo is the geo routed and its sticky key is
+// the one the cache files it under.
 $cacheTtl = (string) ($server['DW_CACHE_TTL'] ?? '');
 $cacheTtl = preg_match('/^[1-9][0-9]{0,4}\z/', $cacheTtl) === 1 && (int) $cacheTtl <= 86400 ? (int) $cacheTtl : 0;
-$sticky = $cacheTtl > 0 ? $_COOKIE['dw_sticky'] ?? null : $server['HTTP_X_DW_STICKY'] ?? $_COOKIE['dw_sticky'] ?? null;
-$sticky = is_string($sticky) && $sticky !== '' ? $sticky : null;
+if ($cacheTtl > 0) {
+    // The cookie as PHP reads it, cacheable only when the raw header (what LSCache keys on)
+    // says the same (php/StickyCookie.php: PHP rewrites `dw.sticky` to dw_sticky, ...).
+    require_once __DIR__ . '/StickyCookie.php';
+    ['key' => $sticky, 'cacheable' => $stickyCacheable] = \DwRouter\StickyCookie::forCache($server, $_COOKIE);
+} else {
+    $sticky = $server['HTTP_X_DW_STICKY'] ?? $_COOKIE['dw_sticky'] ?? null;
+    $sticky = is_string($sticky) && $sticky !== '' ? $sticky : null;
+}
 $started = $testHooks ? hrtime(true) : 0; // X-DW-Route-Ns only
 
 if (($server['DW_ROUTING'] ?? 'on') === 'off') {
@@ -106,7 +116,7 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     if ($cacheTtl > 0) {
         // With DW_SUBDIVISIONS the geo depends on cf-region-code, which the cache key
         // does not hold: a country's page would be served to its subdivisions.
-        $tags = ($_GET['dw_geo'] ?? null) === $country && ($server['DW_SUBDIVISIONS'] ?? 'off') !== 'on'
+        $tags = ($_GET['dw_geo'] ?? null) === $country && ($server['DW_SUBDIVISIONS'] ?? 'off') !== 'on' && $stickyCacheable
             ? $router->cacheTags($country, $sticky) : null;
         $cacheTags = $tags !== null && $router->revision() === $revision ? implode(',', $tags) : null;
         // A response header has to stay within the server's limits (a long policy.failover

@@ -23,6 +23,8 @@ pub extern "C" fn module_info(module: *mut ModuleEntry) {
     info_table_row!("continent table", dw_routing::CONTINENT_TABLE_SOURCE);
     // The stat interval used when inotify is unavailable, as clamped (src/ini.rs).
     info_table_row!("poll interval", crate::ini::describe_poll_interval());
+    // resolve()'s answer counters (dw_router.count_answers; docs/traffic.md).
+    info_table_row!("answer counting", crate::traffic::describe());
     crate::watch::settle();
     let sources = registry::all();
     if sources.is_empty() {

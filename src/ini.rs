@@ -16,13 +16,19 @@ pub const MAX_SNAPSHOT_BYTES: &CStr = c"dw_router.max_snapshot_bytes";
 pub const TRUSTED_OWNER: &CStr = c"dw_router.trusted_owner";
 pub const PRELOAD: &CStr = c"dw_router.preload";
 pub const ENGINE_SHORTCUTS: &CStr = c"dw_router.engine_shortcuts";
+pub const COUNT_ANSWERS: &CStr = c"dw_router.count_answers";
+pub const ANSWERS_DIR: &CStr = c"dw_router.answers_dir";
+
+/// Where the answer counters live by default (docs/traffic.md): a directory of the PHP
+/// user's, apart from the agent's snapshot directory, which PHP must not be able to write.
+pub const DEFAULT_ANSWERS_DIR: &str = "/run/dw-router-answers";
 
 /// dw-agent's default `--snapshot`: a directory of the agent's own (docs/snapshot-trust.md).
 pub const DEFAULT_SNAPSHOT_PATH: &str = "/run/dw-router/routing.json";
 const DEFAULT_POLL_INTERVAL_MS: u64 = 250;
 const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
 
-pub static ENTRIES: IniEntryDefs<9> = IniEntryDefs::new([
+pub static ENTRIES: IniEntryDefs<11> = IniEntryDefs::new([
     IniEntryDef::new(
         SNAPSHOT_PATH,
         c"/run/dw-router/routing.json",
@@ -38,6 +44,14 @@ pub static ENTRIES: IniEntryDefs<9> = IniEntryDefs::new([
     IniEntryDef::new(PRELOAD, c"auto", IniEntryPermission::System),
     // For measuring what each shortcut buys (see `engine`): `all`, `none`, or a list.
     IniEntryDef::new(ENGINE_SHORTCUTS, c"all", IniEntryPermission::System),
+    // Counting resolve()'s answers (docs/traffic.md): `auto` is on in every SAPI but the
+    // CLI and phpdbg, as `preload`; `1`/`0` force it.
+    IniEntryDef::new(COUNT_ANSWERS, c"auto", IniEntryPermission::System),
+    IniEntryDef::new(
+        ANSWERS_DIR,
+        c"/run/dw-router-answers",
+        IniEntryPermission::System,
+    ),
     IniEntryDef::end(),
 ]);
 
@@ -111,7 +125,24 @@ pub fn max_snapshot_bytes() -> u64 {
 /// Whether MINIT parses the default snapshot (see `preload`): `auto` in every SAPI but the
 /// CLI and phpdbg; `1`/`on`/`yes`/`true` and `0`/`off`/`no`/`false` force it.
 pub fn preload_enabled(sapi: Option<&str>) -> bool {
-    let value = string(PRELOAD).unwrap_or_default();
+    auto_switch(PRELOAD, sapi)
+}
+
+/// Whether `resolve()` counts its answers (see `traffic`), by the rule of `preload`.
+pub fn count_answers_enabled(sapi: Option<&str>) -> bool {
+    auto_switch(COUNT_ANSWERS, sapi)
+}
+
+/// `dw_router.answers_dir`, the default when empty.
+pub fn answers_dir() -> String {
+    string(ANSWERS_DIR)
+        .filter(|dir| !dir.is_empty())
+        .unwrap_or_else(|| DEFAULT_ANSWERS_DIR.to_owned())
+}
+
+/// An `auto`/on/off switch: `auto` (or anything unknown) on outside the CLI and phpdbg.
+fn auto_switch(name: &CStr, sapi: Option<&str>) -> bool {
+    let value = string(name).unwrap_or_default();
     match value.trim().to_ascii_lowercase().as_str() {
         "1" | "on" | "yes" | "true" => true,
         "0" | "off" | "no" | "false" | "" => false,

@@ -10,7 +10,8 @@
 //! - MINIT (`startup`) registers the ini entries, sets which engine shortcuts are on,
 //!   hooks the router to the watcher's reloads, installs the fork handlers and, outside
 //!   the CLI, parses the default snapshot once so that forked workers start warm
-//!   (`preload`). It starts no thread and keeps no fd: FPM and lsphp fork after MINIT.
+//!   (`preload`), and maps the answer counters (`traffic`). It starts no thread; the one
+//!   fd it keeps is the counter file's, which workers inherit for their slot locks.
 //! - The first RINIT (`request_startup`) installs the object handlers and method handlers
 //!   of the per-request fast paths (see `router`).
 //! - MINFO prints the state (`info`).
@@ -23,6 +24,7 @@
 
 #![deny(missing_docs)]
 
+mod answer_labels;
 mod args;
 mod engine;
 mod fork;
@@ -36,6 +38,7 @@ mod route_array;
 mod router;
 mod sigbus;
 mod source;
+mod traffic;
 mod trust;
 mod values;
 mod watch;
@@ -59,6 +62,8 @@ fn startup(_ty: i32, module_number: i32) -> i32 {
         );
     }
     preload::in_minit();
+    // Before any fork: every worker of the tree maps the same counters.
+    traffic::in_minit(preload::sapi_name().as_deref());
     0
 }
 
@@ -96,6 +101,7 @@ extern "C" fn after_fork_parent() {
 
 extern "C" fn after_fork_child() {
     fork::forked();
+    traffic::forked();
     release_fork_locks();
 }
 

@@ -6,14 +6,15 @@
 //! `route_array`) per country code and per region: after the first time, the common call is
 //! one index and one load.
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use dw_routing::{CountryCode, MemoKey, Route, Table};
 use ext_php_rs::ffi::zend_array;
 use ext_php_rs::types::Zval;
 
+use crate::answer_labels::AnswerIds;
 use crate::engine::{self, Shortcut};
-use crate::route_array;
+use crate::{route_array, traffic};
 
 /// A parsed table with the route arrays handed out for it.
 pub struct Loaded {
@@ -26,6 +27,10 @@ pub struct Loaded {
     revision: AtomicU64,
     /// The `routing_digest` of the file the table was parsed from, if it had one.
     digest: Option<Box<str>>,
+    /// The answer counters' label ids of the calls no memo caches (`answer_labels`).
+    answer_ids: AnswerIds,
+    /// The label ids of sticky answers to a country code, found without a lock.
+    country_ids: StickyCountryIds,
 }
 
 /// How many `Loaded` tables exist in this process (see [`tables_in_process`]).
@@ -46,6 +51,8 @@ impl Loaded {
             table,
             routes,
             digest,
+            answer_ids: AnswerIds::default(),
+            country_ids: StickyCountryIds::new(),
         }
     }
 
@@ -66,7 +73,8 @@ impl Loaded {
     }
 
     /// Sets `retval` to the route array for `country`: the memo's when there is one, else
-    /// the one the core resolves (remembered in the memo when it is immutable).
+    /// the one the core resolves (remembered in the memo when it is immutable). Counts
+    /// the answer (`traffic`): on a memo hit, under the label id kept beside the memo.
     #[inline(always)]
     pub fn answer(&self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
         let memo = match sticky_key {
@@ -74,19 +82,69 @@ impl Loaded {
             Some(_) => None,
         };
         if let Some(memo) = memo {
-            let array = memo.load(Ordering::Acquire);
+            let array = memo.array.load(Ordering::Acquire);
             if !array.is_null() {
                 route_array::set_immutable_route(retval, array);
+                let id = memo.counted_as.load(Ordering::Relaxed);
+                if id != 0 {
+                    traffic::count(id);
+                } else if traffic::enabled() {
+                    self.count_first_memo_hit(country, &memo.counted_as);
+                }
                 return;
             }
         }
-        let array = match self.table.resolve(country, sticky_key) {
-            Some(route) => self.set_route(retval, &route),
+        let route = self.table.resolve(country, sticky_key);
+        let array = match &route {
+            Some(route) => self.set_route(retval, route),
             None => route_array::set_fallback_route(retval),
         };
         if let (Some(memo), Some(array)) = (memo, array) {
-            memo.store(array, Ordering::Release);
+            memo.array.store(array, Ordering::Release);
         }
+        self.count_answer(
+            country,
+            sticky_key.is_some(),
+            route.map(|route| (route.region_index, route.origin_index)),
+            memo.map(|memo| &memo.counted_as),
+        );
+    }
+
+    /// Counts an answer that no memo's label id covered, and keeps its id beside the
+    /// memo, if it has one.
+    #[inline(never)]
+    fn count_answer(
+        &self,
+        country: &[u8],
+        sticky: bool,
+        route: Option<(u32, u32)>,
+        counted_as: Option<&AtomicU32>,
+    ) {
+        if sticky && let Some(id) = self.country_ids.get(country, route) {
+            traffic::count(id);
+            return;
+        }
+        let id = self
+            .answer_ids
+            .id_plus_one(&self.table, country, sticky, route)
+            .unwrap_or(traffic::NOT_COUNTED_ID);
+        if let Some(counted_as) = counted_as {
+            counted_as.store(id, Ordering::Relaxed);
+        } else if sticky {
+            self.country_ids.put(country, route, id);
+        }
+        traffic::count(id);
+    }
+
+    /// A memo hit whose label id is not known yet in this table.
+    #[cold]
+    #[inline(never)]
+    fn count_first_memo_hit(&self, country: &[u8], counted_as: &AtomicU32) {
+        let route = self
+            .table
+            .resolve(country, None)
+            .map(|route| (route.region_index, route.origin_index));
+        self.count_answer(country, false, route, Some(counted_as));
     }
 
     /// Sets `retval` to `route`'s array, from its slot once it has been handed out. Returns
@@ -145,8 +203,15 @@ impl Drop for Loaded {
 struct RouteSlots {
     first_slot: Box<[u32]>,
     slots: Box<[AtomicPtr<zend_array>]>,
-    by_country: Box<[AtomicPtr<zend_array>]>,
-    by_region: Box<[AtomicPtr<zend_array>]>,
+    by_country: Box<[Memo]>,
+    by_region: Box<[Memo]>,
+}
+
+/// A memoised answer: its route array, and the answer counters' label id of that answer
+/// plus one (0: not known yet), side by side so that a hit reads one line.
+struct Memo {
+    array: AtomicPtr<zend_array>,
+    counted_as: AtomicU32,
 }
 
 impl RouteSlots {
@@ -164,8 +229,8 @@ impl RouteSlots {
         RouteSlots {
             first_slot: first_slot.into_boxed_slice(),
             slots: empty_slots(total as usize),
-            by_country: empty_slots(if memo { CountryCode::COUNT } else { 0 }),
-            by_region: empty_slots(if memo { table.region_count() } else { 0 }),
+            by_country: empty_memos(if memo { CountryCode::COUNT } else { 0 }),
+            by_region: empty_memos(if memo { table.region_count() } else { 0 }),
         }
     }
 
@@ -174,7 +239,7 @@ impl RouteSlots {
     /// region of its own, which answers exactly as `CC` does (same chain on, same hash
     /// key), so it shares `CC`'s memo.
     #[inline(always)]
-    fn memo(&self, table: &Table, country: &[u8]) -> Option<&AtomicPtr<zend_array>> {
+    fn memo(&self, table: &Table, country: &[u8]) -> Option<&Memo> {
         match CountryCode::of(country) {
             Some(code) => self.by_country.get(code.index()),
             None => self.memo_of_other(table, country),
@@ -182,7 +247,7 @@ impl RouteSlots {
     }
 
     #[inline(never)]
-    fn memo_of_other(&self, table: &Table, geo: &[u8]) -> Option<&AtomicPtr<zend_array>> {
+    fn memo_of_other(&self, table: &Table, geo: &[u8]) -> Option<&Memo> {
         match table.memo_key_of_other(geo)? {
             MemoKey::Region(region) => self.by_region.get(region as usize),
             MemoKey::Country(code) => self.by_country.get(code.index()),
@@ -199,4 +264,60 @@ fn empty_slots(count: usize) -> Box<[AtomicPtr<zend_array>]> {
     (0..count)
         .map(|_| AtomicPtr::new(std::ptr::null_mut()))
         .collect()
+}
+
+fn empty_memos(count: usize) -> Box<[Memo]> {
+    (0..count)
+        .map(|_| Memo {
+            array: AtomicPtr::new(std::ptr::null_mut()),
+            counted_as: AtomicU32::new(0),
+        })
+        .collect()
+}
+
+/// A direct-mapped cache of the label ids of sticky answers to a two-character country
+/// code: 1,024 words, each `(key + 1) << 32 | id` for the key (code, origin index), which
+/// decides the labels of such an answer in a table (the code decides its region). One
+/// relaxed load a call, no lock: a collision only sends a call to `AnswerIds`.
+struct StickyCountryIds {
+    entries: Box<[AtomicU64]>,
+}
+
+impl StickyCountryIds {
+    const ENTRIES: usize = 1024;
+
+    fn new() -> StickyCountryIds {
+        StickyCountryIds {
+            entries: (0..Self::ENTRIES).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The entry and the tagged key of a sticky answer to `country` by `route`.
+    #[inline(always)]
+    fn slot(&self, country: &[u8], route: Option<(u32, u32)>) -> Option<(&AtomicU64, u64)> {
+        let code = CountryCode::of(country)?.index() as u64;
+        let (_, origin) = route?;
+        if origin > 0xffff {
+            return None;
+        }
+        let key = code << 16 | u64::from(origin);
+        // Fibonacci hashing: the product's top ten bits index the 1,024 entries.
+        let entry = self
+            .entries
+            .get((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize)?;
+        Some((entry, (key + 1) << 32))
+    }
+
+    #[inline(always)]
+    fn get(&self, country: &[u8], route: Option<(u32, u32)>) -> Option<u32> {
+        let (entry, tag) = self.slot(country, route)?;
+        let value = entry.load(Ordering::Relaxed);
+        (value & !0xffff_ffff == tag).then_some(value as u32)
+    }
+
+    fn put(&self, country: &[u8], route: Option<(u32, u32)>, id: u32) {
+        if let Some((entry, tag)) = self.slot(country, route) {
+            entry.store(tag | u64::from(id), Ordering::Relaxed);
+        }
+    }
 }

@@ -45,7 +45,7 @@ pub fn before_fork() {
 }
 
 /// The SAPI's name (`cli`, `fpm-fcgi`, `litespeed`, ...), as MINIT sees it.
-fn sapi_name() -> Option<String> {
+pub fn sapi_name() -> Option<String> {
     // SAFETY: the engine sets `sapi_module` before it starts modules; `name` is a static
     // NUL-terminated string of the SAPI, or null.
     unsafe {

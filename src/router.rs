@@ -127,6 +127,13 @@ impl RegionRouter {
         values::stats_to_array(&source, &shown)
     }
 
+    /// The answers `resolve()` counted on this node (docs/traffic.md): every worker of
+    /// every process tree that shares this one's counter file, per label set, with the
+    /// overflow. Not in `stats()`, which health checks call often: it reads the whole file.
+    pub fn traffic(&self) -> ZBox<ZendHashTable> {
+        values::traffic_array()
+    }
+
     /// Re-checks the snapshot file now; true when the revision in use changed.
     /// Reloads normally happen by themselves, this is for scripts and tests.
     pub fn reload(&self) -> bool {

@@ -135,3 +135,36 @@ pub fn stage_ids(stages: &[dw_routing::stage::AppliedStage]) -> ZBox<ZendHashTab
     }
     list
 }
+
+/// `traffic()`'s answer: whether this process counts, the counter file, and the answers
+/// counted in it by every worker of every process tree of this user on the node, one row
+/// per label set (sorted by labels), with the overflow.
+pub fn traffic_array() -> ZBox<ZendHashTable> {
+    let mut traffic = ZendHashTable::with_capacity(4);
+    let totals = crate::traffic::totals();
+    let _ = traffic.insert("counting", totals.is_some());
+    let _ = traffic.insert("state", crate::traffic::describe().as_str());
+    let mut rows = ZendHashTable::new();
+    let mut overflow = 0i64;
+    if let Some((file, totals)) = totals {
+        let _ = traffic.insert("file", file.as_str());
+        overflow = i64::try_from(totals.overflow).unwrap_or(i64::MAX);
+        for (labels, answers) in totals.series {
+            let mut row = ZendHashTable::with_capacity(7);
+            let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+            let _ = row.insert("geo", text(&labels.geo).as_str());
+            let _ = row.insert("step", labels.step.name());
+            let _ = row.insert("key", text(&labels.key).as_str());
+            let _ = row.insert("origin", text(&labels.origin).as_str());
+            let _ = row.insert("shard", text(&labels.shard).as_str());
+            let _ = row.insert("sticky", labels.sticky);
+            let _ = row.insert("answers", i64::try_from(answers).unwrap_or(i64::MAX));
+            let _ = rows.push(row);
+        }
+    } else {
+        let _ = traffic.insert("file", Zval::new());
+    }
+    let _ = traffic.insert("answers", rows);
+    let _ = traffic.insert("overflow", overflow);
+    traffic
+}

@@ -101,6 +101,24 @@ final class RegionRouter
     public function stats(): array {}
 
     /**
+     * The answers resolve() counted on this node (docs/traffic.md): every worker of every
+     * process tree that shares this process's counter file (one per PHP user, in
+     * dw_router.answers_dir), one row per label set, and the answers counted past the
+     * bounds. Answers, not requests: an app may resolve() more than once per request,
+     * and a page served from LSCache never reaches PHP. Reads the whole counter file: not
+     * for health checks (stats() is).
+     *
+     * @return array{
+     *     counting: bool,
+     *     state: string,
+     *     file: ?string,
+     *     answers: list<array{geo: string, step: string, key: string, origin: string, shard: string, sticky: bool, answers: int}>,
+     *     overflow: int
+     * }
+     */
+    public function traffic(): array {}
+
+    /**
      * The ids of the stages the table in use applies (the node is in a staged rollout's
      * cohort, docs/routing.md "Stages"); [] when it serves current routing. Compare
      * revision() with answeredRevision() before reporting it beside an answer.

@@ -13,6 +13,8 @@ $defaults = [
     'dw_router.trusted_owner' => '',
     'dw_router.preload' => 'auto',
     'dw_router.engine_shortcuts' => 'all',
+    'dw_router.count_answers' => 'auto',
+    'dw_router.answers_dir' => '/run/dw-router-answers',
 ];
 $all = ini_get_all('dw_router');
 $names = array_keys($all);
@@ -56,6 +58,10 @@ dw_router.preload              get=true global=true local=true access=SYSTEM
 dw_router.preload              ini_set=false still=true
 dw_router.engine_shortcuts     get=true global=true local=true access=SYSTEM
 dw_router.engine_shortcuts     ini_set=false still=true
+dw_router.count_answers        get=true global=true local=true access=SYSTEM
+dw_router.count_answers        ini_set=false still=true
+dw_router.answers_dir          get=true global=true local=true access=SYSTEM
+dw_router.answers_dir          ini_set=false still=true
 string(4) "us-1"
 string(27) "/run/dw-router/routing.json"
 string(27) "/run/dw-router/routing.json"

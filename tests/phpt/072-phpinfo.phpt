@@ -68,6 +68,7 @@ engine shortcuts => on (PHP API N)
 trusted snapshot owner => root or the directory's owner
 continent table => countries-list 3.4.1 (annexare/Countries, MIT)
 poll interval => 250 ms
+answer counting => off (dw_router.count_answers)
 snapshot path => DIR/dw-routing.json
 revision => 322
 regions => 1
@@ -78,6 +79,8 @@ loads => 2
 failed loads => 1
 last error => snapshot: unsupported format 2 (this reader knows 1)
 Directive => Local Value => Master Value
+dw_router.answers_dir => /run/dw-router-answers => /run/dw-router-answers
+dw_router.count_answers => auto => auto
 dw_router.engine_shortcuts => all => all
 dw_router.fallback_origin => iad-a => iad-a
 dw_router.fallback_shard => info-shard => info-shard

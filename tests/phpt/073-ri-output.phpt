@@ -35,6 +35,7 @@ engine shortcuts => on (PHP API N)
 trusted snapshot owner => root or the directory's owner
 continent table => countries-list 3.4.1 (annexare/Countries, MIT)
 poll interval => 75 ms
+answer counting => off (dw_router.count_answers)
 snapshot => none used in this process yet
 
 Directive => Local Value => Master Value
@@ -46,4 +47,6 @@ dw_router.max_snapshot_bytes => 67108864 => 67108864
 dw_router.trusted_owner => no value => no value
 dw_router.preload => auto => auto
 dw_router.engine_shortcuts => all => all
+dw_router.count_answers => auto => auto
+dw_router.answers_dir => /run/dw-router-answers => /run/dw-router-answers
 bool(true)

@@ -49,5 +49,6 @@ method resolve modifiers=[public] static=false byref=false return=array tentativ
 method revision modifiers=[public] static=false byref=false return=int tentative=- params=0 required=0 variadic=false
 method stages modifiers=[public] static=false byref=false return=array tentative=- params=0 required=0 variadic=false
 method stats modifiers=[public] static=false byref=false return=array tentative=- params=0 required=0 variadic=false
+method traffic modifiers=[public] static=false byref=false return=array tentative=- params=0 required=0 variadic=false
 string(9) "dw_router"
 bool(true)

@@ -95,10 +95,17 @@ impl Agent {
             .filter(|published| !published.stages.is_empty())
             .cloned();
         let mirror = Mirror::new(&config.prefix, published);
-        let metrics = Arc::new(Metrics::new(
-            config.timing.stall_timeout,
-            publisher.published_revision(),
-        ));
+        let mut metrics = Metrics::new(config.timing.stall_timeout, publisher.published_revision());
+        if let Some(dir) = &config.answers_dir {
+            let node = config
+                .report
+                .as_ref()
+                .map(|report| report.node_id.clone())
+                .or_else(crate::config::host_name)
+                .unwrap_or_else(|| "unknown".into());
+            metrics = metrics.with_answers(dir.clone(), node);
+        }
+        let metrics = Arc::new(metrics);
         let mut agent_refusal = None;
         check_readers(&publisher, &metrics, &mut agent_refusal);
         let listener =

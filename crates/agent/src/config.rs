@@ -25,6 +25,9 @@ pub const DEFAULT_SNAPSHOT_PATH: &str = "/run/dw-router/routing.json";
 /// Connections the metrics port holds at once when `--metrics-max-connections` is not given.
 pub const DEFAULT_METRICS_MAX_CONNECTIONS: usize = 64;
 
+/// dw_router's default `dw_router.answers_dir` (docs/traffic.md).
+pub const DEFAULT_ANSWERS_DIR: &str = "/run/dw-router-answers";
+
 /// Where `/metrics` and `/healthz` listen when `--metrics-addr` is not given.
 pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9731";
 
@@ -60,6 +63,9 @@ pub struct Config {
     pub heartbeat_interval: Duration,
     /// Purging the page cache after each publication; `None` purges nothing.
     pub purge: Option<PurgeConfig>,
+    /// Where dw_router's workers count their answers (`dw_router.answers_dir`), served
+    /// on `/metrics` (docs/traffic.md); `None` serves none.
+    pub answers_dir: Option<PathBuf>,
 }
 
 /// The node report: who this node is and where and how often it says what it published.
@@ -191,6 +197,7 @@ impl Config {
             report: None,
             heartbeat_interval: crate::report::heartbeat::DEFAULT_HEARTBEAT_INTERVAL,
             purge: None,
+            answers_dir: None,
         }
     }
 
@@ -353,6 +360,11 @@ pub struct Cli {
           value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=4096), usize::from))]
     pub metrics_max_connections: usize,
 
+    /// The directory of dw_router's answer counters (its dw_router.answers_dir), served
+    /// on /metrics as dw_router_answers_total; "off" serves none
+    #[arg(long, env = "DW_AGENT_ANSWERS_DIR", default_value = DEFAULT_ANSWERS_DIR)]
+    pub answers_dir: String,
+
     /// This node's id in its report (default: the host name)
     #[arg(long, env = "DW_AGENT_NODE_ID")]
     pub node_id: Option<String>,
@@ -442,6 +454,10 @@ impl Cli {
             report,
             heartbeat_interval: self.heartbeat_interval,
             purge,
+            answers_dir: match self.answers_dir.trim() {
+                "" | "off" => None,
+                dir => Some(PathBuf::from(dir)),
+            },
         };
         config.validate()?;
         Ok(config)

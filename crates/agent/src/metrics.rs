@@ -2,6 +2,7 @@
 //! the HTTP endpoint (which renders them as Prometheus text and as a health verdict).
 //! The series themselves, and how to add one, are in [`series`].
 
+mod answers;
 pub(crate) mod http;
 pub(crate) mod purge_counters;
 pub(crate) mod series;
@@ -393,6 +394,13 @@ impl Metrics {
                 .collect(),
             health: self.health(),
         }
+    }
+
+    /// These metrics, serving the answer counters of `dir` under `node` as well
+    /// (`--answers-dir`; docs/traffic.md).
+    pub(crate) fn with_answers(mut self, dir: std::path::PathBuf, node: String) -> Metrics {
+        self.series.add_answers(dir, node);
+        self
     }
 
     /// The Prometheus text of every series; the ones that follow the clock are set first.

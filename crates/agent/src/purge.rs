@@ -13,11 +13,14 @@
 //!
 //! Routing never waits for the cache: the agent loop only computes the lines and hands
 //! them over without blocking; the task posts them. The secret (32 random bytes, kept in
-//! memory only) is sent as `Authorization: Bearer <64 hex>`; the endpoint reads only its
-//! SHA-256, which `<snapshot>.purge-sha256` holds.
+//! memory only) is sent as `Authorization: Bearer <64 hex>`, and only on a connection
+//! whose server side root owns (`purge_peer`: not to a process that took the port while
+//! the web server was down); the endpoint reads only its SHA-256, which
+//! `<snapshot>.purge-sha256` holds.
 
 pub(crate) mod config;
 pub(crate) mod lines;
+pub(crate) mod peer;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -308,6 +311,7 @@ impl Task {
         let stream = TcpStream::connect((self.url.connect_host(), self.url.port))
             .await
             .map_err(|e| format!("cannot connect: {e}"))?;
+        crate::purge::peer::check(&stream).await?;
         let _ = stream.set_nodelay(true);
         let (mut sender, connection) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))

@@ -296,7 +296,9 @@ fn parse_grace(text: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct RouteArgs {
-    /// The visitor's geo, e.g. PT or US-CA.
+    /// The visitor's geo, e.g. PT or US-CA (one starting with `-`, such as -CA, is a geo
+    /// too: any geo resolve() may be given; `--` before it works as well).
+    #[arg(allow_hyphen_values = true)]
     pub geo: String,
     /// The sticky key resolve() is given (the hash key of the pick).
     #[arg(long)]

@@ -2,8 +2,9 @@
 //! connection, then closed).
 //!
 //! Nothing on this port may take publication down: every connection costs a descriptor,
-//! and the agent needs descriptors to publish. So at most `max_connections` are held at
-//! once, each for at most [`CLIENT_TIMEOUT`] (request head and answer together). A
+//! and the agent needs descriptors to publish. So (`dw_http_guard`, which `dwctl status
+//! --serve` uses too) at most `max_connections` are held at once, each for at most
+//! [`HEAD_TIMEOUT`] until its request head is in and [`CLIENT_TIMEOUT`] in all. A
 //! connection beyond the cap evicts the oldest one still waiting for its request head (an
 //! idle or slow client); when every held connection is already being answered, the new
 //! one is closed at once. A flood of idle connections thus costs at most the cap in
@@ -11,20 +12,14 @@
 //! Rendering takes no lock publication holds for longer than a counter update
 //! ([`crate::metrics`]).
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
-use tokio::task::AbortHandle;
-use tracing::debug;
+use tokio::net::TcpListener;
 
 use crate::metrics::{self, Metrics};
 
@@ -32,129 +27,36 @@ use crate::metrics::{self, Metrics};
 const MAX_REQUEST_HEAD: usize = 8 * 1024;
 /// How long a client has to send its request head and read the answer.
 pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client has to send its whole request head.
+pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Connections still waiting for their request head, oldest first: eviction candidates.
-#[derive(Default)]
-struct Waiting(Mutex<VecDeque<(u64, AbortHandle)>>);
+/// Counts the guard's evictions and refusals in `/metrics`.
+struct Counted(Arc<Metrics>);
 
-impl Waiting {
-    /// Queues the task `spawn` starts. The queue's lock is held across the spawn, so that
-    /// on a multi-threaded runtime the task cannot finish (and dequeue itself) before it
-    /// was queued, which would leave a stale entry behind.
-    fn spawn(&self, id: u64, spawn: impl FnOnce() -> AbortHandle) {
-        match self.0.lock() {
-            Ok(mut queue) => queue.push_back((id, spawn())),
-            Err(_) => {
-                spawn();
-            }
-        }
+impl dw_http_guard::Events for Counted {
+    fn evicted(&self) {
+        self.0.metrics_connection_evicted();
     }
-
-    fn remove(&self, id: u64) {
-        if let Ok(mut queue) = self.0.lock() {
-            queue.retain(|(held, _)| *held != id);
-        }
-    }
-
-    /// Aborts the oldest waiting connection; false when there is none.
-    fn evict_oldest(&self) -> bool {
-        let oldest = self.0.lock().ok().and_then(|mut queue| queue.pop_front());
-        match oldest {
-            Some((_, handle)) => {
-                handle.abort();
-                true
-            }
-            None => false,
-        }
+    fn refused(&self) {
+        self.0.metrics_connection_refused();
     }
 }
 
-/// Serves until the future is dropped.
+/// Serves until the future is dropped (the connection handling is `dw_http_guard`'s, shared
+/// with `dwctl status --serve`).
 pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, max_connections: usize) {
-    let slots = Arc::new(Semaphore::new(max_connections.max(1)));
-    let waiting = Arc::new(Waiting::default());
-    let mut next_id: u64 = 0;
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                let permit = match slots.clone().try_acquire_owned() {
-                    Ok(permit) => permit,
-                    Err(_) => {
-                        // Full: make room by closing the oldest idle connection, if any.
-                        if !waiting.evict_oldest() {
-                            metrics.metrics_connection_refused();
-                            drop(stream);
-                            continue;
-                        }
-                        metrics.metrics_connection_evicted();
-                        // The aborted task releases its slot when it is dropped, at the
-                        // runtime's next turn.
-                        match tokio::time::timeout(
-                            Duration::from_millis(100),
-                            slots.clone().acquire_owned(),
-                        )
-                        .await
-                        {
-                            Ok(Ok(permit)) => permit,
-                            _ => {
-                                metrics.metrics_connection_refused();
-                                drop(stream);
-                                continue;
-                            }
-                        }
-                    }
-                };
-                let metrics = metrics.clone();
-                let id = next_id;
-                next_id = next_id.wrapping_add(1);
-                let queue = waiting.clone();
-                waiting.spawn(id, move || {
-                    tokio::spawn(async move {
-                        let _permit = permit;
-                        let dequeue = {
-                            let queue = queue.clone();
-                            move || queue.remove(id)
-                        };
-                        let answered =
-                            tokio::time::timeout(CLIENT_TIMEOUT, answer(stream, metrics, dequeue));
-                        if let Ok(Err(e)) = answered.await {
-                            debug!(error = %e, "metrics client went away");
-                        }
-                        queue.remove(id);
-                    })
-                    .abort_handle()
-                });
-                // Let the new connection read its request before the next accept: a prober
-                // that sent its request at once is then no eviction candidate, however many
-                // idle connections are queued behind it.
-                tokio::task::yield_now().await;
-            }
-            Err(e) => {
-                // Usually EMFILE: wait rather than spin.
-                debug!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-}
-
-/// Reads one request and answers it; `head_read` runs once the request head is in (the
-/// connection is then no longer an eviction candidate).
-async fn answer(
-    stream: TcpStream,
-    metrics: Arc<Metrics>,
-    head_read: impl Fn() + Send + 'static,
-) -> hyper::Result<()> {
-    let service = hyper::service::service_fn(move |request| {
-        head_read();
+    let limits = dw_http_guard::Limits {
+        max_connections,
+        head_timeout: HEAD_TIMEOUT,
+        answer_timeout: CLIENT_TIMEOUT,
+        max_request_head: MAX_REQUEST_HEAD,
+    };
+    let events = Arc::new(Counted(metrics.clone()));
+    dw_http_guard::serve(listener, limits, events, move |request| {
         let metrics = metrics.clone();
-        async move { Ok::<_, Infallible>(respond(&metrics, &request)) }
-    });
-    hyper::server::conn::http1::Builder::new()
-        .keep_alive(false)
-        .max_buf_size(MAX_REQUEST_HEAD)
-        .serve_connection(TokioIo::new(stream), service)
-        .await
+        async move { respond(&metrics, &request) }
+    })
+    .await;
 }
 
 fn respond(metrics: &Metrics, request: &Request<Incoming>) -> Response<Full<Bytes>> {
@@ -202,6 +104,7 @@ mod tests {
     use std::net::SocketAddr;
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
 
     use super::*;
 

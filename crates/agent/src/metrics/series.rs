@@ -167,6 +167,13 @@ impl Series {
         Series { registry, ..series }
     }
 
+    /// Serves the answer counters of `dir` (dw_router's `dw_router.answers_dir`) with
+    /// `node` as their `node` label.
+    pub(crate) fn add_answers(&mut self, dir: std::path::PathBuf, node: String) {
+        self.registry
+            .register_collector(Box::new(super::answers::Answers { dir, node }));
+    }
+
     /// The Prometheus text of every series.
     pub(crate) fn encode(&self) -> String {
         let mut text = String::with_capacity(8 * 1024);

@@ -10,7 +10,9 @@
 //!
 //! `time` is Unix seconds; `state` is `current` while `/healthz` says 200 and `stale`
 //! otherwise, with `reason` (`/healthz`'s text, at most [`MAX_REASON_BYTES`]); `revision`
-//! is the published snapshot's (0: none yet). The file is written like the snapshot (a
+//! is the published snapshot's (0: none yet); `purge_failing_since` (Unix seconds, only
+//! with `--purge-url` and only while it holds) says since when every purge request
+//! failed: cached pages may name a drained origin until their TTL. The file is written like the snapshot (a
 //! temp file of random name made exclusively without following a symlink in the
 //! snapshot's directory, mode 0644, renamed over the name), so readers trust it by the
 //! same rules: a regular file owned by the snapshot's owner. It is not fsynced (it says
@@ -88,13 +90,16 @@ async fn beat(dir: PathBuf, name: String, path: PathBuf, interval: Duration, sta
         ticker.tick().await;
         let now = status.get();
         let revision = now.published_revision.unwrap_or(0);
-        let body = render(
+        let mut body = render(
             &now.health,
             revision,
             now.state.as_str(),
             unix_seconds(),
             interval,
         );
+        if let Some(since) = status.0.purge.failing_since() {
+            body = with_purge_failing_since(&body, since);
+        }
         let (dir, name, path_) = (dir.clone(), name.clone(), path.clone());
         let written = tokio::task::spawn_blocking(move || write(&dir, &name, &path_, &body))
             .await
@@ -142,6 +147,19 @@ fn render(
     format!("{body}\n")
 }
 
+/// The heartbeat `body` with `"purge_failing_since": since` (Unix seconds) added: every
+/// purge request since then failed (`--purge-url`; absent while they land). Routing health
+/// (`state`) is unchanged by it; `status.php?require=cache` answers 503 on it.
+fn with_purge_failing_since(body: &str, since: u64) -> String {
+    match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(mut value) => {
+            value["purge_failing_since"] = json!(since);
+            format!("{value}\n")
+        }
+        Err(_) => body.to_owned(),
+    }
+}
+
 fn cut(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
@@ -174,6 +192,30 @@ mod tests {
         let text = render(&health, 42, "watching", 7, Duration::from_secs(5));
         assert!(text.ends_with("}\n"), "{text}");
         serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn purge_failing_since_is_added_and_the_rest_kept() {
+        let text = render(&Ok(()), 42, "watching", 7, Duration::from_secs(5));
+        let with = with_purge_failing_since(&text, 1_764_783_000);
+        assert!(with.ends_with("}\n"), "{with}");
+        let value: serde_json::Value = serde_json::from_str(&with).unwrap();
+        assert_eq!(value["purge_failing_since"], 1_764_783_000);
+        assert_eq!(value["state"], "current");
+        assert_eq!(value["revision"], 42);
+        assert!(render_at(Ok(())).get("purge_failing_since").is_none());
+    }
+
+    #[test]
+    fn failing_since_is_the_first_failure_and_clears_when_one_lands() {
+        let counters = crate::metrics::purge_counters::PurgeCounters::default();
+        assert_eq!(counters.failing_since(), None);
+        counters.sent(true);
+        let first = counters.failing_since().expect("failing");
+        counters.sent(true);
+        assert_eq!(counters.failing_since(), Some(first));
+        counters.sent(false);
+        assert_eq!(counters.failing_since(), None);
     }
 
     fn interval_flag(value: &str) -> Result<Duration, String> {

@@ -94,3 +94,39 @@ fn auth_dry_run_needs_apply() {
             .is_ok()
     );
 }
+
+/// `dwctl route GEO`: a geo starting with `-` is the geo, not a flag (resolve() takes any
+/// bytes; issue 33), before or after the flags, and after `--`; the flags still parse.
+#[test]
+fn route_takes_a_geo_starting_with_a_hyphen() {
+    use clap::Parser;
+    let route = |argv: &[&str]| {
+        super::Cli::try_parse_from(argv).map(|cli| match cli.command {
+            super::Command::Route(args) => (args.geo, args.sticky),
+            _ => unreachable!("not route"),
+        })
+    };
+    assert_eq!(
+        route(&["dwctl", "route", "-CA"]).unwrap(),
+        ("-CA".into(), None)
+    );
+    assert_eq!(route(&["dwctl", "route", "-"]).unwrap(), ("-".into(), None));
+    assert_eq!(
+        route(&["dwctl", "route", "--sticky", "k", "-CA"]).unwrap(),
+        ("-CA".into(), Some("k".into()))
+    );
+    assert_eq!(
+        route(&["dwctl", "route", "-CA", "--sticky", "k"]).unwrap(),
+        ("-CA".into(), Some("k".into()))
+    );
+    assert_eq!(
+        route(&["dwctl", "route", "--", "-CA"]).unwrap(),
+        ("-CA".into(), None)
+    );
+    assert_eq!(
+        route(&["dwctl", "route", "DE"]).unwrap(),
+        ("DE".into(), None)
+    );
+    let help = super::Cli::try_parse_from(["dwctl", "route", "--help"]).unwrap_err();
+    assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+}

@@ -14,8 +14,10 @@
 //! [`crate::routing_weights`]), for dashboards and alerts that compare weight with traffic.
 //!
 //! Limits: at most [`MAX_NODES`] nodes are exported (the rest are counted in
-//! `dw_fleet_nodes_not_exported`); at most [`MAX_CONNECTIONS`] scrapes are served at
-//! once, each with a [`REQUEST_TIMEOUT`].
+//! `dw_fleet_nodes_not_exported`); the port is served by `dw_http_guard` (as dw-agent's
+//! `/metrics`): at most [`MAX_CONNECTIONS`] connections, a new one beyond evicting the
+//! oldest still sending its request head, [`HEAD_TIMEOUT`] for the head and
+//! [`REQUEST_TIMEOUT`] in all, heads of at most [`MAX_REQUEST_HEAD`] bytes.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -33,7 +35,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde_json::json;
-use tokio::sync::{RwLock, Semaphore};
+use tokio::sync::RwLock;
 
 use crate::context::Context;
 use crate::error::Error;
@@ -44,8 +46,12 @@ use crate::shutdown::Shutdown;
 
 /// The most nodes one reading exports (series per node: about six).
 pub const MAX_NODES: usize = 20_000;
-/// The most scrapes served at once; more wait for a slot.
-pub const MAX_CONNECTIONS: usize = 16;
+/// The most connections held at once; one more evicts the oldest still sending its head.
+pub const MAX_CONNECTIONS: usize = 64;
+/// How long a client has to send its whole request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest request head read; a longer one is answered 431.
+pub const MAX_REQUEST_HEAD: usize = 8 * 1024;
 /// How long one scrape connection may take, reading the request included.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The OpenMetrics content type the encoder's output is served with.
@@ -246,29 +252,30 @@ pub async fn serve(
         &format!("fleet metrics at http://{bound}/metrics, read every {interval:?}"),
         json!({"addr": bound.to_string(), "interval_seconds": interval.as_secs_f64()}),
     );
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    // The connection handling is dw_http_guard's, shared with dw-agent's /metrics: a cap
+    // that evicts the oldest connection still sending its head, a deadline for the head.
     let server = {
         let exported = exported.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok(permit) = slots.clone().acquire_owned().await else {
-                    return;
-                };
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
+        let limits = dw_http_guard::Limits {
+            max_connections: MAX_CONNECTIONS,
+            head_timeout: HEAD_TIMEOUT,
+            answer_timeout: REQUEST_TIMEOUT,
+            max_request_head: MAX_REQUEST_HEAD,
+        };
+        tokio::spawn(dw_http_guard::serve(
+            listener,
+            limits,
+            Arc::new(dw_http_guard::NoEvents),
+            move |request| {
                 let exported = exported.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        answer(exported.clone(), request)
-                    });
-                    let connection = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                    let _ = tokio::time::timeout(REQUEST_TIMEOUT, connection).await;
-                    drop(permit);
-                });
-            }
-        })
+                async move {
+                    match answer(exported, request).await {
+                        Ok(response) => response,
+                        Err(never) => match never {},
+                    }
+                }
+            },
+        ))
     };
     let mut errors = 0u64;
     let mut last_good: Reading = (0, Vec::new(), Vec::new(), 0);

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# What counting resolve()'s answers costs (issue 29, docs/traffic.md): callgrind
+# instructions inside resolve()'s handler per call, with dw_router.count_answers=1 beside
+# =0, for the memoised call (no sticky key) and a sticky call, at 250 regions.
+# A bench/ plug-in (see bench/README.md): prints its Markdown section on stdout, logs on
+# stderr, raw results in $DW_BENCH_RAW.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SO=${DW_BENCH_SO:-$ROOT/target/release/libdw_router.so}
+RAW=${DW_BENCH_RAW:-$ROOT/target/bench/12-count}
+QUICK=${DW_BENCH_QUICK:-0}
+# Optional: a build of the commit before counting existed (the same resolve() without any
+# counting code), for a third column. Not built here: give its path.
+BASELINE=${DW_BENCH_BASELINE_SO:-}
+[[ -f $SO ]] || { echo "12-count: $SO not built (make build)" >&2; exit 1; }
+command -v valgrind >/dev/null || { echo "12-count: valgrind missing (run inside scripts/devenv)" >&2; exit 1; }
+mkdir -p "$RAW"
+rm -f "$RAW"/cg-*
+WORK=$(mktemp -d /dev/shm/dw-bench-count.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+N=20000
+[[ $QUICK == 1 ]] && N=5000
+log() { echo "12-count: $*" >&2; }
+
+php examples/generate.php --regions 250 --out "$WORK/snapshot.json" >/dev/null
+# An old file: a snapshot younger than the reader's change window is checked again during
+# the first run (a reload inside its measured loop, seen as 18 instructions a call).
+touch -d "-1 minute" "$WORK/snapshot.json"
+# Instructions per call in part 2 (the measured loop) of a callgrind run.
+per_call() { # mode count_answers [so]
+  local out=$RAW/cg-$1-$2.out
+  rm -rf "$WORK/answers"
+  valgrind --tool=callgrind --dump-before=usleep --toggle-collect='*resolve_handler*' \
+    --callgrind-out-file="$out" \
+    php -d "extension=${3:-$SO}" -d "dw_router.count_answers=$2" -d "dw_router.answers_dir=$WORK/answers" \
+    bench/count/loop.php "$WORK/snapshot.json" "$1" "$N" 2>"$RAW/cg-$1-$2.log" >/dev/null \
+    || { tail -20 "$RAW/cg-$1-$2.log" >&2; exit 1; }
+  local ir
+  ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$out.2")
+  awk -v ir="$ir" -v n="$N" 'BEGIN { printf "%.1f", ir / n }'
+}
+declare -A ir
+for mode in memo sticky; do
+  for on in 0 1; do
+    log "callgrind, $mode, count_answers=$on, $N calls"
+    ir[$mode-$on]=$(per_call "$mode" "$on")
+  done
+  if [[ -n $BASELINE ]]; then
+    log "callgrind, $mode, baseline $BASELINE, $N calls"
+    ir[$mode-base]=$(per_call "$mode" base "$BASELINE")
+  fi
+done
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+cat <<MD
+## Counting answers: resolve() with and without dw_router.count_answers
+
+How measured: \`bench/12-count.sh\`. One PHP CLI process per figure, 250 regions
+(\`examples/generate.php\`), the extension's default router of an explicit path;
+callgrind counts instructions inside \`resolve()\`'s handler only
+(\`--toggle-collect='*resolve_handler*'\`), over $N calls after a warm-up that fills every
+memo and registers every label set (the warm-up is callgrind's part 1, the measured loop
+part 2). \`memo\`: no sticky key, 50 country codes in turn (the front controller's call).
+\`sticky\`: the same with 64 sticky keys (no memo: the table's label-key map is looked up).
+Instruction counts do not depend on the machine's load (${load} during this run); the
+contention figures of issue 29 (two processes, eight lsphp children, perf stat) and
+lsphp behind OpenLiteSpeed with and without counting are not measured here.
+MD
+if [[ -n $BASELINE ]]; then
+  echo
+  echo "\`before\`: the build before counting existed (\`DW_BENCH_BASELINE_SO\`); \`added\` and \`ratio\` compare counting on with it."
+  echo
+  echo "| call | before | count_answers=0 | count_answers=1 | added | ratio | target |"
+  echo "|---|---|---|---|---|---|---|"
+else
+  echo
+  echo "| call | count_answers=0 | count_answers=1 | added | ratio | target |"
+  echo "|---|---|---|---|---|---|"
+fi
+for mode in memo sticky; do
+  off=${ir[$mode-0]} on=${ir[$mode-1]} base=${ir[$mode-base]:-}
+  ref=${base:-$off}
+  added=$(awk -v a="$on" -v b="$ref" 'BEGIN { printf "%.1f", a - b }')
+  ratio=$(awk -v a="$on" -v b="$ref" 'BEGIN { printf "%.3f", a / b }')
+  met() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t ? "met" : "not met") }'; }
+  if [[ $mode == memo ]]; then
+    target="≤ 8 added: $(met "$added" 8); ≤ 1.10x: $(met "$ratio" 1.10)"
+  else
+    target="≤ 1.10x: $(met "$ratio" 1.10)"
+  fi
+  echo "| $mode |${base:+ $base |} $off | $on | $added | ${ratio}x | $target |"
+done

@@ -1,0 +1,190 @@
+//! The guard's limits at their edges, on loopback.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::*;
+
+#[derive(Default)]
+struct Count {
+    evicted: AtomicU64,
+    refused: AtomicU64,
+}
+
+impl Events for Count {
+    fn evicted(&self) {
+        self.evicted.fetch_add(1, Ordering::SeqCst);
+    }
+    fn refused(&self) {
+        self.refused.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+async fn start(limits: Limits) -> (SocketAddr, Arc<Count>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(Count::default());
+    tokio::spawn(serve(listener, limits, count.clone(), |_request| async {
+        Response::new(Full::new(Bytes::from("ok\n")))
+    }));
+    (addr, count)
+}
+
+/// Sends `request` on a new connection and reads until the server closes it.
+async fn exchange(addr: SocketAddr, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer));
+    let _ = read.await.expect("the server closes after one answer");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn answers_and_refuses_a_head_over_the_limit() {
+    let (addr, _) = start(Limits::default()).await;
+    let ok = exchange(addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert!(
+        ok.starts_with("HTTP/1.1 200 ") && ok.ends_with("ok\n"),
+        "{ok}"
+    );
+    let pad = "a".repeat(8 * 1024);
+    let long = exchange(
+        addr,
+        format!("GET / HTTP/1.1\r\nX: {pad}\r\n\r\n").as_bytes(),
+    )
+    .await;
+    assert!(long.starts_with("HTTP/1.1 431 "), "{long}");
+    let fits = exchange(
+        addr,
+        format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", &pad[..7000]).as_bytes(),
+    )
+    .await;
+    assert!(fits.starts_with("HTTP/1.1 200 "), "{fits}");
+}
+
+/// A head dribbled a line at a time is cut off at `head_timeout`, however it trickles.
+#[tokio::test]
+async fn a_slow_head_is_closed_at_the_head_timeout() {
+    let limits = Limits {
+        head_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let (addr, _) = start(limits).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+    let started = tokio::time::Instant::now();
+    let mut closed = false;
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if stream.write_all(b"X-Slow: 1\r\n").await.is_err() {
+            closed = true;
+            break;
+        }
+        let mut buf = [0u8; 256];
+        if let Ok(Ok(n)) =
+            tokio::time::timeout(Duration::from_millis(1), stream.read(&mut buf)).await
+        {
+            closed = n == 0 || String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 408");
+            if closed {
+                break;
+            }
+        }
+    }
+    assert!(closed, "still open after {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// At the cap, a new connection evicts the oldest one still waiting for its head; when
+/// none waits (all are being answered) it is refused.
+#[tokio::test]
+async fn over_the_cap_the_oldest_waiting_one_is_evicted() {
+    let limits = Limits {
+        max_connections: 2,
+        ..Limits::default()
+    };
+    let (addr, count) = start(limits).await;
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        idle.push(TcpStream::connect(addr).await.unwrap());
+    }
+    let answer = exchange(addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    let mut buf = [0u8; 16];
+    let first = tokio::time::timeout(Duration::from_secs(5), idle[0].read(&mut buf)).await;
+    assert_eq!(
+        first.expect("the oldest idle one is closed").unwrap_or(0),
+        0
+    );
+    assert_eq!(count.evicted.load(Ordering::SeqCst), 1);
+    assert_eq!(count.refused.load(Ordering::SeqCst), 0);
+}
+
+/// The attack of issue 33 in small: 300 connections that each send a header line every
+/// 100 ms (and reconnect when closed) against a cap of 16; a scrape every 100 ms is
+/// answered every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrapes_are_answered_under_a_slow_connection_flood() {
+    let limits = Limits {
+        max_connections: 16,
+        ..Limits::default()
+    };
+    let (addr, count) = start(limits).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut attackers = Vec::new();
+    for _ in 0..300 {
+        let stop = stop.clone();
+        attackers.push(tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                let Ok(mut stream) = TcpStream::connect(addr).await else {
+                    continue;
+                };
+                let _ = stream.write_all(b"GET / HTTP/1.1\r\n").await;
+                while !stop.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    if stream.write_all(b"X-Slow: 1\r\n").await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The scraper is a process of its own in production: here a thread with blocking
+    // sockets, so its request is sent as soon as it is connected, as curl's is.
+    let answered = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut answered = 0;
+        for _ in 0..30 {
+            let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+                continue;
+            };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+            let _ = stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+            let mut answer = Vec::new();
+            let _ = stream.read_to_end(&mut answer);
+            answered += usize::from(answer.starts_with(b"HTTP/1.1 200 "));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        answered
+    })
+    .await
+    .unwrap();
+    stop.store(true, Ordering::SeqCst);
+    for attacker in attackers {
+        attacker.abort();
+    }
+    assert_eq!(
+        answered,
+        30,
+        "evicted {}",
+        count.evicted.load(Ordering::SeqCst)
+    );
+    assert!(count.evicted.load(Ordering::SeqCst) > 100);
+}

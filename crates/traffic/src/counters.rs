@@ -1,0 +1,232 @@
+//! The writer's side of the protocol, over the file's words wherever they are mapped
+//! (the extension maps the file; tests use a vector). The locks are the caller's
+//! ([`Locks`]): `fcntl` record locks on the file, which the kernel releases when their
+//! process dies, so a dead worker never keeps a slot or the registry.
+//!
+//! - A worker claims a slot with [`Counters::claim_slot`] (a lock on the slot: held for
+//!   the worker's life) and then counts with [`count`]: a relaxed load and store of its
+//!   own counter, no read-modify-write, since no one else writes that slot while it holds
+//!   the lock. A slot whose worker died keeps its counts; the next worker to claim it
+//!   goes on counting from them. So a slot is never counted twice, a total never goes
+//!   down, and nothing has to be folded or flushed at exit (a killed worker loses
+//!   nothing it had counted).
+//! - [`Counters::label_id`] finds a label set's id through the index, without a lock,
+//!   and registers a new one under the registry lock: entry, then label count (release),
+//!   then index bucket (release). A writer that dies part way leaves either an
+//!   unpublished entry (overwritten by the next) or a published entry with no bucket (the
+//!   next registration of that label set adds a second entry; readers add duplicates
+//!   up, so a series is never duplicated).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::Error;
+use crate::labels::LabelSet;
+use crate::layout::{
+    ENTRY_WORDS, FILE_WORDS, INDEX_BUCKETS, INDEX_OFFSET, MAGIC, MAX_LABEL_BYTES, MAX_LABEL_SETS,
+    MAX_SLOTS, OVERFLOW_ID, SLOT_HEADER_WORDS, SLOT_WORDS, VERSION, entry_offset, header,
+    slot_offset,
+};
+
+/// The locks a writer takes, provided by whoever mapped the words.
+pub trait Locks {
+    /// Takes slot `slot` for this worker's life, if no live worker holds it.
+    fn try_lock_slot(&self, slot: usize) -> bool;
+    /// Runs `f` holding the registry lock (waits for it).
+    fn with_registry_lock<R>(&self, f: impl FnOnce() -> R) -> Result<R, Error>;
+}
+
+/// The counters of one file, as a writer sees them.
+pub struct Counters<'m, L> {
+    words: &'m [AtomicU64],
+    locks: L,
+}
+
+/// Counts one answer of label set `id` in a slot's counters (from
+/// [`Counters::slot_counters`]), as its only writer: a relaxed load and store.
+#[inline(always)]
+pub fn count(counters: &[AtomicU64], id: u32) {
+    if let Some(counter) = counters.get(id as usize) {
+        counter.store(
+            counter.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+impl<'m, L: Locks> Counters<'m, L> {
+    /// The counters in `words`: a file of [`FILE_WORDS`] words, either all zero (new: the
+    /// header is written) or with this layout's header. `pid` is recorded as the tree's.
+    pub fn open(words: &'m [AtomicU64], locks: L, pid: u64) -> Result<Counters<'m, L>, Error> {
+        if words.len() != FILE_WORDS {
+            return Err(Error::Size(words.len() * 8));
+        }
+        let counters = Counters { words, locks };
+        counters.locks.with_registry_lock(|| {
+            if words[header::MAGIC].load(Ordering::Acquire) == 0 {
+                words[header::VERSION].store(VERSION, Ordering::Relaxed);
+                words[header::MAX_LABEL_SETS].store(MAX_LABEL_SETS as u64, Ordering::Relaxed);
+                words[header::MAX_SLOTS].store(MAX_SLOTS as u64, Ordering::Relaxed);
+                words[header::MAX_LABEL_BYTES].store(MAX_LABEL_BYTES as u64, Ordering::Relaxed);
+                words[header::MAGIC].store(MAGIC, Ordering::Release);
+            }
+        })?;
+        let check = |index: usize, want: u64, name: &'static str| {
+            if words[index].load(Ordering::Acquire) == want {
+                Ok(())
+            } else {
+                Err(Error::Header(name))
+            }
+        };
+        check(header::MAGIC, MAGIC, "magic")?;
+        check(header::VERSION, VERSION, "version")?;
+        check(header::MAX_LABEL_SETS, MAX_LABEL_SETS as u64, "label sets")?;
+        check(header::MAX_SLOTS, MAX_SLOTS as u64, "slots")?;
+        check(
+            header::MAX_LABEL_BYTES,
+            MAX_LABEL_BYTES as u64,
+            "label bytes",
+        )?;
+        words[header::TREE_PID].store(pid, Ordering::Relaxed);
+        words[header::TREES].fetch_add(1, Ordering::Relaxed);
+        Ok(counters)
+    }
+
+    /// Claims a free slot for this worker (`pid` recorded in it), or None when
+    /// [`MAX_SLOTS`] live workers hold one each. Cold: once per worker.
+    pub fn claim_slot(&self, pid: u64) -> Option<usize> {
+        let slot = (0..MAX_SLOTS).find(|&slot| self.locks.try_lock_slot(slot))?;
+        let base = slot_offset(slot);
+        self.words[base].store(pid, Ordering::Relaxed);
+        self.words[base + 1].fetch_add(1, Ordering::Relaxed);
+        Some(slot)
+    }
+
+    /// The counters of slot `slot` (one per label id, then the overflow), for [`count`].
+    /// Only the worker holding the slot may count in them.
+    pub fn slot_counters(&self, slot: usize) -> &'m [AtomicU64] {
+        let start = slot_offset(slot.min(MAX_SLOTS - 1)) + SLOT_HEADER_WORDS;
+        &self.words[start..start + MAX_LABEL_SETS + 1]
+    }
+
+    /// Counts an answer that found no slot (atomic add: only past [`MAX_SLOTS`]).
+    pub fn count_unslotted(&self) {
+        self.words[header::UNSLOTTED].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The id of `labels`, registering it when new; [`OVERFLOW_ID`] when the registry is
+    /// full (or its lock cannot be taken).
+    pub fn label_id(&self, labels: &LabelSet) -> u32 {
+        let entry = labels.encode();
+        let hash = LabelSet::hash_words(&entry);
+        if let Some(id) = self.find(&entry, hash) {
+            return id;
+        }
+        self.locks
+            .with_registry_lock(|| self.register(&entry, hash))
+            .unwrap_or(OVERFLOW_ID)
+    }
+
+    /// How many label sets are registered.
+    pub fn label_count(&self) -> usize {
+        (self.words[header::LABEL_COUNT].load(Ordering::Acquire) as usize).min(MAX_LABEL_SETS)
+    }
+
+    fn bucket(&self, hash: u64, probe: usize) -> &AtomicU64 {
+        &self.words[INDEX_OFFSET + (hash as usize).wrapping_add(probe) % INDEX_BUCKETS]
+    }
+
+    /// The id under which the index holds `entry`, if it does: probes until an empty
+    /// bucket.
+    fn find(&self, entry: &[u64; ENTRY_WORDS], hash: u64) -> Option<u32> {
+        let published = self.label_count();
+        for probe in 0..INDEX_BUCKETS {
+            let value = self.bucket(hash, probe).load(Ordering::Acquire);
+            if value == 0 {
+                return None;
+            }
+            let id = (value - 1) as usize;
+            if id < published && self.entry_is(id, entry) {
+                return Some(id as u32);
+            }
+        }
+        None
+    }
+
+    fn entry_is(&self, id: usize, entry: &[u64; ENTRY_WORDS]) -> bool {
+        let start = entry_offset(id);
+        self.words[start..start + ENTRY_WORDS]
+            .iter()
+            .zip(entry)
+            .all(|(word, want)| word.load(Ordering::Relaxed) == *want)
+    }
+
+    /// Under the registry lock: the id of `entry`, added if absent and there is room.
+    fn register(&self, entry: &[u64; ENTRY_WORDS], hash: u64) -> u32 {
+        if let Some(id) = self.find(entry, hash) {
+            return id;
+        }
+        let id = self.label_count();
+        if id >= MAX_LABEL_SETS {
+            return OVERFLOW_ID;
+        }
+        let start = entry_offset(id);
+        for (word, value) in self.words[start..start + ENTRY_WORDS].iter().zip(entry) {
+            word.store(*value, Ordering::Relaxed);
+        }
+        self.words[header::LABEL_COUNT].store(id as u64 + 1, Ordering::Release);
+        for probe in 0..INDEX_BUCKETS {
+            let bucket = self.bucket(hash, probe);
+            // Buckets are written after the label count, so every one that is not
+            // empty points at a published entry.
+            if bucket.load(Ordering::Acquire) == 0 {
+                bucket.store(id as u64 + 1, Ordering::Release);
+                break;
+            }
+        }
+        id as u32
+    }
+}
+
+/// The locks of a single process with no other writer: every slot is free once, the
+/// registry needs no lock. For tests and for a reader's own checks.
+#[derive(Debug, Default)]
+pub struct ProcessLocks {
+    claimed: std::sync::Mutex<Vec<bool>>,
+    registry: std::sync::Mutex<()>,
+}
+
+impl Locks for ProcessLocks {
+    fn try_lock_slot(&self, slot: usize) -> bool {
+        let Ok(mut claimed) = self.claimed.lock() else {
+            return false;
+        };
+        if claimed.len() < MAX_SLOTS {
+            claimed.resize(MAX_SLOTS, false);
+        }
+        !std::mem::replace(&mut claimed[slot], true)
+    }
+
+    fn with_registry_lock<R>(&self, f: impl FnOnce() -> R) -> Result<R, Error> {
+        let _guard = self
+            .registry
+            .lock()
+            .map_err(|_| Error::Io("registry lock poisoned".into()))?;
+        Ok(f())
+    }
+}
+
+/// A zeroed file's words, for tests.
+pub fn zeroed_words() -> Vec<AtomicU64> {
+    (0..FILE_WORDS).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// The words as bytes, as a reader would read the file (for tests).
+pub fn words_to_bytes(words: &[AtomicU64]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(words.len() * 8);
+    for word in words {
+        bytes.extend_from_slice(&word.load(Ordering::Acquire).to_ne_bytes());
+    }
+    bytes
+}
+
+const _: () = assert!(SLOT_WORDS == SLOT_HEADER_WORDS + MAX_LABEL_SETS + 1);

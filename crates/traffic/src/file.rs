@@ -1,0 +1,235 @@
+//! The counter files on disk: the writer's mapping and locks (the extension), and the
+//! reader's bounded read of a directory (the agent).
+//!
+//! A directory holds one file per user that runs PHP, `answers-<uid>.bin`: every process
+//! tree of that user on the node (a php-fpm pool and its reload, an lsphp parent and the
+//! one a detached restart starts beside it, several pools) maps the same file, claims
+//! slots in it and shares its label sets. Slots are exclusive by their locks whatever the
+//! tree, so two live trees need nothing more.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+
+use crate::counters::Locks;
+use crate::error::Error;
+use crate::layout::{FILE_BYTES, FILE_WORDS, header, slot_offset};
+use crate::reader::{Totals, parse};
+
+/// The longest list of counter files a reader reads from one directory; more are
+/// skipped (and said so).
+pub const MAX_FILES: usize = 64;
+
+/// The file name a user's trees share.
+pub fn file_name(uid: u32) -> String {
+    format!("answers-{uid}.bin")
+}
+
+fn errno(what: &str) -> Error {
+    Error::Io(format!("{what}: {}", std::io::Error::last_os_error()))
+}
+
+/// A counter file mapped shared, for the life of the process, with the descriptor its
+/// locks are taken on (inherited by forked workers: record locks are per process, so a
+/// worker's locks are its own).
+#[derive(Debug)]
+pub struct MappedFile {
+    fd: i32,
+    words: &'static [AtomicU64],
+    path: PathBuf,
+}
+
+impl MappedFile {
+    /// Maps `dir`/`answers-<euid>.bin`, creating the directory (0755) and the file (0644,
+    /// sized to the layout) when missing. Refuses a file that is not a regular file owned
+    /// by this user, or of another size.
+    pub fn open(dir: &Path) -> Result<MappedFile, Error> {
+        // SAFETY: geteuid has no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        let _ = std::fs::DirBuilder::new().mode(0o755).create(dir);
+        let path = dir.join(file_name(uid));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|error| Error::Io(format!("{}: {error}", path.display())))?;
+        let meta = file
+            .metadata()
+            .map_err(|error| Error::Io(format!("{}: {error}", path.display())))?;
+        if !meta.is_file() || meta.uid() != uid {
+            return Err(Error::Io(format!(
+                "{}: not a regular file of uid {uid}",
+                path.display()
+            )));
+        }
+        match meta.len() {
+            0 => file
+                .set_len(FILE_BYTES as u64)
+                .map_err(|error| Error::Io(format!("{}: {error}", path.display())))?,
+            len if len == FILE_BYTES as u64 => {}
+            len => return Err(Error::Size(len as usize)),
+        }
+        use std::os::fd::IntoRawFd;
+        let fd = file.into_raw_fd();
+        // SAFETY: a fresh shared mapping of a file of FILE_BYTES bytes, never unmapped.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                FILE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if address == libc::MAP_FAILED {
+            let error = errno("mmap");
+            // SAFETY: our descriptor.
+            unsafe { libc::close(fd) };
+            return Err(error);
+        }
+        // SAFETY: the mapping is FILE_BYTES long, page aligned, lives as long as the
+        // process, and is only accessed through atomics.
+        let words = unsafe { std::slice::from_raw_parts(address.cast::<AtomicU64>(), FILE_WORDS) };
+        Ok(MappedFile { fd, words, path })
+    }
+
+    /// The mapped words.
+    pub fn words(&self) -> &'static [AtomicU64] {
+        self.words
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The record locks on this file's descriptor.
+    pub fn locks(&self) -> FileLocks {
+        FileLocks { fd: self.fd }
+    }
+}
+
+/// `fcntl` record locks on a counter file: a slot's first byte for its worker, the label
+/// count's first byte for the registry. The kernel drops them when the process dies.
+#[derive(Debug, Clone, Copy)]
+pub struct FileLocks {
+    fd: i32,
+}
+
+impl FileLocks {
+    fn lock(&self, byte: usize, kind: i32, wait: bool) -> bool {
+        // SAFETY: a zeroed flock is valid; the fields are set below.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = kind as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = byte as libc::off_t;
+        lock.l_len = 1;
+        let command = if wait { libc::F_SETLKW } else { libc::F_SETLK };
+        loop {
+            // SAFETY: our descriptor and a valid flock.
+            let result = unsafe { libc::fcntl(self.fd, command, &lock) };
+            if result == 0 {
+                return true;
+            }
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return false;
+            }
+        }
+    }
+}
+
+impl Locks for FileLocks {
+    fn try_lock_slot(&self, slot: usize) -> bool {
+        self.lock(slot_offset(slot) * 8, libc::F_WRLCK, false)
+    }
+
+    fn with_registry_lock<R>(&self, f: impl FnOnce() -> R) -> Result<R, Error> {
+        let byte = header::LABEL_COUNT * 8;
+        if !self.lock(byte, libc::F_WRLCK, true) {
+            return Err(errno("registry lock"));
+        }
+        let result = f();
+        self.lock(byte, libc::F_UNLCK, false);
+        Ok(result)
+    }
+}
+
+/// What a reader found in a directory.
+#[derive(Debug, Default)]
+pub struct DirectoryTotals {
+    /// The files' totals, added up.
+    pub totals: Totals,
+    /// The files read.
+    pub files: usize,
+    /// Why each file that was not read was not (name escaped by the caller).
+    pub refused: Vec<(String, Error)>,
+}
+
+/// Reads every `answers-*.bin` in `dir` (at most [`MAX_FILES`]): each opened without
+/// following a symlink or blocking, taken only if a regular file of exactly the layout's
+/// size, read into a buffer and parsed. A missing directory reads as no files.
+pub fn read_directory(dir: &Path) -> DirectoryTotals {
+    let mut found = DirectoryTotals::default();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    let mut names: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .filter(|name| {
+            let name = name.as_bytes();
+            name.starts_with(b"answers-") && name.ends_with(b".bin")
+        })
+        .collect();
+    names.sort();
+    for (index, name) in names.into_iter().enumerate() {
+        let shown = String::from_utf8_lossy(name.as_bytes()).into_owned();
+        if index >= MAX_FILES {
+            found
+                .refused
+                .push((shown, Error::Io(format!("more than {MAX_FILES} files"))));
+            continue;
+        }
+        match read_file(&dir.join(&name)) {
+            Ok(totals) => {
+                found.totals.add(totals);
+                found.files += 1;
+            }
+            Err(error) => found.refused.push((shown, error)),
+        }
+    }
+    found
+}
+
+/// One counter file, read as hostile input.
+pub fn read_file(path: &Path) -> Result<Totals, Error> {
+    let io = |error: std::io::Error| Error::Io(error.to_string());
+    let _ =
+        CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::Io("NUL in path".into()))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(Error::Io("not a regular file".into()));
+    }
+    if meta.len() != FILE_BYTES as u64 {
+        return Err(Error::Size(meta.len().min(usize::MAX as u64) as usize));
+    }
+    let mut bytes = Vec::with_capacity(FILE_BYTES);
+    // One byte more than the layout's, to see a file that grew since fstat.
+    File::take(file, FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    parse(&bytes)
+}

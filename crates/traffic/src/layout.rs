@@ -1,0 +1,77 @@
+//! The fixed layout of a counter file, in 64-bit words (native byte order; the file
+//! never leaves the node). Every size and offset is a constant: a reader checks the
+//! header against them and never takes a length from the file.
+//!
+//! ```text
+//! header    HEADER_WORDS words   magic, version, the bounds, label count, unslotted
+//! index     INDEX_BUCKETS words  label-set hash index: id + 1 per bucket, 0 empty
+//! entries   MAX_LABEL_SETS * ENTRY_WORDS words  one label set each
+//! slots     MAX_SLOTS * SLOT_WORDS words   one per worker: owner, claims, counts
+//! ```
+
+/// The file's first word: `DWANSWR1`.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"DWANSWR1");
+/// The layout's version; a reader refuses any other.
+pub const VERSION: u64 = 1;
+
+/// How many distinct label sets a file registers. Past it, answers count in the
+/// overflow counter.
+pub const MAX_LABEL_SETS: usize = 4096;
+/// How many workers may hold a slot at once (a slot is freed when its worker dies).
+/// Past it, answers count in the unslotted counter (part of the overflow).
+pub const MAX_SLOTS: usize = 256;
+/// The longest label value kept, in bytes (geo, key, origin, shard); a longer one is
+/// cut and ends in `~`.
+pub const MAX_LABEL_BYTES: usize = 128;
+
+/// Header words.
+pub const HEADER_WORDS: usize = 16;
+/// Word indexes in the header (their names say what each holds).
+#[allow(missing_docs)]
+pub mod header {
+    pub const MAGIC: usize = 0;
+    pub const VERSION: usize = 1;
+    pub const MAX_LABEL_SETS: usize = 2;
+    pub const MAX_SLOTS: usize = 3;
+    pub const MAX_LABEL_BYTES: usize = 4;
+    /// Label sets registered (published with release after the entry is written).
+    pub const LABEL_COUNT: usize = 5;
+    /// Answers counted by a worker that found no free slot (atomic add, cold path).
+    pub const UNSLOTTED: usize = 6;
+    /// The pid of the last process that created or adopted the file (its tree's root).
+    pub const TREE_PID: usize = 7;
+    /// How many process trees have opened the file.
+    pub const TREES: usize = 8;
+}
+
+/// Buckets of the label-set index (twice the label sets, so probes stay short).
+pub const INDEX_BUCKETS: usize = 2 * MAX_LABEL_SETS;
+/// Words of one label-set entry: one word of lengths and codes, then four values.
+pub const ENTRY_WORDS: usize = 1 + 4 * MAX_LABEL_BYTES / 8;
+/// Words of a slot's own header (owner pid, claims, reserved).
+pub const SLOT_HEADER_WORDS: usize = 4;
+/// Words of one slot: its header, a counter per label set, then its overflow counter.
+pub const SLOT_WORDS: usize = SLOT_HEADER_WORDS + MAX_LABEL_SETS + 1;
+/// Word index of the overflow counter inside a slot's counters (label id past the last).
+pub const OVERFLOW_ID: u32 = MAX_LABEL_SETS as u32;
+
+/// Where the index starts.
+pub const INDEX_OFFSET: usize = HEADER_WORDS;
+/// Where the entries start.
+pub const ENTRIES_OFFSET: usize = INDEX_OFFSET + INDEX_BUCKETS;
+/// Where the slots start.
+pub const SLOTS_OFFSET: usize = ENTRIES_OFFSET + MAX_LABEL_SETS * ENTRY_WORDS;
+/// Words in a file.
+pub const FILE_WORDS: usize = SLOTS_OFFSET + MAX_SLOTS * SLOT_WORDS;
+/// Bytes in a file (a reader refuses any other size).
+pub const FILE_BYTES: usize = FILE_WORDS * 8;
+
+/// The first word of slot `slot`.
+pub const fn slot_offset(slot: usize) -> usize {
+    SLOTS_OFFSET + slot * SLOT_WORDS
+}
+
+/// The first word of entry `id`.
+pub const fn entry_offset(id: usize) -> usize {
+    ENTRIES_OFFSET + id * ENTRY_WORDS
+}

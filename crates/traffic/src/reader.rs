@@ -1,0 +1,103 @@
+//! The reader's side: a counter file's bytes, parsed as hostile input. The size must be
+//! the layout's and the header must name this layout's bounds; nothing else is taken
+//! from the file as a length. Malformed entries are skipped with their counts; counts
+//! are added with saturation; label sets that appear twice (in one file or across files)
+//! are added up, so a scrape never holds a duplicate series.
+
+use std::collections::BTreeMap;
+
+use crate::error::Error;
+use crate::labels::LabelSet;
+use crate::layout::{
+    ENTRY_WORDS, FILE_BYTES, FILE_WORDS, MAGIC, MAX_LABEL_BYTES, MAX_LABEL_SETS, MAX_SLOTS,
+    OVERFLOW_ID, SLOT_HEADER_WORDS, VERSION, entry_offset, header, slot_offset,
+};
+
+/// The answers counted in one or more files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Answers per label set.
+    pub series: BTreeMap<LabelSet, u64>,
+    /// Answers counted without their labels: past [`MAX_LABEL_SETS`] label sets, or by a
+    /// worker that found no slot free.
+    pub overflow: u64,
+    /// Entries skipped as malformed (their counts are in no series).
+    pub malformed_entries: u64,
+}
+
+impl Totals {
+    /// Adds `other` to these totals.
+    pub fn add(&mut self, other: Totals) {
+        for (labels, count) in other.series {
+            let total = self.series.entry(labels).or_insert(0);
+            *total = total.saturating_add(count);
+        }
+        self.overflow = self.overflow.saturating_add(other.overflow);
+        self.malformed_entries = self
+            .malformed_entries
+            .saturating_add(other.malformed_entries);
+    }
+}
+
+fn word(bytes: &[u8], index: usize) -> u64 {
+    bytes
+        .get(index * 8..index * 8 + 8)
+        .and_then(|chunk| chunk.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
+}
+
+/// Parses a counter file's bytes. An error when the size or the header is not this
+/// layout's; otherwise every well-formed entry's counts, summed over the slots.
+pub fn parse(bytes: &[u8]) -> Result<Totals, Error> {
+    if bytes.len() != FILE_BYTES {
+        return Err(Error::Size(bytes.len()));
+    }
+    let expect = |index: usize, want: u64, name: &'static str| {
+        if word(bytes, index) == want {
+            Ok(())
+        } else {
+            Err(Error::Header(name))
+        }
+    };
+    expect(header::MAGIC, MAGIC, "magic")?;
+    expect(header::VERSION, VERSION, "version")?;
+    expect(header::MAX_LABEL_SETS, MAX_LABEL_SETS as u64, "label sets")?;
+    expect(header::MAX_SLOTS, MAX_SLOTS as u64, "slots")?;
+    expect(
+        header::MAX_LABEL_BYTES,
+        MAX_LABEL_BYTES as u64,
+        "label bytes",
+    )?;
+    let label_count = (word(bytes, header::LABEL_COUNT) as usize).min(MAX_LABEL_SETS);
+    let mut totals = Totals {
+        overflow: word(bytes, header::UNSLOTTED),
+        ..Totals::default()
+    };
+    let mut sums = vec![0u64; label_count];
+    for slot in 0..MAX_SLOTS {
+        let counters = slot_offset(slot) + SLOT_HEADER_WORDS;
+        for (id, sum) in sums.iter_mut().enumerate() {
+            *sum = sum.saturating_add(word(bytes, counters + id));
+        }
+        // Ids registered after the label count was read: next scrape.
+        totals.overflow = totals
+            .overflow
+            .saturating_add(word(bytes, counters + OVERFLOW_ID as usize));
+    }
+    let mut entry = [0u64; ENTRY_WORDS];
+    for (id, sum) in sums.into_iter().enumerate() {
+        let start = entry_offset(id);
+        for (offset, slot) in entry.iter_mut().enumerate() {
+            *slot = word(bytes, start + offset);
+        }
+        match LabelSet::decode(&entry) {
+            Ok(labels) => {
+                let total = totals.series.entry(labels).or_insert(0);
+                *total = total.saturating_add(sum);
+            }
+            Err(_) => totals.malformed_entries += 1,
+        }
+    }
+    debug_assert_eq!(FILE_WORDS * 8, FILE_BYTES);
+    Ok(totals)
+}

@@ -1,0 +1,51 @@
+<?php
+/*
+ * The check of tests/lsphp/run's `count` test: `php count-check.php BEFORE AFTER CLIENT KILLS`.
+ * BEFORE and AFTER are dw-agent's /metrics text before and after the run, CLIENT the
+ * client's JSON. Per "geo origin sticky", the answers counted (after - before, summed over
+ * step, key and shard) must equal the 200s the client saw; in all, the counted answers may
+ * exceed them by at most one per child killed by SIGTERM (a request answered, then its
+ * child killed before the response left) and never fall short. Prints what differs.
+ */
+[$script, $beforeFile, $afterFile, $clientFile, $kills] = $argv;
+function answers(string $text): array
+{
+    $by = [];
+    preg_match_all('/^dw_router_answers_total\{([^}]*)\} (\d+)$/m', $text, $rows, PREG_SET_ORDER);
+    foreach ($rows as [, $labels, $value]) {
+        preg_match_all('/(\w+)="([^"]*)"/', $labels, $pairs, PREG_SET_ORDER);
+        $l = [];
+        foreach ($pairs as [, $k, $v]) {
+            $l[$k] = $v;
+        }
+        $key = "{$l['geo']} {$l['origin']} {$l['sticky']}";
+        $by[$key] = ($by[$key] ?? 0) + (int) $value;
+    }
+    return $by;
+}
+$before = answers((string) file_get_contents($beforeFile));
+$after = answers((string) file_get_contents($afterFile));
+$client = json_decode((string) file_get_contents($clientFile), true);
+$counted = [];
+foreach ($after as $key => $value) {
+    $delta = $value - ($before[$key] ?? 0);
+    if ($delta !== 0) {
+        $counted[$key] = $delta;
+    }
+}
+ksort($counted);
+$extra = array_sum($counted) - $client['ok'];
+$bad = [];
+foreach (array_unique(array_merge(array_keys($counted), array_keys($client['by']))) as $key) {
+    $c = $counted[$key] ?? 0;
+    $s = $client['by'][$key] ?? 0;
+    if ($c < $s || $c > $s + (int) $kills) {
+        $bad[] = "$key: counted $c, answered $s";
+    }
+}
+printf("%d sent, %d answered 200, %d failed; %d counted (%+d, bound +%d); %d label sets\n",
+    $client['sent'], $client['ok'], $client['failed'], array_sum($counted), $extra, $kills, count($counted));
+foreach ($bad as $line) {
+    echo "  differs: $line\n";
+}
+exit($bad === [] && $extra >= 0 && $extra <= (int) $kills && $client['ok'] + $client['failed'] === $client['sent'] ? 0 : 1);
