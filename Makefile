@@ -126,6 +126,7 @@ fmt:
 lint: devenv fetch
 	$(CARGO) fmt --all --check
 	scripts/check-modules src crates/*/src
+	scripts/check-docs
 	$(IN_ENV) $(CARGO) clippy --offline --workspace --all-targets -- -D warnings
 
 clean:

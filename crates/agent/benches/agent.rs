@@ -10,7 +10,7 @@
 //! `DW_BENCH_MEMORY_KEYS` (default 2500,50000,200000), `DW_BENCH_ONLY` (`memory` or
 //! `stages`: that section alone), `DW_BENCH_QUICK=1` (fewer of everything).
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 // Not a file of its own in benches/: Cargo would take it for a bench target.

@@ -9,6 +9,10 @@
 //! Every session starts with a full list, so no failure can leave a gap: whatever happened
 //! while the agent was away is in the next listing.
 
+pub(crate) mod coalesce;
+pub(crate) mod mirror;
+pub(crate) mod stages;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -22,18 +26,16 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 use tracing::{error, info, warn};
 
-use crate::coalesce::{Coalescer, window_end};
+use crate::agent::coalesce::{Coalescer, window_end};
+use crate::agent::mirror::{Mirror, release_freed_memory};
 use crate::config::Config;
 use crate::error::Error;
 use crate::etcd::{Connector, classify, within};
-use crate::http;
+use crate::metrics::http;
 use crate::metrics::{Metrics, State, StatusHandle};
-use crate::mirror::{Mirror, release_freed_memory};
-use crate::publish::{Hold, Outcome, Publication, Publisher};
-use crate::readers::check_readers;
+use crate::publish::{Hold, Outcome, Publication, Publisher, WriteRetry};
 use crate::report::Reporter;
-use crate::report_json::{Condition, Report, rejected_in, unix_ms};
-use crate::write_retry::WriteRetry;
+use crate::report::json::{Condition, Report, rejected_in, unix_ms};
 use dw_etcd::Backoff;
 
 /// A started agent: configuration checked, snapshot directory usable, metrics bound.
@@ -50,7 +52,7 @@ pub struct Agent {
     reports: Option<watch::Sender<Option<Report>>>,
     reporter: Option<Reporter>,
     /// Keys of the published state left out of routing, once known.
-    rejected: Option<crate::report_json::Rejected>,
+    rejected: Option<crate::report::json::Rejected>,
     published_at_ms: Option<u64>,
     /// The node's effective state when stages are open (`None`: the mirror's snapshot).
     effective: Option<dw_routing::stage::Overlay>,
@@ -132,7 +134,7 @@ impl Agent {
                     reports: receiver,
                     metrics: metrics.clone(),
                     lease: report_lease.clone().unwrap_or_default(),
-                    healer: crate::heal::Healer::default(),
+                    healer: crate::report::heal::Healer::default(),
                     watch_refused: None,
                 };
                 (Some(sender), Some(reporter))
@@ -214,7 +216,7 @@ impl Agent {
             std::future::pending::<()>().await
         };
         let lease = self.report_lease.clone();
-        let _heartbeat = crate::heartbeat::start(
+        let _heartbeat = crate::report::heartbeat::start(
             &self.config.snapshot,
             self.config.heartbeat_interval,
             self.status(),
@@ -507,7 +509,7 @@ impl Agent {
             return;
         }
         let building = Instant::now();
-        self.effective = crate::stages::effective(&self.mirror, self.config.report.as_ref());
+        self.effective = crate::agent::stages::effective(&self.mirror, self.config.report.as_ref());
         let snapshot = effective_snapshot(&self.effective, &self.mirror);
         if let Some(published) = self.published_effective.take()
             && published.kvs == snapshot.kvs
@@ -570,9 +572,9 @@ impl Agent {
             }
             Outcome::Failed(e) => {
                 let cause = self.publisher.explain_failure(&e);
-                let delay = self.write_retry.failed(Instant::now());
+                let (delay, new_cause) = self.write_retry.failed(Instant::now(), &cause);
                 // One line per distinct cause, not one per event or tick while it lasts.
-                if self.write_retry.last_cause.as_deref() != Some(cause.as_str()) {
+                if new_cause {
                     error!(
                         snapshot = %self.config.snapshot.display(),
                         error = %cause,
@@ -581,8 +583,7 @@ impl Agent {
                          with backoff"
                     );
                 }
-                self.metrics.write_failed(cause.clone());
-                self.write_retry.last_cause = Some(cause);
+                self.metrics.write_failed(cause);
             }
         }
     }
@@ -593,6 +594,24 @@ impl Agent {
         }
         self.metrics.set_hold(None);
     }
+}
+
+/// Checks the published file (or, before there is one, the directory) by the readers'
+/// trust rules, and records the verdict for `/healthz` and the node report; logs when the
+/// verdict changes, once per distinct reason.
+fn check_readers(publisher: &Publisher, metrics: &Metrics, last: &mut Option<String>) {
+    let verdict = publisher.refused_by_readers();
+    if verdict != *last {
+        match &verdict {
+            Some(reason) => warn!(reason = %reason,
+                "the readers (dw_router) refuse the snapshot by their trust rules; PHP serves \
+                 its last good table or the fail-open route until this is fixed"),
+            None if last.is_some() => info!("the readers' trust rules take the snapshot again"),
+            None => {}
+        }
+    }
+    metrics.set_refused_by_readers(verdict.clone());
+    *last = verdict;
 }
 
 /// What this node serves: the mirror with the node's stages in place, or the mirror.

@@ -1,6 +1,8 @@
 //! What the agent is told: the command line (with `DW_AGENT_*` fallbacks) and the
 //! validated [`Config`] that `run` takes.
 
+pub(crate) mod node_identity;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,9 +14,9 @@ use dw_routing::DEFAULT_PREFIX;
 use dw_routing::keys::{DEFAULT_NODES_PREFIX, seen_prefix};
 
 use crate::Error;
-use crate::node_identity::check_label;
-pub use crate::node_identity::{check_node_id, host_name, parse_labels};
-use crate::purge_config::PurgeConfig;
+use crate::config::node_identity::check_label;
+pub use crate::config::node_identity::{check_node_id, host_name, parse_labels};
+use crate::purge::config::PurgeConfig;
 
 /// Where the snapshot goes when `--snapshot` is not given: a directory of the agent's own
 /// on tmpfs (systemd's `RuntimeDirectory=dw-router`), read by every PHP worker.
@@ -193,7 +195,7 @@ impl Config {
             timing: Timing::default(),
             page_size: 1000,
             report: None,
-            heartbeat_interval: crate::heartbeat::DEFAULT_HEARTBEAT_INTERVAL,
+            heartbeat_interval: crate::report::heartbeat::DEFAULT_HEARTBEAT_INTERVAL,
             purge: None,
             answers_dir: None,
         }
@@ -234,12 +236,12 @@ impl Config {
                 "--stall-timeout must be longer than --progress-interval".into(),
             ));
         }
-        if t.coalesce_window > crate::coalesce::MAX_COALESCE_WINDOW {
+        if t.coalesce_window > crate::agent::coalesce::MAX_COALESCE_WINDOW {
             return Err(Error::Config(
                 "--coalesce-window must be at most 10s".into(),
             ));
         }
-        if self.heartbeat_interval > crate::heartbeat::MAX_HEARTBEAT_INTERVAL {
+        if self.heartbeat_interval > crate::report::heartbeat::MAX_HEARTBEAT_INTERVAL {
             return Err(Error::Config(
                 "--heartbeat-interval must be at most 60s".into(),
             ));

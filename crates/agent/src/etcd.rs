@@ -8,8 +8,8 @@ pub(crate) use dw_etcd::{describe, within};
 use etcd_client::{Client, ConnectOptions, GetOptions, WatchOptions, WatchStream};
 
 use crate::Error;
+use crate::agent::mirror::Listing;
 use crate::config::Config;
-use crate::mirror::Listing;
 
 /// Responses larger than this are refused by the client. etcd caps one request at
 /// 1.5 MiB by default, but a list page or a catch-up watch batch holds many of them.

@@ -37,28 +37,13 @@
 #![deny(missing_docs)]
 
 mod agent;
-mod coalesce;
 mod config;
 mod error;
 mod etcd;
-mod heal;
-mod heartbeat;
-mod http;
 mod metrics;
-mod mirror;
-mod node_identity;
 mod publish;
 mod purge;
-mod purge_config;
-mod purge_counters;
-mod purge_lines;
-mod purge_peer;
-mod readers;
 mod report;
-mod report_json;
-mod snapshot_dir;
-mod stages;
-mod write_retry;
 
 use std::future::Future;
 
@@ -70,7 +55,7 @@ pub use crate::config::{
 pub use crate::error::Error;
 pub use crate::metrics::{State, Status, StatusHandle};
 pub use crate::publish::Publication;
-pub use crate::purge_config::{
+pub use crate::purge::config::{
     DEFAULT_PURGE_REPEAT_AFTER, MAX_PURGE_REPEAT_AFTER, PurgeConfig, PurgeUrl,
 };
 pub use dw_etcd::{Credentials, EtcdOptions, TlsFiles, parse_duration};

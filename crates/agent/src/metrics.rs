@@ -3,6 +3,8 @@
 //! The series themselves, and how to add one, are in [`series`].
 
 mod answers;
+pub(crate) mod http;
+pub(crate) mod purge_counters;
 pub(crate) mod series;
 
 use std::collections::BTreeMap;
@@ -115,7 +117,7 @@ pub(crate) struct Metrics {
     /// What `/metrics` serves; the counters in it are the status's too.
     pub(crate) series: Series,
     /// The purge task's handles on its two counters (in `series`).
-    pub(crate) purge: Arc<crate::purge_counters::PurgeCounters>,
+    pub(crate) purge: Arc<crate::metrics::purge_counters::PurgeCounters>,
     condition: Mutex<Condition>,
 }
 
@@ -145,7 +147,7 @@ fn level(count: usize) -> i64 {
 impl Metrics {
     pub(crate) fn new(stall_timeout: Duration, published_revision: Option<u64>) -> Metrics {
         let series = Series::new(&CAUSES, &State::ALL.map(State::as_str));
-        let purge = Arc::new(crate::purge_counters::PurgeCounters::new(
+        let purge = Arc::new(crate::metrics::purge_counters::PurgeCounters::new(
             series.single.purge_requests.clone(),
             series.single.purge_failures.clone(),
         ));

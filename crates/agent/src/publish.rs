@@ -8,18 +8,24 @@
 //! the etcd cluster being mirrored and its revision is not beyond etcd's; the file
 //! handling itself is in `snapshot_dir`.
 
+pub(crate) mod snapshot_dir;
+
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use dw_routing::{Snapshot, SnapshotWriter};
 use dw_snapshot_trust::{Refused, TrustedOwner};
 use tracing::warn;
 
+use dw_etcd::Backoff;
+
 use crate::error::Error;
-use crate::snapshot_dir::{lock, probe, read_published, remove_stale_temp_files, write_atomically};
+use crate::publish::snapshot_dir::{
+    lock, probe, read_published, remove_stale_temp_files, write_atomically,
+};
 
 /// One successful publication, as reported to an observer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,6 +325,49 @@ pub(crate) fn has_region_keys(snapshot: &Snapshot) -> bool {
         .range(start.clone()..)
         .next()
         .is_some_and(|(key, _)| key.starts_with(&start))
+}
+
+// Retrying failed snapshot writes with backoff, logging each distinct cause once.
+
+/// Failed writes are retried with backoff, and logged once per distinct cause.
+#[derive(Debug)]
+pub(crate) struct WriteRetry {
+    backoff: Backoff,
+    /// No write before this, after a failure.
+    not_before: Option<Instant>,
+    /// The cause of the last failure, until a write succeeds.
+    last_cause: Option<String>,
+}
+
+impl WriteRetry {
+    pub(crate) fn new(initial: Duration, max: Duration) -> WriteRetry {
+        WriteRetry {
+            backoff: Backoff::new(initial, max),
+            not_before: None,
+            last_cause: None,
+        }
+    }
+
+    pub(crate) fn due(&self, now: Instant) -> bool {
+        self.not_before.is_none_or(|not_before| now >= not_before)
+    }
+
+    /// A write failed because of `cause`: the delay until the next attempt, and whether
+    /// the cause differs from the last failure's (to be logged: once per distinct cause).
+    pub(crate) fn failed(&mut self, now: Instant, cause: &str) -> (Duration, bool) {
+        let delay = self.backoff.next_delay();
+        self.not_before = Some(now + delay);
+        let new_cause = self.last_cause.as_deref() != Some(cause);
+        self.last_cause = Some(cause.to_owned());
+        (delay, new_cause)
+    }
+
+    /// A write succeeded; true when it ends a run of failures.
+    pub(crate) fn succeeded(&mut self) -> bool {
+        self.backoff.reset();
+        self.not_before = None;
+        self.last_cause.take().is_some()
+    }
 }
 
 #[cfg(test)]

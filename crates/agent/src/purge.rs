@@ -18,6 +18,10 @@
 //! the web server was down); the endpoint reads only its SHA-256, which
 //! `<snapshot>.purge-sha256` holds.
 
+pub(crate) mod config;
+pub(crate) mod lines;
+pub(crate) mod peer;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
@@ -35,10 +39,10 @@ use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::purge_config::{PurgeConfig, PurgeUrl};
-use crate::purge_counters::PurgeCounters;
-use crate::purge_lines::{ALL, PICK, Routing, batches, lines};
-use crate::report_json::Report;
+use crate::metrics::purge_counters::PurgeCounters;
+use crate::purge::config::{PurgeConfig, PurgeUrl};
+use crate::purge::lines::{ALL, PICK, Routing, batches, lines};
+use crate::report::json::Report;
 
 /// Publications whose lines wait for the task at most; beyond, the next purge is `all`.
 const QUEUE: usize = 64;
@@ -83,7 +87,7 @@ impl Purge {
             return Ok(None);
         };
         let mut secret = [0u8; 32];
-        crate::snapshot_dir::getrandom(&mut secret)
+        crate::publish::snapshot_dir::getrandom(&mut secret)
             .map_err(|e| Error::Config(format!("cannot make the purge secret: {e}")))?;
         let token = hex(&secret);
         let hash_file = write_token_hash(&config.snapshot, &token)?;
@@ -144,15 +148,15 @@ fn write_token_hash(snapshot: &Path, token: &str) -> Result<String, Error> {
         _ => std::path::PathBuf::from("."),
     };
     let text = format!("{}\n", hex(&Sha256::digest(token.as_bytes())));
-    crate::snapshot_dir::write_small_file(&dir, &name, text.as_bytes()).map_err(|source| {
-        Error::SnapshotDir {
+    crate::publish::snapshot_dir::write_small_file(&dir, &name, text.as_bytes()).map_err(
+        |source| Error::SnapshotDir {
             dir: dir.clone(),
             source: std::io::Error::new(
                 source.kind(),
                 format!("cannot write the purge secret's hash {name}: {source}"),
             ),
-        }
-    })?;
+        },
+    )?;
     Ok(dir.join(name).display().to_string())
 }
 
@@ -307,7 +311,7 @@ impl Task {
         let stream = TcpStream::connect((self.url.connect_host(), self.url.port))
             .await
             .map_err(|e| format!("cannot connect: {e}"))?;
-        crate::purge_peer::check(&stream).await?;
+        crate::purge::peer::check(&stream).await?;
         let _ = stream.set_nodelay(true);
         let (mut sender, connection) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))

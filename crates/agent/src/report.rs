@@ -15,6 +15,10 @@
 //! write (permissions, quota, etcd away) is logged and counted, then retried with backoff;
 //! publication never depends on it.
 
+pub(crate) mod heal;
+pub(crate) mod heartbeat;
+pub(crate) mod json;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -25,9 +29,9 @@ use tracing::{info, warn};
 
 use crate::config::ReportConfig;
 use crate::etcd::{Connector, describe};
-use crate::heal::{Change, Healer, KeyWatch};
 use crate::metrics::Metrics;
-use crate::report_json::{Report, unix_ms};
+use crate::report::heal::{Change, Healer, KeyWatch};
+use crate::report::json::{Report, unix_ms};
 
 /// The report writer: runs beside the watch loop until dropped.
 pub(crate) struct Reporter {
@@ -293,8 +297,8 @@ impl Reporter {
     /// Writes both keys in one transaction; `Ok` holds the revision it committed at.
     async fn write(&self, leases: &mut Leases, report: &Report) -> Result<i64, String> {
         let now = unix_ms(SystemTime::now());
-        let conflict = self.healer.conflict_json();
-        let value = report.to_json(&self.config, &self.snapshot, now, leases.live, &conflict);
+        let conflict = self.healer.conflict();
+        let value = report.to_json(&self.config, &self.snapshot, now, leases.live, conflict);
         let txn = Txn::new().and_then([
             TxnOp::put(
                 self.config.key(),

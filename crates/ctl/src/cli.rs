@@ -10,10 +10,11 @@ use crate::output::OutputFormat;
 use auth::AUTH_HELP;
 
 mod auth;
+pub(crate) mod rollout;
 mod stage;
 mod traffic;
 
-use crate::wait::{Wait, parse_wait};
+use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
 pub use traffic::{PrometheusArgs, TrafficArgs, Window};
@@ -104,7 +105,7 @@ pub struct GlobalArgs {
     /// The largest transaction to send, in bytes: etcd's --max-request-bytes (1.5 MiB by
     /// default; a client cannot read the server's). A larger plan is refused before it is
     /// sent (exit 4), also with --dry-run.
-    #[arg(long, env = "DWCTL_MAX_REQUEST_BYTES", default_value_t = crate::state::DEFAULT_MAX_REQUEST_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4096..=1 << 31), global = true)]
+    #[arg(long, env = "DWCTL_MAX_REQUEST_BYTES", default_value_t = crate::ops::commit::DEFAULT_MAX_REQUEST_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4096..=1 << 31), global = true)]
     pub max_request_bytes: usize,
     /// Attempts of a guarded write before giving up with exit code 3.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100), global = true)]
@@ -186,8 +187,8 @@ Examples:
     )]
     Stage(StageCommand),
     /// A stage advanced step by step, gated on node reports, probes and a check; promoted.
-    #[command(after_help = crate::rollout_args::AFTER_HELP)]
-    Rollout(crate::rollout_args::RolloutArgs),
+    #[command(after_help = crate::cli::rollout::AFTER_HELP)]
+    Rollout(crate::cli::rollout::RolloutArgs),
     /// Register origins on leases, list them, forget them.
     #[command(subcommand)]
     Origin(OriginCommand),
@@ -239,10 +240,12 @@ KEY is relative to --prefix (region/DE, policy/global) or absolute (/dw/control/
 Example:
   dwctl history region/DE")]
     History(HistoryArgs),
-    /// Put a key back to its value at a past revision (guarded).
+    /// Put a routing key back to its value at a past revision (guarded).
     #[command(after_help = "\
-Region and policy values are validated before they are written back. If the key did not \
-exist at that revision, it is deleted.
+Routing keys only (region/<geo>, policy/global): the value is validated and written as any \
+other change (open stages and drain records kept in step). A region that did not exist at \
+that revision is deleted; policy/global is never deleted. Other keys are refused (exit 2) \
+with the command that owns them.
 
 Example:
   dwctl history region/DE
@@ -527,14 +530,14 @@ pub struct HealthArgs {
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// The key (region/DE, policy/global, or absolute).
+    /// The routing key (region/DE, policy/global, or absolute).
     #[arg(value_name = "KEY")]
     pub etcd_key: String,
 }
 
 #[derive(Debug, Args)]
 pub struct RollbackArgs {
-    /// The key (region/DE, policy/global, or absolute).
+    /// The routing key (region/DE, policy/global, or absolute).
     #[arg(value_name = "KEY")]
     pub etcd_key: String,
     /// The revision whose value to put back (see `dwctl history KEY`).

@@ -6,6 +6,7 @@
 mod apply;
 mod auth;
 mod drain;
+pub(crate) mod history;
 mod policy;
 mod region;
 mod repair;
@@ -49,7 +50,7 @@ pub async fn run_command_noting(
                 outcome.print(OutputFormat::Text);
                 outcome.text.clear();
             }
-            crate::fleet::wait_after(&context, outcome.clone(), revision, wait)
+            crate::ops::fleet::wait_after(&context, outcome.clone(), revision, wait)
                 .await
                 .map_err(|error| match error {
                     Error::Lagging(_) | Error::WaitFailed { .. } => error,
@@ -71,7 +72,7 @@ async fn run_one(
 ) -> Result<Outcome, Error> {
     match command {
         Command::Status(args) => {
-            let selector = crate::fleet::parse_selector(&args.labels)?;
+            let selector = crate::ops::fleet::parse_selector(&args.labels)?;
             match &args.serve {
                 Some(addr) => {
                     if !(0.5..=3600.0).contains(&args.interval) {
@@ -81,9 +82,10 @@ async fn run_one(
                         )));
                     }
                     let interval = std::time::Duration::from_secs_f64(args.interval);
-                    crate::exporter::serve(context, &selector, addr, interval, shutdown).await
+                    crate::daemons::exporter::serve(context, &selector, addr, interval, shutdown)
+                        .await
                 }
-                None => crate::fleet::status(context, &selector).await,
+                None => crate::ops::fleet::status(context, &selector).await,
             }
         }
         Command::Region(command) => region::run(context, command).await,
@@ -93,15 +95,25 @@ async fn run_one(
         Command::Restore(args) => restore::run(context, args).await,
         Command::Stage(command) => stage::run(context, command).await,
         Command::Rollout(args) => rollout::run(context, args, shutdown).await,
-        Command::Origin(command) => crate::origin::command(context, command, shutdown).await,
-        Command::Rebalance(args) => crate::rebalance::command(context, args, shutdown).await,
+        Command::Origin(command) => {
+            crate::daemons::origin::command(context, command, shutdown).await
+        }
+        Command::Rebalance(args) => {
+            crate::daemons::rebalance::command(context, args, shutdown).await
+        }
         Command::Auth(args) => auth::run(context, args).await,
-        Command::Health(args) => crate::health::command(context, args, shutdown).await,
-        Command::History(args) => crate::history::history(context, &args.etcd_key).await,
+        Command::Health(args) => crate::daemons::health::command(context, args, shutdown).await,
+        Command::History(args) => crate::commands::history::history(context, &args.etcd_key).await,
         Command::Route(args) => route::run(context, args).await,
         Command::Traffic(args) => traffic::run(context, args).await,
         Command::Rollback(args) => {
-            crate::history::rollback(context, &args.etcd_key, args.to_revision, args.dry_run).await
+            crate::commands::history::rollback(
+                context,
+                &args.etcd_key,
+                args.to_revision,
+                args.dry_run,
+            )
+            .await
         }
     }
 }

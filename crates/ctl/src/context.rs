@@ -2,9 +2,9 @@
 
 use crate::cli::GlobalArgs;
 use crate::error::Error;
-use crate::etcd::Layout;
+use crate::ops::commit::RetryPolicy;
 use crate::output::{OutputFormat, Reporter};
-use crate::state::RetryPolicy;
+use crate::plan::keys::Layout;
 
 /// What every command needs: how to reach etcd, where the keys are, how to retry.
 #[derive(Debug, Clone)]

@@ -20,9 +20,15 @@
 //!   `run(config, reporter, shutdown)` functions ([`register_origin`], [`run_rebalance`],
 //!   [`run_health`]); the binary only wires SIGTERM/SIGINT to [`Shutdown`].
 //!
-//! The code: `commands` dispatches a parsed [`Cli`] to one module per command; what the
-//! commands share ([`Context`], input reading, previewing or committing a plan, the session
-//! loop of the daemons) sits below it, and nothing imports the dispatcher back.
+//! The code, in layers (docs/ARCHITECTURE.md has the map): `cli` (clap definitions),
+//! `commands` (one module per subcommand: arguments, an op, the outcome printed), `daemons`
+//! (the long-running commands), `ops` (all I/O against etcd; every transaction is built in
+//! `ops::commit`) and `plan` (pure: state in, changes out). Beside them: [`Context`],
+//! `output`, `input`, `progress`, `shutdown`, `error`. `scripts/check-modules` checks
+//! that nothing imports upward and that no other file builds a transaction:
+//!
+//! Layers (scripts/check-modules): plan < ops < daemons < commands
+//! Transactions (scripts/check-modules): ops::commit
 //!
 //! The planners need no etcd. A drain, for instance, renormalises what the other origins
 //! of a region keep:
@@ -36,81 +42,56 @@
 
 #![deny(missing_docs)]
 
-mod apply;
 mod cli;
-mod clock;
 mod commands;
 mod context;
-mod drain;
+mod daemons;
 mod error;
-// The etcd connection layer is documented where it is moving to (the shared crates/etcd
-// crate).
-#[allow(missing_docs)]
-mod etcd;
-mod exporter;
-mod fleet;
-mod gates;
-mod health;
-mod history;
 mod input;
-mod model;
-mod origin;
+mod ops;
 mod output;
 mod plan;
 mod policy_geos;
-mod probe;
 mod progress;
 pub mod prometheus;
-mod rebalance;
-mod record;
-mod revision;
-mod roles;
-mod rollout;
-mod rollout_args;
-mod rollout_gate;
 mod routing_weights;
-mod sessions;
 mod shutdown;
-mod stages;
-mod state;
-mod value;
-mod wait;
-mod weights;
 
 pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
-    apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
     cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs, Window},
-    clock::{now_rfc3339, operator, rfc3339_from_unix},
+    commands::history::{HistoryEntry, read_history},
     commands::{run_command, run_command_noting},
     context::Context,
-    drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
+    daemons::health::{HealthConfig, run as run_health},
+    daemons::origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
+    daemons::rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
     error::{
         EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, EXIT_WAIT_FAILED, Error,
         FieldError,
     },
-    etcd::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
-    fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
-    health::{HealthConfig, run as run_health},
-    history::{HistoryEntry, read_history},
-    origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
+    ops::commit::{
+        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, PRE_COMMIT_CHECKS,
+        PreCommitCheck, RetryPolicy, State, commit, read_state, reconcile_drain_records,
+        request_bytes, transact, transact_checked,
+    },
+    ops::fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
+    ops::probe::{ProbeTarget, probe},
     output::{Outcome, OutputFormat, Reporter, Shown, escape, is_unsafe_char, terminal_safe},
-    probe::{ProbeTarget, probe},
-    progress::CommitNote,
-    rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
-    record::{
+    plan::apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
+    plan::clock::{now_rfc3339, operator, rfc3339_from_unix},
+    plan::drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
+    plan::drain_record::{
         DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH,
         SOURCE_REBALANCE,
     },
+    plan::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
+    plan::value::{PICK_MODES, PolicyValue, RegionValue},
+    plan::wait::{Wait, needed},
+    plan::weights::renormalise,
+    progress::CommitNote,
     shutdown::{Shutdown, ShutdownTrigger},
-    state::{
-        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, RetryPolicy, State,
-        commit, read_state, reconcile_drain_records, request_bytes, transact,
-    },
-    value::{PICK_MODES, PolicyValue, RegionValue},
-    wait::{Wait, needed},
-    weights::renormalise,
 };
 
 use std::process::ExitCode;
@@ -174,7 +155,7 @@ pub fn main_with(cli: Cli) -> ExitCode {
             // The command did its work; the fleet has not caught up (or status found a
             // lagging node): the full report on stdout, exit 5.
             outcome.print(output);
-            ExitCode::from(fleet::EXIT_LAGGING)
+            ExitCode::from(ops::fleet::EXIT_LAGGING)
         }
         Err(Error::WaitFailed {
             revision,

@@ -60,7 +60,7 @@ impl Reporter {
             OutputFormat::Json => {
                 if let Value::Object(object) = &mut fields {
                     object.insert("event".into(), Value::from(event));
-                    object.insert("at".into(), Value::from(crate::clock::now_rfc3339()));
+                    object.insert("at".into(), Value::from(crate::plan::clock::now_rfc3339()));
                 }
                 fields.to_string()
             }

@@ -1,178 +1,26 @@
-//! Running a plan (a function of the state read from etcd to the changes to write): a dry
-//! run previews it, otherwise it is committed in one guarded transaction; either way the
-//! report lists each key that changes, before and after.
+//! The pure part of dwctl: state in, changes out. No etcd client, no runtime, no clap:
+//! the model of the routing state ([`model`]) and its values ([`value`], [`weights`]), the
+//! key layout ([`keys`]), drains and their records ([`drain`], [`drain_record`]), how open
+//! stages follow a write ([`stage`]), `apply`'s desired state ([`apply`]), a rollout's
+//! schedule and its gate ([`rollout`], [`rollout_gate`]), the health checker's streak rule
+//! ([`streak`]), the etcd roles ([`roles`]),
+//! `--wait`'s arguments ([`wait`]) and the clock text written into values ([`clock`]).
 
-use serde_json::{Value, json};
-
-use crate::apply::describe;
-use crate::clock::now_rfc3339;
-use crate::context::Context;
-use crate::error::Error;
-use crate::output::{Outcome, Shown};
-use crate::state::{Changes, Committed, State, preview, request_bytes, transact};
-
-/// Previews or commits a plan and reports it.
-pub async fn run_plan<F>(
-    context: &Context,
-    client: &mut etcd_client::Client,
-    title: &str,
-    dry_run: bool,
-    mut plan: F,
-) -> Result<Outcome, Error>
-where
-    F: FnMut(&State) -> Result<Changes, Error>,
-{
-    if dry_run {
-        let (state, changes) = preview(client, &context.layout, &mut plan).await?;
-        let bytes = request_bytes(&context.layout, &state, &changes)?;
-        let committed = Committed {
-            revision: None,
-            state,
-            changes,
-            attempts: 0,
-        };
-        let limit = context.layout.max_request_bytes;
-        return Ok(committed_outcome(title, &committed, Some((bytes, limit))));
-    }
-    let updated = now_rfc3339();
-    let committed = transact(client, &context.layout, &context.retry, &updated, plan).await?;
-    Ok(committed_outcome(title, &committed, None))
-}
-
-/// The report of a plan: committed, or with `dry_run` (the request's size and the limit)
-/// previewed.
-fn committed_outcome(
-    title: &str,
-    committed: &Committed,
-    dry_run: Option<(usize, usize)>,
-) -> Outcome {
-    let (mut lines, mut json) = render_changes(&committed.state, &committed.changes);
-    lines.extend(
-        committed
-            .changes
-            .notes
-            .iter()
-            .map(|note| format!("note: {}", Shown(note))),
-    );
-    let headline = match (dry_run, committed.revision) {
-        (Some((bytes, limit)), _) => format!(
-            "{title}: dry run, nothing written (the transaction would be about {bytes} \
-             bytes, --max-request-bytes {limit})"
-        ),
-        (None, Some(revision)) => format!("{title}: committed at revision {revision}"),
-        (None, None) => format!("{title}: nothing to change"),
-    };
-    lines.insert(0, headline);
-    if let Value::Object(object) = &mut json {
-        object.insert("dry_run".into(), Value::from(dry_run.is_some()));
-        if let Some((bytes, limit)) = dry_run {
-            object.insert("request_bytes".into(), Value::from(bytes));
-            object.insert("max_request_bytes".into(), Value::from(limit));
-        }
-        object.insert(
-            "revision".into(),
-            committed.revision.map_or(Value::Null, Value::from),
-        );
-        object.insert(
-            "read_revision".into(),
-            Value::from(committed.state.revision),
-        );
-        object.insert("attempts".into(), Value::from(committed.attempts));
-        object.insert("notes".into(), Value::from(committed.changes.notes.clone()));
-    }
-    Outcome {
-        text: lines.join("\n"),
-        json,
-    }
-}
-
-/// The lines and JSON of a plan: each key that changes, before and after.
-fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
-    let mut lines = Vec::new();
-    let mut regions = serde_json::Map::new();
-    for (geo, new) in &changes.regions {
-        let before = state.region(geo);
-        let before_json = match &before {
-            Some(Ok(value)) => value.to_json(),
-            Some(Err(_)) => {
-                Value::from(String::from_utf8_lossy(&state.regions[geo].raw).into_owned())
-            }
-            None => Value::Null,
-        };
-        let after_json = new.as_ref().map_or(Value::Null, |value| value.to_json());
-        let shown_geo = Shown(geo);
-        lines.push(match (&before, new) {
-            (None, Some(value)) => format!(
-                "+ region/{shown_geo} {}",
-                Shown(&value.to_json().to_string())
-            ),
-            (Some(Ok(old)), Some(value)) => format!(
-                "~ region/{shown_geo} {}",
-                Shown(&describe(&old.to_json(), &value.to_json()))
-            ),
-            (Some(Err(error)), Some(value)) => format!(
-                "~ region/{shown_geo} replaces an invalid value ({}) with {}",
-                Shown(&error.to_string()),
-                Shown(&value.to_json().to_string())
-            ),
-            (_, None) => format!("- region/{shown_geo}"),
-        });
-        regions.insert(
-            geo.clone(),
-            json!({"before": before_json, "after": after_json}),
-        );
-    }
-    let mut policy = Value::Null;
-    if let Some(new) = &changes.policy {
-        let old = state.policy();
-        lines.push(match &old {
-            Some(Ok(old)) => format!(
-                "~ policy/global {}",
-                Shown(&describe(&old.to_json(), &new.to_json()))
-            ),
-            _ => format!("+ policy/global {}", Shown(&new.to_json().to_string())),
-        });
-        policy = json!({
-            "before": old.and_then(Result::ok).map(|value| value.to_json()),
-            "after": new.to_json(),
-        });
-    }
-    let mut drains = serde_json::Map::new();
-    for (origin, record) in &changes.drains {
-        let existed = state.drains.contains_key(origin);
-        let regions = |record: &crate::record::DrainRecord| {
-            let geos: Vec<String> = record
-                .regions
-                .keys()
-                .map(|geo| Shown(geo).to_string())
-                .collect();
-            geos.join(", ")
-        };
-        let shown_origin = Shown(origin);
-        lines.push(match (existed, record) {
-            (false, Some(record)) => {
-                format!(
-                    "+ drain record {shown_origin} (regions {})",
-                    regions(record)
-                )
-            }
-            (true, Some(record)) => {
-                format!(
-                    "~ drain record {shown_origin} (regions {})",
-                    regions(record)
-                )
-            }
-            (_, None) => format!("- drain record {shown_origin}"),
-        });
-        drains.insert(
-            origin.clone(),
-            record.as_ref().map_or(Value::Null, |record| {
-                serde_json::to_value(record).unwrap_or(Value::Null)
-            }),
-        );
-    }
-    (
-        lines,
-        json!({"regions": regions, "policy": policy, "drains": drains}),
-    )
-}
+pub(crate) mod apply;
+pub(crate) mod clock;
+pub(crate) mod drain;
+pub(crate) mod drain_record;
+// Accessor names say what each key is; their docs would repeat them.
+#[allow(missing_docs)]
+pub(crate) mod keys;
+pub(crate) mod model;
+pub(crate) mod node_report;
+pub(crate) mod probe_target;
+pub(crate) mod roles;
+pub(crate) mod rollout;
+pub(crate) mod rollout_gate;
+pub(crate) mod stage;
+pub(crate) mod streak;
+pub(crate) mod value;
+pub(crate) mod wait;
+pub(crate) mod weights;

@@ -17,8 +17,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::error::Error;
-use crate::etcd::{Layout, strip};
-use crate::value::RegionValue;
+use crate::plan::keys::{Layout, strip};
+use crate::plan::value::RegionValue;
 
 /// The most `dw_routing_weight` series one reading exports (2,500 regions of 40 origins).
 pub const MAX_WEIGHT_SERIES: usize = 100_000;

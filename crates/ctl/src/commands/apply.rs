@@ -2,15 +2,15 @@
 
 use serde_json::json;
 
-use crate::apply::{FileFormat, parse_desired, plan_apply};
 use crate::cli::ApplyArgs;
-use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_file_async;
+use crate::ops::commit::{State, preview, transact};
 use crate::output::{Outcome, Shown};
+use crate::plan::apply::{FileFormat, parse_desired, plan_apply};
+use crate::plan::clock::now_rfc3339;
 use crate::policy_geos::unkeyed_policy_geos_note;
-use crate::state::{State, preview, transact};
 
 /// Runs `dwctl apply`.
 pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {

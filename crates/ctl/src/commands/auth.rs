@@ -1,5 +1,5 @@
 //! `dwctl auth`: prints the roles of every component and, with `--apply`, makes etcd's
-//! roles and users match them (the roles themselves, as data, are `crate::roles`).
+//! roles and users match them (the roles themselves, as data, are `crate::plan::roles`).
 //!
 //! A new user's password is random (from the kernel), written to `<dir>/<user>.password`
 //! (created 0600, fsynced) before the user is added, so that a password is never lost and
@@ -18,7 +18,9 @@ use crate::cli::AuthArgs;
 use crate::context::Context;
 use crate::error::Error;
 use crate::output::{Outcome, Shown};
-use crate::roles::{Access, Current, Grant, RoleSpec, Step, plan, replaced_prefixes, wanted_roles};
+use crate::plan::roles::{
+    Access, Current, Grant, RoleSpec, Step, plan, replaced_prefixes, wanted_roles,
+};
 
 /// Bytes of randomness in a new password (shown as twice as many hex digits).
 const PASSWORD_BYTES: usize = 24;

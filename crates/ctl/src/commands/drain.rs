@@ -1,14 +1,14 @@
 //! `drain`: take an origin out of its regions, recording what was taken.
 
 use crate::cli::DrainArgs;
-use crate::clock::{now_rfc3339, operator};
 use crate::context::Context;
-use crate::drain::{DrainRequest, plan_drain};
 use crate::error::Error;
+use crate::ops::commit::State;
+use crate::ops::run::run_plan;
 use crate::output::Outcome;
-use crate::plan::run_plan;
-use crate::record::SOURCE_CLI;
-use crate::state::State;
+use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::drain::{DrainRequest, plan_drain};
+use crate::plan::drain_record::SOURCE_CLI;
 
 /// Runs `dwctl drain`.
 pub async fn run(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {

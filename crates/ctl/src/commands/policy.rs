@@ -6,11 +6,11 @@ use crate::cli::PolicyCommand;
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_input;
+use crate::ops::commit::{Changes, read_state};
+use crate::ops::run::run_plan;
 use crate::output::{Outcome, Shown};
-use crate::plan::run_plan;
+use crate::plan::value::PolicyValue;
 use crate::policy_geos::unkeyed_policy_geos_note;
-use crate::state::{Changes, read_state};
-use crate::value::PolicyValue;
 
 /// Runs `dwctl policy get|set`.
 pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, Error> {

@@ -6,10 +6,10 @@ use crate::cli::{RegionCommand, RegionSetArgs};
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_input;
+use crate::ops::commit::{Changes, read_state};
+use crate::ops::run::run_plan;
 use crate::output::{Outcome, Shown, listing_text};
-use crate::plan::run_plan;
-use crate::state::{Changes, read_state};
-use crate::value::RegionValue;
+use crate::plan::value::RegionValue;
 
 /// Runs `dwctl region get|list|set|delete`.
 pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, Error> {
@@ -31,7 +31,7 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
             let entry = response
                 .kvs()
                 .first()
-                .map(|kv| crate::state::Entry {
+                .map(|kv| crate::ops::commit::Entry {
                     raw: kv.value().to_vec(),
                     mod_revision: kv.mod_revision(),
                 })
@@ -140,7 +140,7 @@ fn region_row(geo: &str, raw: &[u8], mod_revision: i64) -> Value {
 }
 
 fn check_geo(geo: &str) -> Result<(), Error> {
-    match crate::value::geo_error(geo) {
+    match crate::plan::value::geo_error(geo) {
         Some(reason) => Err(Error::invalid("geo", reason)),
         None => Ok(()),
     }

@@ -1,14 +1,14 @@
 //! `drain --repair`: remove a malformed drain record, leaving an audit record of it.
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 use serde_json::json;
 
 use crate::cli::DrainArgs;
-use crate::clock::{now_rfc3339, operator};
 use crate::context::Context;
 use crate::error::Error;
+use crate::ops::commit::{RecordWrite, write};
 use crate::output::{Outcome, Shown};
-use crate::record::DrainRecord;
+use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::drain_record::DrainRecord;
 
 /// How much of the removed value the audit record keeps (the whole value stays in etcd's
 /// history until compaction).
@@ -17,7 +17,7 @@ const AUDIT_VALUE_BYTES: usize = 64 * 1024;
 /// Runs `dwctl drain --repair ORIGIN`.
 pub async fn run(context: &Context, args: &DrainArgs) -> Result<Outcome, Error> {
     let origin = args.origin.as_str();
-    crate::drain::check_origin_name("origin", origin)?;
+    crate::plan::drain::check_origin_name("origin", origin)?;
     let key = context.layout.drain(origin);
     let mut client = context.etcd.connect().await?;
     let current = client.get(key.as_str(), None).await?;
@@ -58,23 +58,14 @@ pub async fn run(context: &Context, args: &DrainArgs) -> Result<Outcome, Error> 
         at,
         kv.mod_revision()
     );
-    let response = client
-        .txn(
-            Txn::new()
-                .when(vec![
-                    Compare::mod_revision(key.as_str(), CompareOp::Equal, kv.mod_revision()),
-                    Compare::create_revision(audit_key.as_str(), CompareOp::Equal, 0),
-                ])
-                .and_then(vec![
-                    TxnOp::delete(key.as_str(), None),
-                    TxnOp::put(audit_key.as_str(), audit.to_string(), None),
-                ]),
-        )
-        .await?;
-    if !response.succeeded() {
+    let repair = RecordWrite::new()
+        .guard(&key, kv.mod_revision())
+        .guard(&audit_key, 0)
+        .delete(&key)
+        .put(&audit_key, audit.to_string());
+    let Some(revision) = write(&mut client, repair).await? else {
         return Err(Error::Conflict { attempts: 1 });
-    }
-    let revision = response.header().map_or(0, |header| header.revision());
+    };
     Ok(Outcome {
         text: format!(
             "drain --repair {}: committed at revision {revision}\n- drain record {} ({})\n+ audit record {}\nnote: no region was changed; check them with `dwctl region list`",

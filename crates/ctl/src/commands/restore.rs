@@ -2,11 +2,11 @@
 
 use crate::cli::RestoreArgs;
 use crate::context::Context;
-use crate::drain::plan_restore;
 use crate::error::Error;
+use crate::ops::commit::State;
+use crate::ops::run::run_plan;
 use crate::output::Outcome;
-use crate::plan::run_plan;
-use crate::state::State;
+use crate::plan::drain::plan_restore;
 
 /// Runs `dwctl restore`.
 pub async fn run(context: &Context, args: RestoreArgs) -> Result<Outcome, Error> {

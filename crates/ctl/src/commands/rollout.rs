@@ -1,6 +1,6 @@
 //! `rollout FILE --steps ... --bake ...` and `rollout resume ID`: a stage advanced step by
 //! step, each step gated on the node reports, probes and a check (the rules are in
-//! `crate::rollout`; the stage actions are `stage`'s own, so they write the same audit
+//! `crate::plan::rollout`; the stage actions are `stage`'s own, so they write the same audit
 //! records).
 
 use std::time::Duration;
@@ -12,17 +12,17 @@ use dw_routing::stage::{Stage, check_stage_id};
 
 use super::stage;
 use crate::cli::CohortArgs;
-use crate::clock::{now_rfc3339, operator};
+use crate::cli::rollout::{RolloutArgs, RolloutCommand};
 use crate::context::Context;
 use crate::error::Error;
-use crate::fleet::read_nodes;
+use crate::ops::fleet::read_nodes;
 use crate::output::{Outcome, escape as shown};
-use crate::rollout::{
+use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::rollout::{
     Plan, ROLLOUT_SCHEMA, Record, RolloutState, check_command, check_matches, check_probed_origins,
     duration_text, parse_probes, parse_steps, percent_text,
 };
-use crate::rollout_args::{RolloutArgs, RolloutCommand};
-use crate::rollout_gate::judge;
+use crate::plan::rollout_gate::judge;
 use crate::shutdown::Shutdown;
 
 mod driver;

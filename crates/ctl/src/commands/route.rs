@@ -68,7 +68,7 @@ async fn read_etcd(context: &Context, node: Option<&str>) -> Result<(Table, Valu
     let node_revision = match node {
         None => None,
         Some(id) => {
-            let nodes = crate::fleet::read_nodes(&mut client, &context.layout.nodes).await?;
+            let nodes = crate::ops::fleet::read_nodes(&mut client, &context.layout.nodes).await?;
             let report = nodes
                 .into_iter()
                 .find(|report| report.id == id)

@@ -1,5 +1,5 @@
 //! `stage create|list|show|widen|promote|abort`: a routing change served by a cohort of
-//! nodes first (the rules are in `crate::stages` and `dw_routing::stage`).
+//! nodes first (the rules are in `crate::plan::stage` and `dw_routing::stage`).
 
 use std::collections::BTreeMap;
 
@@ -7,22 +7,22 @@ use serde_json::{Value, json};
 
 use dw_routing::stage::{Cohort, STAGE_SCHEMA, Stage, check_stage_id};
 
-use crate::apply::{DiffLine, FileFormat, describe, parse_desired, plan_apply};
 use crate::cli::{CohortArgs, StageCommand};
-use crate::clock::{now_rfc3339, operator};
 use crate::context::Context;
 use crate::error::Error;
-use crate::fleet::{NodeReport, read_nodes};
 use crate::input::read_file_async;
-use crate::model::StageEdits;
+use crate::ops::commit::{Changes, State, preview, read_state, transact};
+use crate::ops::fleet::{NodeReport, read_nodes};
 use crate::output::{Outcome, escape as shown, listing_text};
-use crate::rollout_gate::{is_member, judge};
-use crate::stages::{
+use crate::plan::apply::{DiffLine, FileFormat, describe, parse_desired, plan_apply};
+use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::model::StageEdits;
+use crate::plan::rollout_gate::{is_member, judge};
+use crate::plan::stage::{
     audit, cohort_text, find_stage, is_empty_cohort, key_revision, open_stages, parse_cohort,
     promote_conflicts,
 };
-use crate::state::{Changes, State, preview, read_state, transact};
-use crate::value::{PolicyValue, RegionValue};
+use crate::plan::value::{PolicyValue, RegionValue};
 
 /// Runs `dwctl stage ...`.
 pub async fn run(context: &Context, command: StageCommand) -> Result<Outcome, Error> {
@@ -62,7 +62,7 @@ fn cohort_of(args: &CohortArgs) -> Result<Cohort, Error> {
 fn plan_create(
     context: &Context,
     state: &State,
-    desired: &crate::apply::Desired,
+    desired: &crate::plan::apply::Desired,
     stage_template: &Stage,
     diff_out: &mut Vec<DiffLine>,
 ) -> Result<Changes, Error> {

@@ -14,13 +14,13 @@ use serde_json::{Value, json};
 
 use crate::cli::TrafficArgs;
 use crate::context::Context;
+use crate::daemons::origin::OriginListing;
 use crate::error::Error;
-use crate::origin::OriginListing;
+use crate::ops::commit::State;
 use crate::output::{Outcome, Shown};
+use crate::plan::stage::{cohort_text, open_stages};
+use crate::plan::value::RegionValue;
 use crate::prometheus::{Prometheus, Sample, promql_string};
-use crate::stages::{cohort_text, open_stages};
-use crate::state::State;
-use crate::value::RegionValue;
 
 /// The counter of answers every node's dw-agent serves.
 pub const ANSWERS: &str = "dw_router_answers_total";
@@ -34,8 +34,8 @@ pub async fn run(context: &Context, args: TrafficArgs) -> Result<Outcome, Error>
     let prometheus = Prometheus::new(&args.prometheus.options()?)?;
     let readings = read_prometheus(&prometheus, &args).await?;
     let mut client = context.etcd.connect().await?;
-    let state = crate::state::read_state(&mut client, &context.layout).await?;
-    let listing = crate::origin::list_origins(&mut client, &context.layout).await?;
+    let state = crate::ops::commit::read_state(&mut client, &context.layout).await?;
+    let listing = crate::daemons::origin::list_origins(&mut client, &context.layout).await?;
     let mut json = report(&readings, &state, &listing, &args.origins);
     json["prometheus"] = json!(prometheus.url());
     json["window"] = json!(args.window.to_string());

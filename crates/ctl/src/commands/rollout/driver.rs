@@ -3,25 +3,26 @@
 
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
+use etcd_client::Client;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use dw_routing::stage::Stage;
 
 use super::{cohort_flag, stage};
-use crate::clock::now_rfc3339;
 use crate::context::Context;
 use crate::error::{EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, Error};
-use crate::fleet::read_nodes;
-use crate::gates::{probe_round, run_check};
-use crate::model::Entry;
+use crate::ops::bake_checks::{probe_round, run_check};
+use crate::ops::commit::{RecordWrite, write};
+use crate::ops::fleet::read_nodes;
 use crate::output::{Outcome, Reporter, escape as shown};
+use crate::plan::clock::now_rfc3339;
+use crate::plan::model::Entry;
+use crate::plan::rollout::{Record, RolloutState, duration_text, percent_text};
+use crate::plan::rollout_gate::{Gate, Streaks, judge};
+use crate::plan::stage::parse_stage;
 use crate::progress::ProgressLine;
-use crate::rollout::{Record, RolloutState, duration_text, percent_text};
-use crate::rollout_gate::{Gate, Streaks, judge};
 use crate::shutdown::Shutdown;
-use crate::stages::parse_stage;
 
 /// How often the node reports and the stage are read while a step waits or bakes.
 const POLL: Duration = Duration::from_millis(250);
@@ -105,26 +106,17 @@ impl<'a> Driver<'a> {
         let key = self.context.layout.rollout(&self.record.id);
         let value = serde_json::to_string(&self.record)
             .map_err(|e| Error::Failed(format!("cannot encode the progress record: {e}")))?;
-        let response = self
-            .client
-            .txn(
-                Txn::new()
-                    .when(vec![Compare::mod_revision(
-                        key.as_str(),
-                        CompareOp::Equal,
-                        self.record_revision,
-                    )])
-                    .and_then(vec![TxnOp::put(key.as_str(), value, None)]),
-            )
-            .await?;
-        if !response.succeeded() {
+        let progress = RecordWrite::new()
+            .guard(&key, self.record_revision)
+            .put(&key, value);
+        let Some(revision) = write(&mut self.client, progress).await? else {
             return Err(Error::Failed(format!(
                 "the progress record {key} was written by someone else meanwhile (another \
                  `dwctl rollout resume {}`?): this dwctl stops here; the stage stays as it is",
                 self.record.id
             )));
-        }
-        self.record_revision = response.header().map_or(0, |header| header.revision());
+        };
+        self.record_revision = revision;
         Ok(())
     }
 

@@ -2,8 +2,8 @@
 //! etcd state per origin, and escaping of what Prometheus and etcd hold.
 
 use super::*;
-use crate::model::Entry;
-use crate::record::DrainRecord;
+use crate::plan::drain_record::DrainRecord;
+use crate::plan::model::Entry;
 
 fn sample(labels: &[(&str, &str)], value: f64) -> Sample {
     Sample {
@@ -96,7 +96,7 @@ fn says_why_an_origin_gets_no_answers() {
     listing.drains.insert(
         "lis-a".into(),
         DrainRecord {
-            schema: crate::record::DRAIN_RECORD_SCHEMA,
+            schema: crate::plan::drain_record::DRAIN_RECORD_SCHEMA,
             origin: "lis-a".into(),
             reason: "INC-1".into(),
             source: "cli".into(),

@@ -1,0 +1,417 @@
+//! `dwctl status --serve ADDR`: the fleet's view (what `dwctl status` prints) as Prometheus
+//! metrics, scrapeable from one place.
+//!
+//! A node cannot know when etcd committed a change, so end-to-end lag is a fleet figure:
+//! this exporter reads the routing head revision and every node report (paged, as
+//! `status` does) every `--interval`, and serves the last complete reading at `/metrics`
+//! in the OpenMetrics text format (the `prometheus-client` crate's encoder, which escapes
+//! label values; node ids come from etcd). A failed reading keeps the previous series,
+//! sets `dw_fleet_up` to 0 and counts `dw_fleet_read_errors_total`, so an alert sees the
+//! exporter's own trouble apart from the fleet's. It needs only read access
+//! (`dw-viewer`, from `dwctl auth`).
+//!
+//! It also serves each region's configured weights (`dw_routing_weight{region,origin}`,
+//! [`crate::routing_weights`]), for dashboards and alerts that compare weight with traffic.
+//!
+//! Limits: at most [`MAX_NODES`] nodes are exported (the rest are counted in
+//! `dw_fleet_nodes_not_exported`); the port is served by `dw_http_guard` (as dw-agent's
+//! `/metrics`): at most [`MAX_CONNECTIONS`] connections, a new one beyond evicting the
+//! oldest still sending its request head, [`HEAD_TIMEOUT`] for the head and
+//! [`REQUEST_TIMEOUT`] in all, heads of at most [`MAX_REQUEST_HEAD`] bytes.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use serde_json::json;
+use tokio::sync::RwLock;
+
+use crate::context::Context;
+use crate::error::Error;
+use crate::ops::fleet::{NodeReport, lag_revisions, lag_seconds, now_ms, read_fleet};
+use crate::output::{Outcome, Shown};
+use crate::routing_weights::{RegionWeights, read_weights};
+use crate::shutdown::Shutdown;
+
+/// The most nodes one reading exports (series per node: about six).
+pub const MAX_NODES: usize = 20_000;
+/// The most connections held at once; one more evicts the oldest still sending its head.
+pub const MAX_CONNECTIONS: usize = 64;
+/// How long a client has to send its whole request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest request head read; a longer one is answered 431.
+pub const MAX_REQUEST_HEAD: usize = 8 * 1024;
+/// How long one scrape connection may take, reading the request included.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The OpenMetrics content type the encoder's output is served with.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// What a node is, as one label: the `STATE` column of `dwctl status` without its reason.
+fn node_state(node: &NodeReport) -> String {
+    node.shown_state().to_owned()
+}
+
+type NodeLabels = Vec<(String, String)>;
+
+/// One reading of etcd: the head revision, the (selected) node reports, the regions'
+/// weights and how many regions did not parse.
+type Reading = (i64, Vec<NodeReport>, Vec<RegionWeights>, usize);
+
+/// One complete reading of the fleet, rendered.
+fn render(reading: &Reading, now: u64, errors: u64, up: bool) -> String {
+    let (target, nodes, weights, unreadable) = reading;
+    let (target, nodes) = (*target, &nodes[..]);
+    let mut registry = Registry::default();
+    crate::routing_weights::register(&mut registry, weights, *unreadable);
+    let head = Gauge::<i64, AtomicI64>::default();
+    head.set(target);
+    registry.register(
+        "dw_fleet_routing_revision",
+        "The routing prefix's head revision (what every live node should serve)",
+        head,
+    );
+    let counts = Family::<Vec<(String, String)>, Gauge>::default();
+    registry.register(
+        "dw_fleet_nodes",
+        "Nodes by what the fleet view says of them: live, current (serve the head revision), lagging (live, not current), gone",
+        counts.clone(),
+    );
+    let live = nodes.iter().filter(|node| node.live).count();
+    let current = nodes.iter().filter(|node| node.serves(target)).count();
+    for (status, count) in [
+        ("live", live),
+        ("current", current),
+        ("lagging", live.saturating_sub(current)),
+        ("gone", nodes.len() - live),
+    ] {
+        counts
+            .get_or_create(&vec![("status".to_owned(), status.to_owned())])
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+    let revision = Family::<NodeLabels, Gauge>::default();
+    let state = Family::<NodeLabels, Gauge>::default();
+    let lag = Family::<NodeLabels, Gauge>::default();
+    let lag_s = Family::<NodeLabels, Gauge<f64, AtomicU64>>::default();
+    let report_age = Family::<NodeLabels, Gauge<f64, AtomicU64>>::default();
+    registry.register(
+        "dw_fleet_node_revision",
+        "The revision a node reports it serves (absent when its report's revision is invalid)",
+        revision.clone(),
+    );
+    registry.register(
+        "dw_fleet_node_state",
+        "1 for a node's state: ok, stale, conflict, missing, untrusted, gone, ...",
+        state.clone(),
+    );
+    registry.register(
+        "dw_fleet_node_lag_revisions",
+        "How many revisions a node is behind the head",
+        lag.clone(),
+    );
+    registry.register(
+        "dw_fleet_node_lag_seconds",
+        "Seconds a node has been behind: since the first node published a later revision",
+        lag_s.clone(),
+    );
+    registry.register(
+        "dw_fleet_node_report_age_seconds",
+        "Seconds since a node last wrote its report",
+        report_age.clone(),
+    );
+    for node in nodes.iter().take(MAX_NODES) {
+        let labels = vec![("node".to_owned(), node.id.clone())];
+        if let Some(at) = node.revision {
+            revision.get_or_create(&labels).set(at);
+        }
+        let mut with_state = labels.clone();
+        with_state.push(("state".to_owned(), node_state(node)));
+        state.get_or_create(&with_state).set(1);
+        if let Some(behind) = lag_revisions(node, target) {
+            lag.get_or_create(&labels).set(behind);
+        }
+        if let Some(seconds) = lag_seconds(node, nodes, target, now) {
+            lag_s.get_or_create(&labels).set(seconds);
+        }
+        if let Some(at) = node.reported_at_ms {
+            report_age
+                .get_or_create(&labels)
+                .set(now.saturating_sub(at) as f64 / 1000.0);
+        }
+    }
+    let not_exported = Gauge::<i64, AtomicI64>::default();
+    not_exported.set(i64::try_from(nodes.len().saturating_sub(MAX_NODES)).unwrap_or(i64::MAX));
+    registry.register(
+        "dw_fleet_nodes_not_exported",
+        "Nodes left out of the per-node series (over the exporter's limit)",
+        not_exported,
+    );
+    meta(&mut registry, errors, up);
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut text, &registry);
+    text
+}
+
+/// The exporter's own series: whether the last reading succeeded, and failures so far.
+fn meta(registry: &mut Registry, errors: u64, up: bool) {
+    let up_gauge = Gauge::<i64, AtomicI64>::default();
+    up_gauge.set(i64::from(up));
+    registry.register(
+        "dw_fleet_up",
+        "1 when the exporter's last reading of etcd succeeded, 0 when it failed (the other series are then the last good reading's)",
+        up_gauge,
+    );
+    let error_counter = Counter::<u64, AtomicU64>::default();
+    error_counter.inc_by(errors);
+    registry.register(
+        "dw_fleet_read_errors",
+        "Readings of etcd that failed",
+        error_counter,
+    );
+}
+
+/// A reading of etcd: the head revision and the (selected) node reports.
+async fn read(context: &Context, selector: &BTreeMap<String, String>) -> Result<Reading, Error> {
+    let mut client = context.etcd.connect().await?;
+    let (target, nodes) = read_fleet(&mut client, &context.layout, selector).await?;
+    let (weights, unreadable) = read_weights(&mut client, &context.layout).await?;
+    Ok((target, nodes, weights, unreadable))
+}
+
+/// The state the HTTP side serves from.
+struct Exported {
+    text: RwLock<String>,
+}
+
+async fn answer(
+    exported: Arc<Exported>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let response = |status: StatusCode, kind: &str, body: String| {
+        Response::builder()
+            .status(status)
+            .header("content-type", kind)
+            .body(Full::new(Bytes::from(body)))
+            .unwrap_or_default()
+    };
+    Ok(match (request.method(), request.uri().path()) {
+        (&Method::GET, "/metrics") => response(
+            StatusCode::OK,
+            CONTENT_TYPE,
+            exported.text.read().await.clone(),
+        ),
+        (&Method::GET, _) => response(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found: the fleet's metrics are at /metrics\n".into(),
+        ),
+        _ => response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            "only GET\n".into(),
+        ),
+    })
+}
+
+/// `dwctl status --serve ADDR`: reads the fleet every `interval` and serves `/metrics`
+/// until SIGTERM/SIGINT.
+pub async fn serve(
+    context: &Context,
+    selector: &BTreeMap<String, String>,
+    addr: &str,
+    interval: Duration,
+    mut shutdown: Shutdown,
+) -> Result<Outcome, Error> {
+    let addr: SocketAddr = addr.parse().map_err(|_| {
+        Error::Usage(format!(
+            "--serve `{}`: expected an address such as 127.0.0.1:9466",
+            Shown(addr)
+        ))
+    })?;
+    let reporter = context.reporter();
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|error| Error::Failed(format!("--serve {addr}: cannot listen: {error}")))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    let exported = Arc::new(Exported {
+        text: RwLock::new(render(&(0, Vec::new(), Vec::new(), 0), now_ms(), 0, false)),
+    });
+    reporter.event(
+        "listening",
+        &format!("fleet metrics at http://{bound}/metrics, read every {interval:?}"),
+        json!({"addr": bound.to_string(), "interval_seconds": interval.as_secs_f64()}),
+    );
+    // The connection handling is dw_http_guard's, shared with dw-agent's /metrics: a cap
+    // that evicts the oldest connection still sending its head, a deadline for the head.
+    let server = {
+        let exported = exported.clone();
+        let limits = dw_http_guard::Limits {
+            max_connections: MAX_CONNECTIONS,
+            head_timeout: HEAD_TIMEOUT,
+            answer_timeout: REQUEST_TIMEOUT,
+            max_request_head: MAX_REQUEST_HEAD,
+        };
+        tokio::spawn(dw_http_guard::serve(
+            listener,
+            limits,
+            Arc::new(dw_http_guard::NoEvents),
+            move |request| {
+                let exported = exported.clone();
+                async move {
+                    match answer(exported, request).await {
+                        Ok(response) => response,
+                        Err(never) => match never {},
+                    }
+                }
+            },
+        ))
+    };
+    let mut errors = 0u64;
+    let mut last_good: Reading = (0, Vec::new(), Vec::new(), 0);
+    let mut failing = false;
+    loop {
+        let reading = tokio::time::timeout(
+            interval.max(Duration::from_secs(5)),
+            read(context, selector),
+        )
+        .await;
+        let failure = match reading {
+            Ok(Ok(good)) => {
+                last_good = good;
+                None
+            }
+            Ok(Err(error)) => Some(error.to_string()),
+            Err(_) => Some(format!(
+                "no answer within {:?}",
+                interval.max(Duration::from_secs(5))
+            )),
+        };
+        let up = failure.is_none();
+        match failure {
+            None if failing => {
+                reporter.event("recovered", "etcd read again", json!({}));
+                failing = false;
+            }
+            None => {}
+            Some(error) => {
+                errors += 1;
+                // Said once per failing spell, a read error or a read that timed out alike.
+                if !failing {
+                    reporter.event(
+                        "read-failed",
+                        &format!(
+                            "cannot read the fleet ({}); serving the last good reading",
+                            Shown(&error)
+                        ),
+                        json!({"error": error}),
+                    );
+                    failing = true;
+                }
+            }
+        }
+        *exported.text.write().await = render(&last_good, now_ms(), errors, up);
+        if !shutdown.sleep(interval).await {
+            break;
+        }
+    }
+    server.abort();
+    Ok(Outcome {
+        text: "fleet exporter stopped".into(),
+        json: json!({"stopped": true, "read_errors": errors}),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn node(id: &str, live: bool, revision: Option<i64>, state: &str) -> NodeReport {
+        NodeReport {
+            id: id.into(),
+            live,
+            revision,
+            state: state.into(),
+            reason: None,
+            labels: BTreeMap::new(),
+            published_at_ms: Some(1_000),
+            reported_at_ms: Some(2_000),
+            report: dw_node_report::NodeReport::default(),
+            raw: Value::Null,
+            untrusted: None,
+        }
+    }
+
+    #[test]
+    fn renders_the_fleet_and_escapes_label_values() {
+        let nodes = [
+            node("edge-1", true, Some(10), "ok"),
+            node("edge-2", true, Some(8), "ok"),
+            node("evil\"}\nx 1", true, Some(10), "ok"),
+            node("edge-3", false, Some(7), "ok"),
+        ];
+        let text = render(&(10, nodes.to_vec(), Vec::new(), 0), 5_000, 2, true);
+        assert!(text.contains("dw_fleet_routing_revision 10\n"), "{text}");
+        assert!(
+            text.contains("dw_fleet_nodes{status=\"live\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dw_fleet_nodes{status=\"current\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dw_fleet_nodes{status=\"lagging\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dw_fleet_nodes{status=\"gone\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dw_fleet_node_lag_revisions{node=\"edge-2\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dw_fleet_node_state{node=\"edge-3\",state=\"gone\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("dw_fleet_read_errors_total 2\n"), "{text}");
+        assert!(text.contains("dw_fleet_up 1\n"), "{text}");
+        // The planted id stays inside its label value: no line of its own.
+        assert!(!text.lines().any(|line| line.starts_with("x 1")), "{text}");
+        assert!(text.contains("node=\"evil\\\"}\\nx 1\""), "{text}");
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn exports_at_most_max_nodes() {
+        let nodes: Vec<NodeReport> = (0..MAX_NODES + 3)
+            .map(|i| node(&format!("n{i}"), true, Some(1), "ok"))
+            .collect();
+        let text = render(&(1, nodes, Vec::new(), 0), 5_000, 0, true);
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("dw_fleet_node_revision{"))
+                .count(),
+            MAX_NODES
+        );
+        assert!(
+            text.contains("dw_fleet_nodes_not_exported 3\n"),
+            "{}",
+            &text[text.len() - 400..]
+        );
+        assert!(text.contains("dw_fleet_nodes{status=\"live\"} 20003\n"));
+    }
+}

@@ -1,0 +1,464 @@
+//! Origins on leases: `origin register` (a long-running keep-alive), `origin list`,
+//! `origin forget`.
+//!
+//! An origin's key `<prefix>origin/<id>` lives on a lease; when the process stops renewing
+//! it, etcd deletes the key and `rebalance` drains the origin. Registering also writes a
+//! record `<control prefix>registered/<id>` (no lease) naming the lease: the record that
+//! this origin registered, so that `rebalance` knows which vanished keys are worth a drain
+//! even when it was not running at the time, and believes a key (or its disappearance)
+//! only on that lease. `origin register` watches its own key: deleted, or put on another
+//! lease, by anyone else while its lease lives, it is put back at once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use etcd_client::{Client, EventType, WatchOptions};
+
+use crate::ops::commit::{RecordWrite, write};
+use serde_json::{Map, Value, json};
+
+use crate::cli::OriginCommand;
+use crate::context::Context;
+use crate::error::Error;
+use crate::plan::clock::now_rfc3339;
+use crate::plan::drain::check_origin_name;
+use dw_etcd::{Backoff, EtcdOptions};
+
+use crate::daemons::sessions::Sessions;
+use crate::input::json_object_arg;
+use crate::output::{Outcome, Reporter, Shown, listing_text};
+use crate::plan::drain_record::DrainRecord;
+use crate::plan::keys::{Layout, strip};
+use crate::shutdown::Shutdown;
+
+/// The largest `--meta` accepted, in bytes of its JSON text as written to etcd: every
+/// node's agent copies it into its snapshot, and every publication re-writes it.
+pub const MAX_META_BYTES: usize = 4096;
+
+/// Parses `--meta` and checks its size (its JSON text as it is written, compact).
+fn meta_arg(text: &str) -> Result<Map<String, Value>, Error> {
+    let meta = json_object_arg("meta", text)?;
+    let size = Value::Object(meta.clone()).to_string().len();
+    if size > MAX_META_BYTES {
+        return Err(Error::Usage(format!(
+            "--meta is {size} bytes as JSON; at most {MAX_META_BYTES} are accepted (it is \
+             copied into every node's snapshot): keep only what the origin needs to be found"
+        )));
+    }
+    Ok(meta)
+}
+
+/// What `origin register` keeps alive.
+#[derive(Debug, Clone)]
+pub struct RegisterConfig {
+    /// How to reach etcd.
+    pub etcd: EtcdOptions,
+    /// Where the keys are.
+    pub layout: Layout,
+    /// The origin's name.
+    pub id: String,
+    /// Lease time-to-live, seconds.
+    pub ttl: i64,
+    /// The key's value.
+    pub meta: Map<String, Value>,
+}
+
+pub async fn command(
+    context: &Context,
+    command: OriginCommand,
+    shutdown: Shutdown,
+) -> Result<Outcome, Error> {
+    match command {
+        OriginCommand::Register { id, ttl, meta } => {
+            check_origin_name("id", &id)?;
+            let config = RegisterConfig {
+                etcd: context.etcd.clone(),
+                layout: context.layout.clone(),
+                id: id.clone(),
+                ttl,
+                meta: meta_arg(&meta)?,
+            };
+            register(&config, context.reporter(), shutdown).await?;
+            Ok(Outcome {
+                text: String::new(),
+                json: json!({"origin": id, "stopped": true}),
+            })
+        }
+        OriginCommand::List => list(context).await,
+        OriginCommand::Forget { id } => {
+            check_origin_name("id", &id)?;
+            let mut client = context.etcd.connect().await?;
+            let deleted = client
+                .delete(context.layout.registration(&id), None)
+                .await?
+                .deleted();
+            if deleted == 0 {
+                return Err(Error::NotFound(format!("no registered origin `{id}`")));
+            }
+            Ok(Outcome {
+                text: format!(
+                    "forgot {id}: rebalance no longer drains it when its key vanishes (until it registers again)"
+                ),
+                json: json!({"origin": id, "forgotten": true}),
+            })
+        }
+    }
+}
+
+/// How a registration session ended.
+enum SessionEnd {
+    Shutdown,
+    LeaseLost,
+}
+
+/// Registers the origin and keeps its lease alive until `shutdown`, then revokes it. A lost
+/// lease is replaced by a new registration; an unreachable etcd is retried with backoff.
+pub async fn register(
+    config: &RegisterConfig,
+    reporter: Reporter,
+    shutdown: Shutdown,
+) -> Result<(), Error> {
+    let describe = |error: &Error| {
+        let fields = json!({"origin": config.id, "error": error.to_string()});
+        (format!("{}: {error}; retrying", config.id), fields)
+    };
+    let sessions = Sessions::new(reporter, shutdown, Duration::from_secs(5));
+    sessions
+        .run(config, describe, |config, shutdown, backoff| {
+            Box::pin(async move {
+                match session(config, reporter, shutdown, backoff).await? {
+                    SessionEnd::Shutdown => Ok(true),
+                    SessionEnd::LeaseLost => {
+                        reporter.event(
+                            "lease-lost",
+                            &format!("{}: the lease expired; registering again", config.id),
+                            json!({"origin": config.id}),
+                        );
+                        Ok(false)
+                    }
+                }
+            })
+        })
+        .await;
+    Ok(())
+}
+
+async fn session(
+    config: &RegisterConfig,
+    reporter: Reporter,
+    shutdown: &mut Shutdown,
+    backoff: &mut Backoff,
+) -> Result<SessionEnd, Error> {
+    let mut client = config.etcd.connect().await?;
+    let lease = client.lease_grant(config.ttl, None).await?.id();
+    let key = config.layout.origin(&config.id);
+    let revision = put_registration(&mut client, config, lease).await?;
+    backoff.reset();
+    reporter.event(
+        "registered",
+        &format!(
+            "{} at {key} on lease {lease:x} (ttl {}s)",
+            config.id, config.ttl
+        ),
+        json!({"origin": config.id, "key": key, "lease": lease, "ttl": config.ttl, "revision": revision}),
+    );
+    // Its own key, from the registration on: a delete, or a put on another lease, by
+    // anyone else is undone at once.
+    let mut watch = client
+        .watch(
+            key.as_str(),
+            Some(WatchOptions::new().with_start_revision(revision + 1)),
+        )
+        .await?;
+    let (mut keeper, mut responses) = client.lease_keep_alive(lease).await?;
+    let period = Duration::from_millis((config.ttl as u64 * 1000 / 3).max(200));
+    let mut ticker = tokio::time::interval(period);
+    loop {
+        tokio::select! {
+            _ = shutdown.wait() => {
+                let revoked = tokio::time::timeout(Duration::from_secs(3), client.lease_revoke(lease)).await;
+                let text = match revoked {
+                    Ok(Ok(_)) => format!("{}: lease revoked, key deleted", config.id),
+                    Ok(Err(error)) => format!("{}: could not revoke the lease ({error}); the key expires within {}s", config.id, config.ttl),
+                    Err(_) => format!("{}: revoking timed out; the key expires within {}s", config.id, config.ttl),
+                };
+                reporter.event("stopped", &text, json!({"origin": config.id}));
+                return Ok(SessionEnd::Shutdown);
+            }
+            // A frozen process finds its lease gone either way: a keep-alive answered
+            // with ttl 0, or an error naming the lease (which of the two depends on when
+            // the stream noticed). Both are a lost lease, not an etcd failure.
+            _ = ticker.tick() => {
+                if let Err(error) = keeper.keep_alive().await {
+                    return lease_lost_or(error.into());
+                }
+            }
+            message = responses.message() => match message.map_err(Error::from) {
+                Err(error) => return lease_lost_or(error),
+                Ok(Some(response)) if response.ttl() <= 0 => return Ok(SessionEnd::LeaseLost),
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(Error::Failed("the keep-alive stream ended".into())),
+            },
+            message = watch.message() => {
+                let Some(response) = message? else {
+                    return Err(Error::Failed("the watch of the origin's key ended".into()));
+                };
+                if response.canceled() {
+                    return Err(Error::Failed(format!(
+                        "the watch of the origin's key was canceled ({})",
+                        response.cancel_reason()
+                    )));
+                }
+                let changed = response.events().iter().rev().find_map(|event| {
+                    let kv = event.kv()?;
+                    match event.event_type() {
+                        EventType::Delete => Some((kv.mod_revision(), "deleted".to_owned())),
+                        EventType::Put if kv.lease() != lease => Some((
+                            kv.mod_revision(),
+                            format!("put on lease {:x}, not ours", kv.lease()),
+                        )),
+                        EventType::Put => None,
+                    }
+                });
+                if let Some((changed_at, how)) = changed {
+                    reporter.event(
+                        "key-changed",
+                        &format!(
+                            "{}: {key} was {how} at revision {changed_at} while lease {lease:x} lives; registering again",
+                            config.id
+                        ),
+                        json!({"origin": config.id, "key": key, "revision": changed_at, "change": how, "lease": lease}),
+                    );
+                    let revision = match put_registration(&mut client, config, lease).await {
+                        Ok(revision) => revision,
+                        // It vanished because the lease expired (this process was
+                        // frozen past the ttl): register anew.
+                        Err(error) => return lease_lost_or(error),
+                    };
+                    reporter.event(
+                        "re-registered",
+                        &format!("{} at {key} on lease {lease:x} again (revision {revision})", config.id),
+                        json!({"origin": config.id, "key": key, "lease": lease, "revision": revision}),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Puts the origin's key on `lease` and its registration record naming that lease, in one
+/// transaction; the revision it committed at.
+async fn put_registration(
+    client: &mut Client,
+    config: &RegisterConfig,
+    lease: i64,
+) -> Result<i64, Error> {
+    let key = config.layout.origin(&config.id);
+    let marker = config.layout.registration(&config.id);
+    let value = Value::Object(config.meta.clone()).to_string();
+    let record =
+        json!({"origin": config.id, "registered": now_rfc3339(), "lease": lease}).to_string();
+    let registration = RecordWrite::new()
+        .put_on_lease(&key, value, lease)
+        .put(&marker, record);
+    // Unguarded: it always commits.
+    Ok(write(client, registration).await?.unwrap_or(0))
+}
+
+/// The lease an origin's registration record names (`None`: no record, or a record
+/// written before records named leases, or by `rebalance` for a key it found live).
+pub async fn registered_lease(
+    client: &mut Client,
+    layout: &Layout,
+    id: &str,
+) -> Result<Option<i64>, Error> {
+    let response = client.get(layout.registration(id), None).await?;
+    Ok(response.kvs().first().and_then(|kv| {
+        serde_json::from_slice::<Value>(kv.value())
+            .ok()?
+            .get("lease")?
+            .as_i64()
+    }))
+}
+
+/// Live origins (with their lease's remaining ttl), registered origins that are down, and
+/// drained origins (registered or not), with who drained them and why.
+async fn list(context: &Context) -> Result<Outcome, Error> {
+    let mut client = context.etcd.connect().await?;
+    let listing = list_origins(&mut client, &context.layout).await?;
+    let mut rows = Vec::new();
+    let ids: BTreeSet<&String> = listing
+        .live
+        .keys()
+        .chain(listing.registered.iter())
+        .chain(listing.drains.keys())
+        .chain(listing.malformed_drains.keys())
+        .collect();
+    for id in ids {
+        let live = listing.live.get(id);
+        let ttl = match live {
+            Some((_, lease)) if *lease != 0 => client
+                .lease_time_to_live(*lease, None)
+                .await
+                .ok()
+                .map(|response| response.ttl()),
+            _ => None,
+        };
+        let drained = listing.drains.get(id);
+        rows.push(json!({
+            "origin": id,
+            "live": live.is_some(),
+            "ttl": ttl,
+            "meta": live.map(|(value, _)| serde_json::from_slice::<Value>(value).unwrap_or_else(|_| Value::from(String::from_utf8_lossy(value).into_owned()))),
+            "registered": listing.registered.contains(id),
+            "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>()})),
+            "malformed_drain_record": listing.malformed_drains.get(id),
+        }));
+    }
+    let lines = rows.iter().map(|row| {
+        let state = if row["live"].as_bool() == Some(true) {
+            format!(
+                "live (ttl {}s)",
+                row["ttl"]
+                    .as_i64()
+                    .map_or("?".to_string(), |ttl| ttl.to_string())
+            )
+        } else if row["registered"].as_bool() == Some(true) {
+            "DOWN (registered before, key gone)".to_string()
+        } else {
+            "not registered".to_string()
+        };
+        let drained = match (&row["drained"], row["malformed_drain_record"].as_str()) {
+            (_, Some(error)) => format!("  MALFORMED DRAIN RECORD: {}", Shown(error)),
+            (Value::Null, None) => String::new(),
+            (record, None) => format!(
+                "  drained by {}: {}",
+                Shown(record["source"].as_str().unwrap_or("?")),
+                Shown(record["reason"].as_str().unwrap_or("?"))
+            ),
+        };
+        format!(
+            "{:<12} {state}{drained}",
+            Shown(row["origin"].as_str().unwrap_or_default()).to_string()
+        )
+    });
+    Ok(Outcome {
+        text: listing_text(lines, "no origins"),
+        json: json!({"origins": rows}),
+    })
+}
+
+/// Origins as etcd knows them at one revision.
+#[derive(Debug, Clone, Default)]
+pub struct OriginListing {
+    /// The revision of the listing.
+    pub revision: i64,
+    /// id → (value, lease).
+    pub live: BTreeMap<String, (Vec<u8>, i64)>,
+    /// Ids with a registration marker.
+    pub registered: BTreeSet<String>,
+    /// Ids with a drain record (records that do not parse are in `malformed_drains`).
+    pub drains: BTreeMap<String, DrainRecord>,
+    /// Ids whose drain record does not parse, with why (`dwctl drain --repair ID`).
+    pub malformed_drains: BTreeMap<String, String>,
+}
+
+/// Lists live, registered and drained origins at one revision.
+pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<OriginListing, Error> {
+    let mut kv = dw_etcd::kv_client(client);
+    let page = dw_etcd::DEFAULT_PAGE_KEYS;
+    let origins =
+        dw_etcd::read_prefix_pages(&mut kv, layout.origins().as_bytes(), None, page).await?;
+    let revision = Some(origins.revision);
+    let registrations =
+        dw_etcd::read_prefix_pages(&mut kv, layout.registrations().as_bytes(), revision, page)
+            .await?;
+    let drains =
+        dw_etcd::read_prefix_pages(&mut kv, layout.drains().as_bytes(), revision, page).await?;
+    let mut listing = OriginListing {
+        revision: origins.revision,
+        ..OriginListing::default()
+    };
+    let named = |kvs: &[etcd_client::KeyValue], prefix: String| {
+        kvs.iter()
+            .filter_map(move |kv| {
+                strip(kv.key(), &prefix)
+                    .filter(|id| !id.is_empty())
+                    .map(|id| (id.to_string(), kv.clone()))
+            })
+            .collect::<Vec<_>>()
+    };
+    for (id, kv) in named(&origins.kvs, layout.origins()) {
+        listing.live.insert(id, (kv.value().to_vec(), kv.lease()));
+    }
+    listing.registered = named(&registrations.kvs, layout.registrations())
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    for (id, kv) in named(&drains.kvs, layout.drains()) {
+        match DrainRecord::parse(&id, kv.value()) {
+            Ok(record) => {
+                listing.drains.insert(id, record);
+            }
+            Err(error) => {
+                listing.malformed_drains.insert(id, error.to_string());
+            }
+        }
+    }
+    Ok(listing)
+}
+
+/// Writes the registration marker of `id` unless it exists.
+pub async fn mark_registered(client: &mut Client, layout: &Layout, id: &str) -> Result<(), Error> {
+    let marker = layout.registration(id);
+    let record = json!({"origin": id, "registered": now_rfc3339()}).to_string();
+    // Guarded on its absence: an existing marker (maybe naming a lease) is kept.
+    write(
+        client,
+        RecordWrite::new().guard(&marker, 0).put(&marker, record),
+    )
+    .await?;
+    Ok(())
+}
+
+/// A lease etcd no longer has (it expired while this process was frozen) ends the session
+/// as lost, to register anew; any other error is an error.
+fn lease_lost_or(error: Error) -> Result<SessionEnd, Error> {
+    if error.to_string().contains("lease not found") {
+        Ok(SessionEnd::LeaseLost)
+    } else {
+        Err(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_is_bounded_at_its_edge() {
+        // {"a":"…"} is 8 bytes around the string.
+        let sized = |bytes: usize| format!("{{\"a\":\"{}\"}}", "x".repeat(bytes - 8));
+        assert_eq!(
+            Value::Object(meta_arg(&sized(MAX_META_BYTES)).unwrap())
+                .to_string()
+                .len(),
+            MAX_META_BYTES
+        );
+        let refused = meta_arg(&sized(MAX_META_BYTES + 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("4097 bytes") && refused.contains("at most 4096"),
+            "{refused}"
+        );
+        // Whitespace in the argument does not count: the size is what is written.
+        assert!(
+            meta_arg(&format!(
+                "{{ \"a\" : \"{}\" }}",
+                "x".repeat(MAX_META_BYTES - 8)
+            ))
+            .is_ok()
+        );
+    }
+}

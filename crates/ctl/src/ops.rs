@@ -1,0 +1,20 @@
+//! Doing it against etcd: every read and every transaction of dwctl, below the commands
+//! (which parse arguments and print) and above the pure plans (`crate::plan`). Never a
+//! clap type here.
+//!
+//! - [`commit`]: the one write path. Reads the state at one revision, runs a plan (a pure
+//!   function of it), follows up open stages and drain records, checks the request's size,
+//!   commits in one guarded transaction, retries on conflict.
+//! - [`run`]: previews or commits a plan and reports each key it changes (`--dry-run`).
+//! - [`fleet`] and [`revision`]: the node reports and the routing revision they are
+//!   judged against (`status`, `--wait`).
+//! - [`lease`]: whether a lease lives, for every reader that believes a key by its lease.
+//! - [`probe`] and [`bake_checks`]: the HTTP health probe and a rollout bake's checks.
+
+pub(crate) mod bake_checks;
+pub(crate) mod commit;
+pub(crate) mod fleet;
+pub(crate) mod lease;
+pub(crate) mod probe;
+pub(crate) mod revision;
+pub(crate) mod run;

@@ -1,0 +1,592 @@
+//! Reading the routing state at one revision, and writing changes to it in one guarded
+//! transaction, retried on conflict.
+//!
+//! Every mutating command follows the same cycle: [`read_state`] takes regions, policy and
+//! drain records at one revision (in pages, each key's `mod_revision` as of that revision); a pure plan function turns that state into [`Changes`]; [`commit`]
+//! writes them in one transaction whose guards compare every written key to the revision
+//! that was read (`create_revision == 0` for a key that did not exist). A concurrent writer
+//! fails the guards and [`transact`] starts over from a fresh read, after a jittered,
+//! growing pause, a bounded number of times.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp};
+
+use crate::error::{Error, FieldError};
+use crate::plan::drain_record::DrainRecord;
+pub use crate::plan::keys::DEFAULT_MAX_REQUEST_BYTES;
+use crate::plan::keys::{Layout, strip};
+pub use crate::plan::model::{Changes, Entry, State};
+use crate::plan::stage::{carry_base, reconcile_stages};
+
+/// Reads regions, policy and drain records at one revision: the regions in pages (the
+/// first fixes the revision), then the policy and the drain records at that revision, so
+/// that no single response holds the whole prefix (100,000 regions are about 10 MB) and a
+/// guard on "no region changed since `revision`" covers every region read.
+pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, Error> {
+    let mut kv = dw_etcd::kv_client(client);
+    let regions = dw_etcd::read_prefix_pages(
+        &mut kv,
+        layout.regions().as_bytes(),
+        None,
+        dw_etcd::DEFAULT_PAGE_KEYS,
+    )
+    .await?;
+    let revision = regions.revision;
+    let policy = kv
+        .get(
+            layout.policy(),
+            Some(GetOptions::new().with_revision(revision)),
+        )
+        .await?;
+    let drains = dw_etcd::read_prefix_pages(
+        &mut kv,
+        layout.drains().as_bytes(),
+        Some(revision),
+        dw_etcd::DEFAULT_PAGE_KEYS,
+    )
+    .await?;
+    let stages = dw_etcd::read_prefix_pages(
+        &mut kv,
+        layout.stages().as_bytes(),
+        Some(revision),
+        dw_etcd::DEFAULT_PAGE_KEYS,
+    )
+    .await?;
+    let by_name = |kvs: &[KeyValue], prefix: String| {
+        kvs.iter()
+            .filter_map(|kv| {
+                let name = strip(kv.key(), &prefix)?;
+                (!name.is_empty()).then(|| (name.to_string(), Entry::from_kv(kv)))
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    Ok(State {
+        revision,
+        regions: by_name(&regions.kvs, layout.regions()),
+        policy: policy.kvs().first().map(Entry::from_kv),
+        drains: by_name(&drains.kvs, layout.drains()),
+        stages: by_name(&stages.kvs, layout.stages()),
+    })
+}
+
+/// Keeps drain records true to the regions they name.
+///
+/// A drain record says "this origin was taken out of these regions". When a write puts the
+/// origin back into one of them (a `set`, an `apply`, a `rollback`), the operator has
+/// overridden the drain there: that region leaves the record, in the same transaction, and
+/// a record left with no region is deleted. So at every revision, no region named in a
+/// (well-formed) drain record lists the drained origin. A malformed record is left alone
+/// with a note: it must not block changes about other origins.
+pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(), Error> {
+    let touched: BTreeSet<String> = changes.regions.keys().cloned().collect();
+    let mut candidates: BTreeMap<String, DrainRecord> = BTreeMap::new();
+    for origin in state.drains.keys() {
+        if changes.drains.contains_key(origin) {
+            continue;
+        }
+        match state.drain_record(origin) {
+            Ok(Some(record)) if record.regions.keys().any(|geo| touched.contains(geo)) => {
+                candidates.insert(origin.clone(), record);
+            }
+            Ok(_) => {}
+            // A malformed record blocks only the commands about its origin: this change
+            // goes ahead, and says that record could not be kept in step.
+            Err(_) => changes.notes.push(format!(
+                "the drain record of {origin} is malformed and was not checked against this \
+                 change; repair it with `dwctl drain --repair {origin}`"
+            )),
+        }
+    }
+    for (origin, record) in &changes.drains {
+        if let Some(record) = record {
+            candidates.insert(origin.clone(), record.clone());
+        }
+    }
+    for (origin, mut record) in candidates {
+        let before = record.regions.len();
+        record.regions.retain(|geo, _| {
+            let lists = match changes.regions.get(geo) {
+                Some(new_value) => new_value.as_ref().is_some_and(|value| value.lists(&origin)),
+                None => matches!(state.region(geo), Some(Ok(value)) if value.lists(&origin)),
+            };
+            if lists {
+                changes.notes.push(format!(
+                    "region {geo} lists {origin} again: it leaves {origin}'s drain record"
+                ));
+            }
+            !lists
+        });
+        if record.regions.len() != before {
+            let update = (!record.regions.is_empty()).then_some(record);
+            changes.drains.insert(origin, update);
+        }
+    }
+    Ok(())
+}
+
+/// The largest value dwctl writes to one key: 1 MiB (1,048,576 bytes), checked on the
+/// encoded value of every write (set, apply, rollback, drain, restore), so that one value
+/// plus its guard and a drain record fits etcd's default request limit of 1.5 MiB.
+pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
+
+/// Bytes counted for the request's fixed part (etcd's raft request header, the user
+/// name) on top of its compares and operations.
+const REQUEST_OVERHEAD_BYTES: usize = 256;
+/// Bytes counted for the framing of one compare or operation (tags, lengths, varints)
+/// besides its key, range end and value: more than protobuf spends, so the estimate is an
+/// upper bound.
+const ITEM_OVERHEAD_BYTES: usize = 40;
+
+/// A transaction ready to send, with the size etcd will see (an upper bound).
+struct PlannedTxn {
+    compares: Vec<Compare>,
+    ops: Vec<TxnOp>,
+    bytes: usize,
+}
+
+/// Builds the guarded transaction of `changes` and checks it against the limits: every
+/// value at most [`MAX_VALUE_BYTES`], the whole request at most `layout.max_request_bytes`
+/// (a validation error, exit 4, before anything is sent, also for a dry run).
+fn plan_txn(
+    layout: &Layout,
+    state: &State,
+    changes: &Changes,
+    updated: &str,
+) -> Result<PlannedTxn, Error> {
+    let mut planned = PlannedTxn {
+        compares: Vec::new(),
+        ops: Vec::new(),
+        bytes: REQUEST_OVERHEAD_BYTES,
+    };
+    let mut too_large = Vec::new();
+    let guard = |planned: &mut PlannedTxn, key: String, entry: Option<&Entry>| {
+        planned.bytes += key.len() + ITEM_OVERHEAD_BYTES;
+        planned.compares.push(match entry {
+            Some(entry) => Compare::mod_revision(key, CompareOp::Equal, entry.mod_revision),
+            None => Compare::create_revision(key, CompareOp::Equal, 0),
+        });
+    };
+    let mut put = |planned: &mut PlannedTxn, key: String, value: String| {
+        if value.len() > MAX_VALUE_BYTES {
+            too_large.push(FieldError::new(
+                key.clone(),
+                format!(
+                    "the value is {} bytes; the largest value dwctl writes is {MAX_VALUE_BYTES} \
+                     bytes (1 MiB)",
+                    value.len()
+                ),
+            ));
+        }
+        planned.bytes += key.len() + value.len() + ITEM_OVERHEAD_BYTES;
+        planned.ops.push(TxnOp::put(key, value, None));
+    };
+    let delete = |planned: &mut PlannedTxn, key: String| {
+        planned.bytes += key.len() + ITEM_OVERHEAD_BYTES;
+        planned.ops.push(TxnOp::delete(key, None));
+    };
+    for (geo, value) in &changes.regions {
+        let key = layout.region(geo);
+        guard(&mut planned, key.clone(), state.regions.get(geo));
+        match value {
+            Some(value) => put(&mut planned, key, value.encode(updated)),
+            None => delete(&mut planned, key),
+        }
+    }
+    if let Some(policy) = &changes.policy {
+        guard(&mut planned, layout.policy(), state.policy.as_ref());
+        put(&mut planned, layout.policy(), policy.encode(updated));
+    }
+    for (origin, record) in &changes.drains {
+        let key = layout.drain(origin);
+        guard(&mut planned, key.clone(), state.drains.get(origin));
+        match record {
+            Some(record) => put(&mut planned, key, record.encode()),
+            None => delete(&mut planned, key),
+        }
+    }
+    for (id, stage) in &changes.stages {
+        let key = layout.stage(id);
+        guard(&mut planned, key.clone(), state.stages.get(id));
+        match stage {
+            Some(stage) => {
+                let carried = carry_base(state, stage, state.stages.get(id));
+                put(&mut planned, key, carried.to_json());
+            }
+            None => delete(&mut planned, key),
+        }
+    }
+    for (key, revision) in &changes.guards {
+        planned.bytes += key.len() + ITEM_OVERHEAD_BYTES;
+        planned.compares.push(if *revision == 0 {
+            Compare::create_revision(key.as_str(), CompareOp::Equal, 0)
+        } else {
+            Compare::mod_revision(key.as_str(), CompareOp::Equal, *revision)
+        });
+    }
+    for (key, value) in &changes.audit {
+        put(&mut planned, key.clone(), value.clone());
+    }
+    for (prefix, wanted) in [
+        (layout.regions(), changes.guard_regions),
+        (layout.drains(), changes.guard_drains),
+        (layout.stages(), changes.guard_stages),
+    ] {
+        if wanted {
+            planned.bytes += 2 * prefix.len() + ITEM_OVERHEAD_BYTES;
+            planned.compares.push(
+                Compare::mod_revision(prefix, CompareOp::Less, state.revision + 1).with_prefix(),
+            );
+        }
+    }
+    if !too_large.is_empty() {
+        return Err(Error::Invalid(too_large));
+    }
+    if planned.bytes > layout.max_request_bytes {
+        let keys = planned.ops.len();
+        return Err(Error::invalid(
+            "request",
+            format!(
+                "the transaction would be about {} bytes ({keys} keys written), more than \
+                 --max-request-bytes {} (etcd refuses requests over its --max-request-bytes, \
+                 1.5 MiB by default); nothing was sent. Change fewer regions at once (drain \
+                 with --region), make the values smaller, or, if the etcd cluster allows more, \
+                 raise --max-request-bytes to match it",
+                planned.bytes, layout.max_request_bytes
+            ),
+        ));
+    }
+    Ok(planned)
+}
+
+/// The size [`commit`] would send for `changes`, checked against the limits (what a dry
+/// run reports).
+pub fn request_bytes(layout: &Layout, state: &State, changes: &Changes) -> Result<usize, Error> {
+    if changes.is_empty() {
+        return Ok(0);
+    }
+    plan_txn(layout, state, changes, &crate::plan::clock::now_rfc3339())
+        .map(|planned| planned.bytes)
+}
+
+/// Writes `changes` in one transaction guarded on the revisions in `state`. Returns the
+/// revision the write landed at, or `None` when a guard failed (a concurrent change).
+pub async fn commit(
+    client: &mut Client,
+    layout: &Layout,
+    state: &State,
+    changes: &Changes,
+    updated: &str,
+) -> Result<Option<i64>, Error> {
+    let planned = plan_txn(layout, state, changes, updated)?;
+    let response = client
+        .txn(Txn::new().when(planned.compares).and_then(planned.ops))
+        .await
+        .map_err(|error| explain_txn_error(error, changes, planned.bytes))?;
+    if response.succeeded() {
+        Ok(Some(
+            response
+                .header()
+                .map(|header| header.revision())
+                .unwrap_or(0),
+        ))
+    } else {
+        Ok(None)
+    }
+}
+
+fn explain_txn_error(error: etcd_client::Error, changes: &Changes, bytes: usize) -> Error {
+    let text = error.to_string();
+    if text.contains("too many operations in txn") {
+        let keys = changes.regions.len()
+            + changes.drains.len()
+            + changes.stages.len()
+            + usize::from(changes.policy.is_some());
+        Error::Failed(format!(
+            "etcd refused a transaction of {keys} keys ({text}); raise etcd's --max-txn-ops \
+             so that one change can cover every region"
+        ))
+    } else if text.contains("request is too large") || text.contains("larger than max") {
+        Error::Failed(format!(
+            "etcd refused a transaction of about {bytes} bytes ({text}): its \
+             --max-request-bytes is lower than dwctl's --max-request-bytes; lower dwctl's to \
+             match (nothing was written)"
+        ))
+    } else {
+        Error::Etcd(error)
+    }
+}
+
+/// How often and how patiently a guarded write is retried.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// How many times to try before exit code 3.
+    pub attempts: u32,
+    /// The first pause's bound.
+    pub base: Duration,
+    /// The largest pause's bound.
+    pub cap: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 10,
+            base: Duration::from_millis(20),
+            cap: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// "Full jitter": a random pause up to an exponentially growing bound, so that writers
+    /// that collided once do not collide again in lockstep.
+    pub fn pause(&self, attempt: u32) -> Duration {
+        let bound = self
+            .base
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.cap);
+        bound.mul_f64(fastrand::f64())
+    }
+}
+
+/// The result of [`transact`].
+#[derive(Debug, Clone)]
+pub struct Committed {
+    /// The revision the write landed at; `None` when the plan had nothing to write.
+    pub revision: Option<i64>,
+    /// The state the successful plan was made from.
+    pub state: State,
+    /// What the successful plan wrote.
+    pub changes: Changes,
+    /// How many attempts it took (0 for a dry run).
+    pub attempts: u32,
+}
+
+/// A check every commit of a plan (and its dry run) passes after the follow-ups and the
+/// size check, before anything is sent: it may refuse the changes with an error of its own
+/// kind, which the command reports (and exits with) as it is. The capacity guard is one to
+/// come; the list is [`PRE_COMMIT_CHECKS`].
+pub type PreCommitCheck = fn(&State, &Changes) -> Result<(), Error>;
+
+/// The checks every plan commit runs, in order ([`PreCommitCheck`]).
+pub const PRE_COMMIT_CHECKS: &[PreCommitCheck] = &[];
+
+/// Read, plan, commit; on conflict start over, up to `retry.attempts` times. The plan
+/// is a pure function of the state, so each attempt works on what it actually read.
+/// Every attempt passes [`PRE_COMMIT_CHECKS`].
+pub async fn transact<F>(
+    client: &mut Client,
+    layout: &Layout,
+    retry: &RetryPolicy,
+    updated: &str,
+    plan: F,
+) -> Result<Committed, Error>
+where
+    F: FnMut(&State) -> Result<Changes, Error>,
+{
+    transact_checked(client, layout, retry, updated, PRE_COMMIT_CHECKS, plan).await
+}
+
+/// [`transact`] with the pre-commit checks `checks` instead of [`PRE_COMMIT_CHECKS`].
+pub async fn transact_checked<F>(
+    client: &mut Client,
+    layout: &Layout,
+    retry: &RetryPolicy,
+    updated: &str,
+    checks: &[PreCommitCheck],
+    mut plan: F,
+) -> Result<Committed, Error>
+where
+    F: FnMut(&State) -> Result<Changes, Error>,
+{
+    let attempts = retry.attempts.max(1);
+    for attempt in 1..=attempts {
+        let (state, changes) = preview_checked(client, layout, checks, &mut plan).await?;
+        if changes.is_empty() {
+            return Ok(Committed {
+                revision: None,
+                state,
+                changes,
+                attempts: attempt,
+            });
+        }
+        if let Some(revision) = commit(client, layout, &state, &changes, updated).await? {
+            return Ok(Committed {
+                revision: Some(revision),
+                state,
+                changes,
+                attempts: attempt,
+            });
+        }
+        if attempt < attempts {
+            tokio::time::sleep(retry.pause(attempt)).await;
+        }
+    }
+    Err(Error::Conflict { attempts })
+}
+
+/// Reads and plans without writing (`--dry-run`), through [`PRE_COMMIT_CHECKS`].
+pub async fn preview<F>(
+    client: &mut Client,
+    layout: &Layout,
+    plan: &mut F,
+) -> Result<(State, Changes), Error>
+where
+    F: FnMut(&State) -> Result<Changes, Error>,
+{
+    preview_checked(client, layout, PRE_COMMIT_CHECKS, plan).await
+}
+
+async fn preview_checked<F>(
+    client: &mut Client,
+    layout: &Layout,
+    checks: &[PreCommitCheck],
+    plan: &mut F,
+) -> Result<(State, Changes), Error>
+where
+    F: FnMut(&State) -> Result<Changes, Error>,
+{
+    let state = read_state(client, layout).await?;
+    let mut changes = plan(&state)?;
+    reconcile_drain_records(&state, &mut changes)?;
+    reconcile_stages(&state, &mut changes)?;
+    // A dry run refuses what the commit would refuse, before anything is sent.
+    request_bytes(layout, &state, &changes)?;
+    if !changes.is_empty() {
+        for check in checks {
+            check(&state, &changes)?;
+        }
+    }
+    Ok((state, changes))
+}
+
+/// A write outside a plan (a record that is not routing: a registration, its marker, a
+/// rollout's progress, a drain record's repair with its audit record), built here so that
+/// every etcd transaction of dwctl is built in this module: guards, then puts and deletes,
+/// in one transaction. [`write`] sends it.
+#[derive(Debug, Clone, Default)]
+pub struct RecordWrite {
+    compares: Vec<Compare>,
+    ops: Vec<TxnOp>,
+}
+
+impl RecordWrite {
+    /// A write with no guard and no operation yet.
+    pub fn new() -> RecordWrite {
+        RecordWrite::default()
+    }
+
+    /// Guard: `key` still has `mod_revision` (0: `key` does not exist).
+    pub fn guard(mut self, key: &str, mod_revision: i64) -> RecordWrite {
+        self.compares.push(if mod_revision == 0 {
+            Compare::create_revision(key, CompareOp::Equal, 0)
+        } else {
+            Compare::mod_revision(key, CompareOp::Equal, mod_revision)
+        });
+        self
+    }
+
+    /// Puts `value` at `key`.
+    pub fn put(mut self, key: &str, value: String) -> RecordWrite {
+        self.ops.push(TxnOp::put(key, value, None));
+        self
+    }
+
+    /// Puts `value` at `key` on `lease` (the key goes when the lease ends).
+    pub fn put_on_lease(mut self, key: &str, value: String, lease: i64) -> RecordWrite {
+        self.ops.push(TxnOp::put(
+            key,
+            value,
+            Some(PutOptions::new().with_lease(lease)),
+        ));
+        self
+    }
+
+    /// Deletes `key`.
+    pub fn delete(mut self, key: &str) -> RecordWrite {
+        self.ops.push(TxnOp::delete(key, None));
+        self
+    }
+}
+
+/// Sends `write` in one transaction: the revision it committed at, or `None` when a guard
+/// failed (nothing written).
+pub async fn write(client: &mut Client, write: RecordWrite) -> Result<Option<i64>, Error> {
+    let response = client
+        .txn(Txn::new().when(write.compares).and_then(write.ops))
+        .await?;
+    if !response.succeeded() {
+        return Ok(None);
+    }
+    Ok(Some(
+        response.header().map_or(0, |header| header.revision()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::value::RegionValue;
+
+    fn layout(max: usize) -> Layout {
+        Layout::new("/dw/routing/", "/dw/control/")
+            .unwrap()
+            .with_max_request_bytes(max)
+    }
+
+    fn with_shard(bytes: usize) -> Changes {
+        let value = RegionValue {
+            shard: "s".repeat(bytes),
+            origins: vec!["a".into()],
+            weight: [("a".to_string(), 100)].into(),
+            extra: Default::default(),
+        };
+        Changes {
+            regions: [("DE".to_string(), Some(value))].into(),
+            ..Changes::default()
+        }
+    }
+
+    #[test]
+    fn values_are_refused_past_one_mebibyte_exactly() {
+        let state = State::default();
+        let overhead = with_shard(0).regions["DE"]
+            .as_ref()
+            .unwrap()
+            .encode("t")
+            .len();
+        let big = layout(4 * MAX_VALUE_BYTES);
+        let at_limit = with_shard(MAX_VALUE_BYTES - overhead);
+        assert!(plan_txn(&big, &state, &at_limit, "t").is_ok());
+        let past = with_shard(MAX_VALUE_BYTES - overhead + 1);
+        let Err(Error::Invalid(errors)) = plan_txn(&big, &state, &past, "t") else {
+            panic!("a value of 1 MiB + 1 byte must be refused");
+        };
+        assert_eq!(errors[0].field, "/dw/routing/region/DE");
+    }
+
+    #[test]
+    fn the_request_size_is_an_upper_bound_checked_at_its_edge() {
+        let state = State::default();
+        let changes = with_shard(1000);
+        let bytes = plan_txn(&layout(1 << 20), &state, &changes, "t")
+            .unwrap()
+            .bytes;
+        assert!(request_bytes(&layout(1 << 20), &state, &changes).unwrap() >= bytes);
+        // Key, value and framing: more than the payload, not much more.
+        assert!(bytes > 1000 && bytes < 1000 + 512, "{bytes}");
+        assert!(plan_txn(&layout(bytes), &state, &changes, "t").is_ok());
+        let Err(Error::Invalid(errors)) = plan_txn(&layout(bytes - 1), &state, &changes, "t")
+        else {
+            panic!("one byte over the limit must be refused");
+        };
+        assert_eq!(errors[0].field, "request");
+        assert!(errors[0].reason.contains("--max-request-bytes"));
+        assert_eq!(
+            request_bytes(&layout(10), &state, &Changes::default()).unwrap(),
+            0
+        );
+    }
+}

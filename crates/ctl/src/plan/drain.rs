@@ -1,0 +1,552 @@
+//! Planning drains and restores: pure functions from a [`State`] to [`Changes`].
+//!
+//! A drain takes an origin out of every region that lists it (or the chosen ones),
+//! renormalises the remaining weights to exactly 100 and records what it took in a drain
+//! record, all in one transaction. A restore gives back exactly what the record holds
+//! when a region is as the drain left it; when the region changed since, it re-adds the
+//! origin with its previous share and renormalises the others around it, and says so.
+
+use crate::error::{Error, FieldError};
+use crate::plan::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
+pub use crate::plan::drain_record::{DrainRequest, FleetLimit};
+use crate::plan::model::{Changes, StageEdits, State};
+use crate::plan::value::RegionValue;
+use crate::plan::weights::renormalise;
+
+/// What the weights of a region sum to after a drain or a restore.
+pub const WEIGHT_TOTAL: u32 = 100;
+
+pub fn check_origin_name(field: &str, origin: &str) -> Result<(), Error> {
+    if origin.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if origin.contains('/') {
+        return Err(Error::invalid(field, "must not contain `/`"));
+    }
+    Ok(())
+}
+
+/// Plans a drain: the origin leaves each region (weights renormalised to [`WEIGHT_TOTAL`])
+/// and a drain record keeps what was taken, so that [`plan_restore`] can give it back.
+pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Error> {
+    let origin = request.origin.as_str();
+    check_origin_name("origin", origin)?;
+    let existing = state.drain_record(origin)?;
+    let explicit = !request.regions.is_empty();
+    let geos: Vec<String> = if explicit {
+        let errors: Vec<FieldError> = request
+            .regions
+            .iter()
+            .filter_map(|geo| match state.region(geo) {
+                None => Some(FieldError::new(
+                    "region",
+                    format!("there is no region `{geo}`"),
+                )),
+                Some(Err(error)) => Some(FieldError::new(
+                    "region",
+                    format!("region `{geo}` holds an invalid value ({error}); fix it first"),
+                )),
+                Some(Ok(_)) => None,
+            })
+            .collect();
+        if !errors.is_empty() {
+            return Err(Error::Invalid(errors));
+        }
+        request.regions.clone()
+    } else {
+        state.regions.keys().cloned().collect()
+    };
+
+    let mut changes = Changes {
+        guard_regions: true,
+        stage_edits: StageEdits::Drain(Box::new(request.clone())),
+        ..Changes::default()
+    };
+    let mut record = existing.clone().unwrap_or_else(|| DrainRecord {
+        schema: DRAIN_RECORD_SCHEMA,
+        origin: origin.to_string(),
+        reason: request.reason.clone(),
+        source: request.source.clone(),
+        by: request.by.clone(),
+        at: request.at.clone(),
+        regions: Default::default(),
+        stages: Default::default(),
+    });
+    let mut would_empty = Vec::new();
+    for geo in &geos {
+        let current = match state.region(geo) {
+            Some(Ok(current)) => current,
+            Some(Err(error)) => {
+                changes.notes.push(format!(
+                    "region {geo} skipped: its value is invalid ({error})"
+                ));
+                continue;
+            }
+            None => continue,
+        };
+        if !current.lists(origin) {
+            if explicit {
+                changes
+                    .notes
+                    .push(format!("region {geo} does not list {origin}"));
+            }
+            continue;
+        }
+        let remaining: Vec<(String, u32)> = current
+            .listed_weights()
+            .into_iter()
+            .filter(|(name, _)| name != origin)
+            .collect();
+        let renormalised = renormalise(&remaining, WEIGHT_TOTAL)
+            .filter(|weights| weights.iter().any(|(_, weight)| *weight > 0));
+        match renormalised {
+            Some(weights) => {
+                let unlisted: Vec<&String> = current
+                    .weight
+                    .keys()
+                    .filter(|name| *name != origin && !current.lists(name))
+                    .collect();
+                if !unlisted.is_empty() {
+                    changes.notes.push(format!(
+                        "region {geo}: dropped the weights of unlisted origins {unlisted:?}"
+                    ));
+                }
+                let after = RegionValue {
+                    shard: current.shard.clone(),
+                    origins: remaining.iter().map(|(name, _)| name.clone()).collect(),
+                    weight: weights.into_iter().collect(),
+                    extra: current.extra.clone(),
+                };
+                record
+                    .regions
+                    .insert(geo.clone(), DrainedRegion::minimal(&current, Some(&after)));
+                changes.regions.insert(geo.clone(), Some(after));
+            }
+            None if request.force => {
+                changes.notes.push(format!(
+                    "region {geo}: {origin} was its last origin with weight; the region key is \
+                     deleted (--force), routing falls back to the policy's default and failover"
+                ));
+                changes.regions.insert(geo.clone(), None);
+                record
+                    .regions
+                    .insert(geo.clone(), DrainedRegion::minimal(&current, None));
+            }
+            None if request.skip_emptying => {
+                changes.notes.push(format!(
+                    "region {geo} left alone: {origin} is its last origin with weight"
+                ));
+            }
+            None => would_empty.push(geo.clone()),
+        }
+    }
+    if !would_empty.is_empty() {
+        return Err(Error::Invalid(
+            would_empty
+                .into_iter()
+                .map(|geo| {
+                    FieldError::new(
+                        "region",
+                        format!(
+                            "draining {origin} would leave region `{geo}` with no origin \
+                             carrying weight; use --force to drain it anyway (the region key is \
+                             deleted, restore recreates it)"
+                        ),
+                    )
+                })
+                .collect(),
+        ));
+    }
+    if changes.regions.is_empty() {
+        if existing.is_none() && !explicit && changes.notes.is_empty() {
+            return Err(Error::invalid(
+                "origin",
+                format!("`{origin}` is not listed in any region"),
+            ));
+        }
+        changes.notes.push(match &existing {
+            Some(record) => format!(
+                "nothing to drain: {origin} is already drained ({} by {} at {}: {})",
+                record.source, record.by, record.at, record.reason
+            ),
+            None => format!("nothing to drain for {origin}"),
+        });
+        return Ok(changes);
+    }
+    if let Some(limit) = &request.fleet_limit {
+        let drained: Vec<&String> = state
+            .drains
+            .keys()
+            .filter(|name| limit.origins.contains(*name) && *name != origin)
+            .collect();
+        if existing.is_none() && drained.len() >= limit.max_drained {
+            return Err(Error::Failed(format!(
+                "not draining {origin}: {} of {} origins are drained already ({drained:?}), the \
+                 limit is {}",
+                drained.len(),
+                limit.origins.len(),
+                limit.max_drained
+            )));
+        }
+        changes.guard_drains = true;
+    }
+    // An older record that this drain extends is written back in the current schema (its
+    // regions as they were: schema 2 reads whole values too).
+    record.schema = DRAIN_RECORD_SCHEMA;
+    changes.drains.insert(origin.to_string(), Some(record));
+    Ok(changes)
+}
+
+/// Plans the reversal of `origin`'s drain. With `only_source`, a drain made by another
+/// tool is left alone (an empty plan with a note).
+pub fn plan_restore(
+    state: &State,
+    origin: &str,
+    only_source: Option<&str>,
+) -> Result<Changes, Error> {
+    check_origin_name("origin", origin)?;
+    let Some(record) = state.drain_record(origin)? else {
+        return Err(Error::invalid(
+            "origin",
+            format!("no drain is recorded for `{origin}`"),
+        ));
+    };
+    let mut changes = Changes {
+        guard_regions: true,
+        stage_edits: StageEdits::Restore(origin.to_string()),
+        ..Changes::default()
+    };
+    if let Some(source) = only_source
+        && record.source != source
+    {
+        changes.notes.push(format!(
+            "{origin} was drained by {} ({}), not by {source}: left drained",
+            record.source, record.reason
+        ));
+        return Ok(changes);
+    }
+    for (geo, drained) in &record.regions {
+        match state.region(geo) {
+            None if drained.after.is_none() => {
+                changes
+                    .notes
+                    .push(format!("region {geo} recreated as it was before the drain"));
+                changes
+                    .regions
+                    .insert(geo.clone(), Some(drained.before.clone()));
+            }
+            None => changes.notes.push(format!(
+                "region {geo} was deleted since the drain: not recreated"
+            )),
+            Some(Err(error)) => changes.notes.push(format!(
+                "region {geo} left alone: its value is invalid now ({error})"
+            )),
+            Some(Ok(current)) if current.lists(origin) => {
+                changes
+                    .notes
+                    .push(format!("region {geo} already lists {origin}"));
+            }
+            Some(Ok(current)) => {
+                let unchanged = drained
+                    .after
+                    .as_ref()
+                    .is_some_and(|after| after.same_routing(&current));
+                let restored = if unchanged {
+                    RegionValue {
+                        origins: drained.before.origins.clone(),
+                        weight: drained.before.weight.clone(),
+                        ..current
+                    }
+                } else {
+                    let (value, share) = readd(&current, &drained.before, origin);
+                    changes.notes.push(format!(
+                        "region {geo} changed since the drain: re-added {origin} with weight \
+                         {share} and renormalised the others to {}",
+                        WEIGHT_TOTAL - share
+                    ));
+                    value
+                };
+                changes.regions.insert(geo.clone(), Some(restored));
+            }
+        }
+    }
+    changes.drains.insert(origin.to_string(), None);
+    Ok(changes)
+}
+
+/// `current` with `origin` back at its previous position and previous share of the total;
+/// the other weights scaled to the rest. Returns the value and the origin's new weight.
+pub(crate) fn readd(
+    current: &RegionValue,
+    before: &RegionValue,
+    origin: &str,
+) -> (RegionValue, u32) {
+    let previous_total = before.weight_sum();
+    let share = if previous_total == 0 {
+        0
+    } else {
+        // Round half up: w * 100 / total.
+        let scaled =
+            (u64::from(before.weight_of(origin)) * 200 + previous_total) / (2 * previous_total);
+        scaled.min(u64::from(WEIGHT_TOTAL)) as u32
+    };
+    let others = renormalise(&current.listed_weights(), WEIGHT_TOTAL - share)
+        .unwrap_or_else(|| current.listed_weights());
+    let mut origins = current.origins.clone();
+    let position = before
+        .origins
+        .iter()
+        .position(|name| name == origin)
+        .unwrap_or(origins.len())
+        .min(origins.len());
+    origins.insert(position, origin.to_string());
+    let mut weight: std::collections::BTreeMap<String, u32> = others.into_iter().collect();
+    weight.insert(origin.to_string(), share);
+    (
+        RegionValue {
+            origins,
+            weight,
+            ..current.clone()
+        },
+        share,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::commit::Entry;
+    use crate::plan::weights::tests::named;
+
+    fn state(regions: &[(&str, &str)]) -> State {
+        State {
+            revision: 10,
+            regions: regions
+                .iter()
+                .map(|(geo, raw)| {
+                    (
+                        geo.to_string(),
+                        Entry {
+                            raw: raw.as_bytes().to_vec(),
+                            mod_revision: 5,
+                        },
+                    )
+                })
+                .collect(),
+            ..State::default()
+        }
+    }
+
+    fn request(origin: &str) -> DrainRequest {
+        DrainRequest {
+            origin: origin.into(),
+            regions: vec![],
+            reason: "test".into(),
+            source: "cli".into(),
+            by: "me@here".into(),
+            at: "2026-01-01T00:00:00Z".into(),
+            force: false,
+            skip_emptying: false,
+            fleet_limit: None,
+        }
+    }
+
+    /// Applies `changes` to `state` as etcd would (drain records included).
+    fn apply(state: &State, changes: &Changes) -> State {
+        let mut next = state.clone();
+        for (geo, value) in &changes.regions {
+            match value {
+                Some(value) => {
+                    next.regions.insert(
+                        geo.clone(),
+                        Entry {
+                            raw: value.encode("t").into_bytes(),
+                            mod_revision: 11,
+                        },
+                    );
+                }
+                None => {
+                    next.regions.remove(geo);
+                }
+            }
+        }
+        for (origin, record) in &changes.drains {
+            match record {
+                Some(record) => {
+                    next.drains.insert(
+                        origin.clone(),
+                        Entry {
+                            raw: record.encode().into_bytes(),
+                            mod_revision: 11,
+                        },
+                    );
+                }
+                None => {
+                    next.drains.remove(origin);
+                }
+            }
+        }
+        next
+    }
+
+    fn weights(state: &State, geo: &str) -> Vec<(String, u32)> {
+        state.region(geo).unwrap().unwrap().listed_weights()
+    }
+
+    /// Region DE holding `region`, before and after the CLI drains origin `a`.
+    fn drained_a(region: &str) -> (State, State) {
+        let before = state(&[("DE", region)]);
+        let drained = apply(&before, &plan_drain(&before, &request("a")).unwrap());
+        (before, drained)
+    }
+
+    #[test]
+    fn drain_renormalises_every_region_and_restore_gives_back_the_exact_weights() {
+        let before = state(&[
+            (
+                "DE",
+                r#"{"shard":"eu-1","origins":["a","b","c","d"],"weight":{"a":25,"b":25,"c":25,"d":25}}"#,
+            ),
+            (
+                "FR",
+                r#"{"shard":"eu-1","origins":["b","a"],"weight":{"a":10,"b":90}}"#,
+            ),
+            ("US", r#"{"shard":"us-1","origins":["x"],"weight":{"x":1}}"#),
+        ]);
+        let changes = plan_drain(&before, &request("a")).unwrap();
+        assert_eq!(changes.regions.keys().collect::<Vec<_>>(), ["DE", "FR"]);
+        let drained = apply(&before, &changes);
+        assert_eq!(
+            weights(&drained, "DE"),
+            named(&[("b", 34), ("c", 33), ("d", 33)])
+        );
+        assert_eq!(weights(&drained, "FR"), named(&[("b", 100)]));
+        let record = drained.drain_record("a").unwrap().unwrap();
+        assert_eq!(record.regions["FR"].before.weight_of("a"), 10);
+
+        let restored = apply(&drained, &plan_restore(&drained, "a", None).unwrap());
+        assert_eq!(weights(&restored, "DE"), weights(&before, "DE"));
+        assert_eq!(weights(&restored, "FR"), weights(&before, "FR"));
+        assert!(restored.drains.is_empty());
+    }
+
+    #[test]
+    fn restore_after_a_change_readds_with_the_previous_share() {
+        let (_, drained) = drained_a(
+            r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":40,"b":30,"c":30}}"#,
+        );
+        let mut changed = drained.clone();
+        changed.regions.get_mut("DE").unwrap().raw =
+            br#"{"shard":"eu-1","origins":["b","c","e"],"weight":{"b":1,"c":1,"e":2}}"#.to_vec();
+        let changes = plan_restore(&changed, "a", None).unwrap();
+        assert!(
+            changes
+                .notes
+                .iter()
+                .any(|note| note.contains("changed since the drain"))
+        );
+        let restored = apply(&changed, &changes);
+        assert_eq!(
+            weights(&restored, "DE"),
+            named(&[("a", 40), ("b", 15), ("c", 15), ("e", 30)])
+        );
+    }
+
+    #[test]
+    fn refuses_to_empty_a_region_unless_forced_and_restore_recreates_it() {
+        let before = state(&[
+            (
+                "DE",
+                r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":100,"b":0}}"#,
+            ),
+            (
+                "FR",
+                r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":1,"b":1}}"#,
+            ),
+        ]);
+        let Err(Error::Invalid(errors)) = plan_drain(&before, &request("a")) else {
+            panic!("an emptying drain must be refused");
+        };
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].reason.contains("`DE`"));
+
+        let skipping = plan_drain(
+            &before,
+            &DrainRequest {
+                skip_emptying: true,
+                ..request("a")
+            },
+        )
+        .unwrap();
+        assert_eq!(skipping.regions.keys().collect::<Vec<_>>(), ["FR"]);
+
+        let forced = plan_drain(
+            &before,
+            &DrainRequest {
+                force: true,
+                ..request("a")
+            },
+        )
+        .unwrap();
+        assert_eq!(forced.regions["DE"], None);
+        let drained = apply(&before, &forced);
+        assert!(drained.region("DE").is_none());
+        let restored = apply(&drained, &plan_restore(&drained, "a", None).unwrap());
+        assert_eq!(
+            restored.region("DE").unwrap().unwrap(),
+            before.region("DE").unwrap().unwrap()
+        );
+    }
+
+    #[test]
+    fn unknown_origins_and_regions_are_validation_errors() {
+        let before = state(&[(
+            "DE",
+            r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":1,"b":1}}"#,
+        )]);
+        let field = |result: Result<Changes, Error>| match result {
+            Err(Error::Invalid(errors)) => errors[0].field.clone(),
+            other => panic!("expected a validation error, got {other:?}"),
+        };
+        assert_eq!(field(plan_drain(&before, &request("zz"))), "origin");
+        assert_eq!(field(plan_drain(&before, &request(""))), "origin");
+        assert_eq!(
+            field(plan_drain(
+                &before,
+                &DrainRequest {
+                    regions: vec!["XX".into()],
+                    ..request("a")
+                }
+            )),
+            "region"
+        );
+        assert_eq!(field(plan_restore(&before, "a", None)), "origin");
+    }
+
+    #[test]
+    fn automation_restores_only_its_own_drains_and_respects_the_fleet_limit() {
+        let (before, drained) =
+            drained_a(r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}"#);
+        assert!(
+            plan_restore(&drained, "a", Some("health"))
+                .unwrap()
+                .is_empty()
+        );
+        let limit = FleetLimit {
+            origins: ["a", "b", "c"]
+                .iter()
+                .map(|name| name.to_string())
+                .collect(),
+            max_drained: 1,
+        };
+        let limited = DrainRequest {
+            fleet_limit: Some(limit),
+            ..request("b")
+        };
+        assert!(matches!(
+            plan_drain(&drained, &limited),
+            Err(Error::Failed(_))
+        ));
+        assert!(plan_drain(&before, &limited).unwrap().guard_drains);
+    }
+}

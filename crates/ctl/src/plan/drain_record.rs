@@ -1,0 +1,203 @@
+//! Drain records: what `drain` took away, so that `restore` can give it back.
+//!
+//! One record per drained origin, at `<control prefix>drains/<origin>`, written in the same
+//! transaction as the regions it changed. For each region it keeps what a restore needs:
+//! the region's shard, origins and weights before the drain, and its origins and weights
+//! after it (`null` when the drain deleted the region key; then `before` keeps the whole
+//! value, unknown fields included, so that restore can recreate it), with who drained, why,
+//! when, and which tool (`source`: `cli`, `rebalance`, `health`). Automation only ever
+//! restores its own drains.
+//!
+//! The record is versioned by its `schema` field ([`DRAIN_RECORD_SCHEMA`]):
+//!
+//! - schema 1: records written before the field existed (no `schema`); `before` and
+//!   `after` hold whole region values, unknown fields included. They are read and restored
+//!   as they are.
+//! - schema 2: `before` and `after` keep only the fields a restore needs (above), so that
+//!   a large unknown field is not copied twice into the drain's transaction; `stages`
+//!   (optional, absent when empty) is reserved for staged rollouts (issue 22): stage id →
+//!   geo → the staged value before and after the drain, in the same shape as `regions`.
+//!
+//! A record with a newer schema, or one that does not parse, is *malformed* for this
+//! dwctl: it blocks only the commands about its origin (`drain`, `restore` of it), is named
+//! by `status`, `origin list` and `history`, and `dwctl drain --repair ORIGIN` removes it
+//! with an audit record.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::plan::value::RegionValue;
+
+/// Who drained: an operator with the CLI.
+pub const SOURCE_CLI: &str = "cli";
+/// Who drained: `dwctl rebalance`, when an origin's lease expired.
+pub const SOURCE_REBALANCE: &str = "rebalance";
+/// Who drained: `dwctl health`, after failed probes.
+pub const SOURCE_HEALTH: &str = "health";
+
+/// The schema this dwctl writes (and the newest it reads).
+pub const DRAIN_RECORD_SCHEMA: u32 = 2;
+
+fn schema_one() -> u32 {
+    1
+}
+
+/// What a drain took, kept under the control prefix so that `restore` can give it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainRecord {
+    /// The record's schema: 1 when absent (records written before it existed).
+    #[serde(default = "schema_one")]
+    pub schema: u32,
+    /// The drained origin.
+    pub origin: String,
+    /// Why it was drained.
+    pub reason: String,
+    /// Who drained: [`SOURCE_CLI`], [`SOURCE_REBALANCE`] or [`SOURCE_HEALTH`].
+    pub source: String,
+    /// The operator or automation instance that drained it.
+    pub by: String,
+    /// When, RFC 3339 UTC.
+    pub at: String,
+    /// geo → the region before and after the drain.
+    pub regions: BTreeMap<String, DrainedRegion>,
+    /// stage id → geo → the staged region before and after the drain, so that `restore`
+    /// puts the origin back into the stages it was drained from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stages: BTreeMap<String, BTreeMap<String, DrainedRegion>>,
+}
+
+/// One region's value around the drain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainedRegion {
+    /// The value before the drain.
+    pub before: RegionValue,
+    /// `None` when the drain deleted the region key (`--force` on its last origin).
+    pub after: Option<RegionValue>,
+}
+
+impl DrainedRegion {
+    /// What a schema-2 record keeps of a region around a drain: `after` without unknown
+    /// fields, `before` without them too unless the drain deleted the key (then restore
+    /// recreates the whole value from it).
+    pub fn minimal(before: &RegionValue, after: Option<&RegionValue>) -> DrainedRegion {
+        let routing = |value: &RegionValue| RegionValue {
+            extra: Default::default(),
+            ..value.clone()
+        };
+        DrainedRegion {
+            before: match after {
+                Some(_) => routing(before),
+                None => before.clone(),
+            },
+            after: after.map(routing),
+        }
+    }
+}
+
+impl DrainRecord {
+    /// The record of `origin` as stored; a malformed one fails the command (only commands
+    /// about `origin` read it).
+    pub fn parse(origin: &str, raw: &[u8]) -> Result<DrainRecord, Error> {
+        let malformed = |why: String| {
+            Error::Failed(format!(
+                "the drain record of {origin} is malformed ({why}); inspect it with \
+                 `dwctl history /<control-prefix>/drains/{origin}` and remove it with \
+                 `dwctl drain --repair {origin}`"
+            ))
+        };
+        let record: DrainRecord =
+            serde_json::from_slice(raw).map_err(|error| malformed(error.to_string()))?;
+        if record.schema == 0 || record.schema > DRAIN_RECORD_SCHEMA {
+            return Err(malformed(format!(
+                "schema {} is not one this dwctl reads (1 to {DRAIN_RECORD_SCHEMA}); a newer \
+                 dwctl wrote it",
+                record.schema
+            )));
+        }
+        if record.origin != origin {
+            return Err(malformed(format!(
+                "it names origin {:?}, not {origin:?}",
+                record.origin
+            )));
+        }
+        Ok(record)
+    }
+
+    /// Compact JSON.
+    pub fn encode(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A drain to plan.
+#[derive(Debug, Clone)]
+pub struct DrainRequest {
+    /// The origin to take out.
+    pub origin: String,
+    /// Only these geos; empty means every region that lists the origin.
+    pub regions: Vec<String>,
+    /// Why, as the drain record keeps it.
+    pub reason: String,
+    /// `cli`, `rebalance` or `health` (see [`crate::DrainRecord`]).
+    pub source: String,
+    /// Who asked (the operator, or `rebalance:<host>`).
+    pub by: String,
+    /// When, RFC 3339 UTC.
+    pub at: String,
+    /// Drain even a region's last origin: its key is deleted (restore recreates it).
+    pub force: bool,
+    /// For automation: leave a region the drain would empty alone (and say so) instead of
+    /// refusing the whole drain.
+    pub skip_emptying: bool,
+    /// Refuse when this many origins of the set are drained already.
+    pub fleet_limit: Option<FleetLimit>,
+}
+
+/// At most `max_drained` of `origins` may be drained at once.
+#[derive(Debug, Clone)]
+pub struct FleetLimit {
+    /// The origins the limit counts (those health probes).
+    pub origins: BTreeSet<String>,
+    /// How many of them may be drained at once.
+    pub max_drained: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record exactly as dwctl wrote them before the `schema` field (schema 1): whole
+    /// values with unknown fields in `before` and `after`, a deleted region.
+    const SCHEMA_ONE: &str = r#"{"origin":"fra-a","reason":"INC-1","source":"cli","by":"ops@host","at":"2026-01-01T00:00:00Z","regions":{"DE":{"before":{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":50,"fra-b":50},"note":"x"},"after":{"shard":"eu-1","origins":["fra-b"],"weight":{"fra-b":100},"note":"x"}},"AT":{"before":{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":100}},"after":null}}}"#;
+
+    #[test]
+    fn records_written_before_the_schema_field_still_parse() {
+        let record = DrainRecord::parse("fra-a", SCHEMA_ONE.as_bytes()).unwrap();
+        assert_eq!(record.schema, 1);
+        assert_eq!(record.regions["DE"].before.extra["note"], "x");
+        assert!(record.regions["AT"].after.is_none());
+        assert!(record.stages.is_empty());
+    }
+
+    #[test]
+    fn newer_schemas_and_foreign_records_are_malformed() {
+        let newer = SCHEMA_ONE.replacen('{', r#"{"schema":3,"#, 1);
+        let error = DrainRecord::parse("fra-a", newer.as_bytes()).unwrap_err();
+        assert!(error.to_string().contains("schema 3"), "{error}");
+        assert!(error.to_string().contains("--repair fra-a"), "{error}");
+        assert!(DrainRecord::parse("fra-b", SCHEMA_ONE.as_bytes()).is_err());
+        assert!(DrainRecord::parse("fra-a", b"garbage").is_err());
+    }
+
+    #[test]
+    fn minimal_regions_drop_unknown_fields_unless_the_key_was_deleted() {
+        let record = DrainRecord::parse("fra-a", SCHEMA_ONE.as_bytes()).unwrap();
+        let de = &record.regions["DE"];
+        let kept = DrainedRegion::minimal(&de.before, de.after.as_ref());
+        assert!(kept.before.extra.is_empty() && kept.after.unwrap().extra.is_empty());
+        let deleted = DrainedRegion::minimal(&de.before, None);
+        assert_eq!(deleted.before.extra["note"], "x");
+    }
+}
