@@ -24,7 +24,7 @@ and etcd's routing state, and prints per origin:
 An origin with no answers gets `why no answers:` lines: not in any region, drained, weight 0 in all \
 its regions, its regions answer no one, or none of that (look at the nodes: dwctl status).
 
-Prometheus must scrape every dw-agent's /metrics (docs/traffic-ops.md, \"Scraping\"). The \
+Prometheus must scrape every dw-agent's /metrics (/usr/share/doc/dwctl/traffic-ops.md, \"Scraping\"). The \
 numbers are rates over --window: a change shows fully after one window; a window shorter \
 than about four scrape intervals gives no rate at all.
 
@@ -89,7 +89,7 @@ pub struct PrometheusArgs {
 pub const NO_URL: &str = "no Prometheus to ask: give its base URL with --prometheus URL or \
 the environment variable DWCTL_PROMETHEUS_URL (e.g. export \
 DWCTL_PROMETHEUS_URL=http://prometheus:9090); it must scrape every dw-agent's /metrics \
-(docs/traffic-ops.md)";
+(/usr/share/doc/dwctl/traffic-ops.md)";
 
 impl PrometheusArgs {
     /// The client options these flags describe, secrets read; a usage error (exit 2)
