@@ -23,8 +23,8 @@ use crate::error::Error;
 use crate::labels::LabelSet;
 use crate::layout::{
     ENTRY_WORDS, FILE_WORDS, INDEX_BUCKETS, INDEX_OFFSET, MAGIC, MAX_LABEL_BYTES, MAX_LABEL_SETS,
-    MAX_SLOTS, OVERFLOW_ID, SLOT_HEADER_WORDS, SLOT_WORDS, VERSION, entry_offset, header,
-    slot_offset,
+    MAX_SLOTS, OVERFLOW_ID, SLOT_HEADER_WORDS, SLOT_WORDS, VERSION, check_header, entry_offset,
+    header, slot_offset,
 };
 
 /// The locks a writer takes, provided by whoever mapped the words.
@@ -70,22 +70,7 @@ impl<'m, L: Locks> Counters<'m, L> {
                 words[header::MAGIC].store(MAGIC, Ordering::Release);
             }
         })?;
-        let check = |index: usize, want: u64, name: &'static str| {
-            if words[index].load(Ordering::Acquire) == want {
-                Ok(())
-            } else {
-                Err(Error::Header(name))
-            }
-        };
-        check(header::MAGIC, MAGIC, "magic")?;
-        check(header::VERSION, VERSION, "version")?;
-        check(header::MAX_LABEL_SETS, MAX_LABEL_SETS as u64, "label sets")?;
-        check(header::MAX_SLOTS, MAX_SLOTS as u64, "slots")?;
-        check(
-            header::MAX_LABEL_BYTES,
-            MAX_LABEL_BYTES as u64,
-            "label bytes",
-        )?;
+        check_header(|index| words[index].load(Ordering::Acquire))?;
         words[header::TREE_PID].store(pid, Ordering::Relaxed);
         words[header::TREES].fetch_add(1, Ordering::Relaxed);
         Ok(counters)

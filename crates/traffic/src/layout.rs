@@ -44,6 +44,29 @@ pub mod header {
     pub const TREES: usize = 8;
 }
 
+/// Checks the header words that fix the layout (magic, version and the three bounds),
+/// each read through `word`: the writer reads its mapping, the reader a copy of the bytes.
+pub(crate) fn check_header(word: impl Fn(usize) -> u64) -> Result<(), crate::error::Error> {
+    let fixed = [
+        (header::MAGIC, MAGIC, "magic"),
+        (header::VERSION, VERSION, "version"),
+        (header::MAX_LABEL_SETS, MAX_LABEL_SETS as u64, "label sets"),
+        (header::MAX_SLOTS, MAX_SLOTS as u64, "slots"),
+        (
+            header::MAX_LABEL_BYTES,
+            MAX_LABEL_BYTES as u64,
+            "label bytes",
+        ),
+    ];
+    match fixed
+        .into_iter()
+        .find(|&(index, want, _)| word(index) != want)
+    {
+        Some((_, _, name)) => Err(crate::error::Error::Header(name)),
+        None => Ok(()),
+    }
+}
+
 /// Buckets of the label-set index (twice the label sets, so probes stay short).
 pub const INDEX_BUCKETS: usize = 2 * MAX_LABEL_SETS;
 /// Words of one label-set entry: one word of lengths and codes, then four values.

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use crate::error::Error;
 use crate::labels::LabelSet;
 use crate::layout::{
-    ENTRY_WORDS, FILE_BYTES, FILE_WORDS, MAGIC, MAX_LABEL_BYTES, MAX_LABEL_SETS, MAX_SLOTS,
-    OVERFLOW_ID, SLOT_HEADER_WORDS, VERSION, entry_offset, header, slot_offset,
+    ENTRY_WORDS, FILE_BYTES, FILE_WORDS, MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID, SLOT_HEADER_WORDS,
+    check_header, entry_offset, header, slot_offset,
 };
 
 /// The answers counted in one or more files.
@@ -52,22 +52,7 @@ pub fn parse(bytes: &[u8]) -> Result<Totals, Error> {
     if bytes.len() != FILE_BYTES {
         return Err(Error::Size(bytes.len()));
     }
-    let expect = |index: usize, want: u64, name: &'static str| {
-        if word(bytes, index) == want {
-            Ok(())
-        } else {
-            Err(Error::Header(name))
-        }
-    };
-    expect(header::MAGIC, MAGIC, "magic")?;
-    expect(header::VERSION, VERSION, "version")?;
-    expect(header::MAX_LABEL_SETS, MAX_LABEL_SETS as u64, "label sets")?;
-    expect(header::MAX_SLOTS, MAX_SLOTS as u64, "slots")?;
-    expect(
-        header::MAX_LABEL_BYTES,
-        MAX_LABEL_BYTES as u64,
-        "label bytes",
-    )?;
+    check_header(|index| word(bytes, index))?;
     let label_count = (word(bytes, header::LABEL_COUNT) as usize).min(MAX_LABEL_SETS);
     let mut totals = Totals {
         overflow: word(bytes, header::UNSLOTTED),
