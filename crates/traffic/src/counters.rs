@@ -58,7 +58,10 @@ impl<'m, L: Locks> Counters<'m, L> {
     /// header is written) or with this layout's header. `pid` is recorded as the tree's.
     pub fn open(words: &'m [AtomicU64], locks: L, pid: u64) -> Result<Counters<'m, L>, Error> {
         if words.len() != FILE_WORDS {
-            return Err(Error::Size(words.len() * 8));
+            return Err(Error::Size {
+                found: words.len() * 8,
+                expected: crate::layout::FILE_BYTES,
+            });
         }
         let counters = Counters { words, locks };
         counters.locks.with_registry_lock(|| {

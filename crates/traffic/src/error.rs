@@ -6,7 +6,12 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The file's size is not the layout's.
-    Size(usize),
+    Size {
+        /// The size found, in bytes.
+        found: usize,
+        /// The layout's size, in bytes.
+        expected: usize,
+    },
     /// The header does not describe this layout (the word that differs).
     Header(&'static str),
     /// A label-set entry is malformed (skipped, with its counts).
@@ -18,10 +23,9 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Size(size) => write!(
+            Error::Size { found, expected } => write!(
                 f,
-                "counter file is {size} bytes, the layout's is {}",
-                crate::layout::FILE_BYTES
+                "counter file is {found} bytes, the layout's is {expected}"
             ),
             Error::Header(word) => {
                 write!(f, "counter file header: {word} differs from the layout's")

@@ -74,7 +74,12 @@ impl MappedFile {
                 .set_len(FILE_BYTES as u64)
                 .map_err(|error| Error::Io(format!("{}: {error}", path.display())))?,
             len if len == FILE_BYTES as u64 => {}
-            len => return Err(Error::Size(len as usize)),
+            len => {
+                return Err(Error::Size {
+                    found: len as usize,
+                    expected: FILE_BYTES,
+                });
+            }
         }
         use std::os::fd::IntoRawFd;
         let fd = file.into_raw_fd();
@@ -224,7 +229,10 @@ pub fn read_file(path: &Path) -> Result<Totals, Error> {
         return Err(Error::Io("not a regular file".into()));
     }
     if meta.len() != FILE_BYTES as u64 {
-        return Err(Error::Size(meta.len().min(usize::MAX as u64) as usize));
+        return Err(Error::Size {
+            found: meta.len().min(usize::MAX as u64) as usize,
+            expected: FILE_BYTES,
+        });
     }
     let mut bytes = Vec::with_capacity(FILE_BYTES);
     // One byte more than the layout's, to see a file that grew since fstat.

@@ -50,7 +50,10 @@ fn word(bytes: &[u8], index: usize) -> u64 {
 /// layout's; otherwise every well-formed entry's counts, summed over the slots.
 pub fn parse(bytes: &[u8]) -> Result<Totals, Error> {
     if bytes.len() != FILE_BYTES {
-        return Err(Error::Size(bytes.len()));
+        return Err(Error::Size {
+            found: bytes.len(),
+            expected: FILE_BYTES,
+        });
     }
     check_header(|index| word(bytes, index))?;
     let label_count = (word(bytes, header::LABEL_COUNT) as usize).min(MAX_LABEL_SETS);
