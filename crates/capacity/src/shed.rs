@@ -114,7 +114,9 @@ pub fn shed_from(
         let current = origin_rates(region, view.mode, placed);
         let load = current[at];
         if drained(geo, region, origin).is_none() {
-            blocked.push(geo.to_owned());
+            if drain || load > 0.0 {
+                blocked.push(geo.to_owned());
+            }
             continue;
         }
         if drain {
