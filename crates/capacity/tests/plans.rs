@@ -144,10 +144,10 @@ fn shed_100_is_the_drain() {
     let plan = shed(&table, &traffic, &request("fra-a", 100.0)).unwrap();
     let mut expected = Vec::new();
     for (geo, region) in table.regions() {
-        if region.origins().iter().any(|o| o == "fra-a") {
-            if let Some(edit) = drained(geo, region, "fra-a") {
-                expected.push(edit);
-            }
+        if region.origins().iter().any(|o| o == "fra-a")
+            && let Some(edit) = drained(geo, region, "fra-a")
+        {
+            expected.push(edit);
         }
     }
     assert_eq!(
