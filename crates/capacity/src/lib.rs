@@ -14,7 +14,8 @@
 //!   sticky traffic splits by [`dw_routing::pick_shares`].
 //! - [`compare`]: each origin before and after, and every geo that moves.
 //! - [`guard`]: the origins a load puts above `headroom` × capacity;
-//!   [`largest_fitting_shed`]: how much of a drain or shed would fit.
+//!   [`largest_fitting_shed`] (linear estimate) and [`largest_shed_within_guard`] (the
+//!   search's own answer): how much of a drain or shed would fit.
 //! - [`shed`]: the weight changes closest to taking `PERCENT` of an origin's load off it
 //!   (`shed 100` is a drain); [`spill`]: origins from the next steps of the chain added
 //!   with just enough weight to keep every origin under its guard.
@@ -65,7 +66,7 @@ pub use crate::{
         largest_fitting_shed,
     },
     predict::{GeoLoad, Load, NodeTables, predict, predict_edited, predict_nodes},
-    shed::{SHARE_STEPS, ShedPlan, ShedRequest, shed, shed_from},
+    shed::{SHARE_STEPS, ShedPlan, ShedRequest, largest_shed_within_guard, shed, shed_from},
     spill::{SpillPlan, SpillRequest, SpilledOrigin, WEIGHT_STEPS, spill},
     traffic::{
         AnswerRow, GeoRate, MAX_ENTRIES, MAX_GEOS, MAX_NAME_BYTES, MAX_NODES, MAX_RATE,

@@ -384,3 +384,56 @@ fn best_index(candidates: &[Candidate], distance: impl Fn(&Candidate) -> f64) ->
     }
     best
 }
+
+/// The largest shed within the guard: the largest whole `PERCENT` from 1 to
+/// `request.percent` whose plan ([`shed`]) raises no origin above its limit
+/// ([`crate::GuardReport::rising`]), found by bisection over whole percents (at most 7
+/// searches for 100; the search's achieved load is taken as growing with the percent
+/// asked). `None` when not even 1 % fits. What a refused drain or shed reports as "the
+/// largest shed that would fit", exactly, beside [`crate::largest_fitting_shed`]'s
+/// linear estimate.
+pub fn largest_shed_within_guard(
+    table: &Table,
+    traffic: &Traffic,
+    request: &ShedRequest,
+    capacities: &BTreeMap<String, f64>,
+    headroom: f64,
+) -> Result<Option<ShedPlan>, Error> {
+    crate::guard::check_guard_inputs(capacities, headroom)?;
+    let fits = |percent: u32| -> Result<Option<ShedPlan>, Error> {
+        let plan = shed(
+            table,
+            traffic,
+            &ShedRequest {
+                percent: f64::from(percent),
+                ..request.clone()
+            },
+        )?;
+        let report = crate::guard::guard(&plan.after, capacities, headroom)?;
+        Ok((report.rising(&plan.before).count() == 0).then_some(plan))
+    };
+    if !(request.percent > 0.0 && request.percent <= 100.0) {
+        return Err(Error::invalid(
+            "percent",
+            format!("{} is not in (0, 100]", request.percent),
+        ));
+    }
+    let most = request.percent.floor() as u32;
+    let (mut low, mut high) = (0u32, most);
+    let mut best = None;
+    // Invariant: `low` fits (0 trivially), every percent above `high` does not.
+    while low < high {
+        let middle = low + (high - low).div_ceil(2);
+        match fits(middle)? {
+            Some(plan) => {
+                low = middle;
+                best = Some(plan);
+            }
+            None => high = middle - 1,
+        }
+    }
+    if low > 0 && best.is_none() {
+        best = fits(low)?;
+    }
+    Ok(best)
+}

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use dw_capacity::{
     DEFAULT_HEADROOM, GeoRate, RegionEdit, ShedRequest, SpillRequest, Traffic, Unplaced, compare,
-    drained, guard, largest_fitting_shed, predict, predict_edited, shed, shed_from, spill,
+    drained, guard, largest_fitting_shed, largest_shed_within_guard, predict, predict_edited, shed,
+    shed_from, spill,
 };
 use dw_routing::{Snapshot, SnapshotWriter, Table};
 
@@ -311,8 +312,26 @@ fn a_drain_that_overloads_is_named_with_the_shed_that_would_fit() {
     let fit = largest_fitting_shed(&drain.before, &drain.after, "fra-a", &capacities, 0.8).unwrap();
     // fra-b has 500 of 800: 300 more of fra-a's 500 fit, 60 %.
     assert!((fit.percent - 60.0).abs() < 0.5, "{fit:?}");
-    let shed = shed(&table, &traffic, &request("fra-a", fit.percent.floor())).unwrap();
-    assert!(guard(&shed.after, &capacities, 0.8).unwrap().passes());
+    let partial = shed(&table, &traffic, &request("fra-a", fit.percent.floor())).unwrap();
+    assert!(guard(&partial.after, &capacities, 0.8).unwrap().passes());
+    // The search's own answer: the largest whole percent whose plan passes, and one more
+    // does not.
+    let best =
+        largest_shed_within_guard(&table, &traffic, &request("fra-a", 100.0), &capacities, 0.8)
+            .unwrap()
+            .unwrap();
+    let percent = best.target_percent;
+    assert!((59.0..=60.0).contains(&percent), "{percent}");
+    assert!(guard(&best.after, &capacities, 0.8).unwrap().passes());
+    let over = shed(&table, &traffic, &request("fra-a", percent + 1.0)).unwrap();
+    assert!(!guard(&over.after, &capacities, 0.8).unwrap().passes());
+    // Nothing fits when fra-b is full already.
+    let full = BTreeMap::from([("fra-b".to_owned(), 600.0)]);
+    assert!(
+        largest_shed_within_guard(&table, &traffic, &request("fra-a", 100.0), &full, 0.8)
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[test]
