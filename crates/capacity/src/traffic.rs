@@ -604,6 +604,12 @@ mod tests {
             |geo: String| Traffic::from_geos([(geo, GeoRate::default())], Unplaced::default());
         assert!(one(name(MAX_NAME_BYTES)).is_ok());
         assert!(one(name(MAX_NAME_BYTES + 1)).is_err());
+        let node = |node: String| {
+            let geos = BTreeMap::from([("DE".to_owned(), GeoRate::default())]);
+            Traffic::per_node(BTreeMap::from([(node, geos)]), Unplaced::default())
+        };
+        assert!(node(name(MAX_NAME_BYTES)).is_ok());
+        assert!(node(name(MAX_NAME_BYTES + 1)).is_err());
     }
 
     fn row(geo: &str, sticky: bool, node: Option<&str>, fail_open: bool, rate: f64) -> AnswerRow {
