@@ -11,6 +11,8 @@
 //!   5 binomial standard deviations (+1) of the prediction. The keys are fixed, so the test
 //!   is deterministic; with about 1,000 comparisons at 5 sigma, the odds that a correct
 //!   predictor fails for some seed are about 1 in 2,000.
+//! - Plans: a shed or drain of each table's busiest origin predicts, for plain traffic,
+//!   exactly the twin's counts on the snapshot with the plan's values written in.
 //!
 //! Needs `php` (8.4, as in the devenv): inside the devenv (`DW_IN_DEVENV=1`) a missing
 //! `php` fails the test; outside it the test says it skipped, on stderr.
@@ -18,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use dw_capacity::{GeoRate, Traffic, Unplaced, predict};
+use dw_capacity::{GeoRate, ShedRequest, Traffic, Unplaced, predict, shed};
 use dw_routing::{PickMode, Snapshot, SnapshotWriter, Table};
 use serde_json::{Value, json};
 
@@ -123,6 +125,7 @@ fn random_region(rng: &mut Rng, shard: usize) -> String {
     json!({"shard": format!("s{}", shard % 3), "origins": origins, "weight": weight}).to_string()
 }
 
+#[derive(Clone)]
 struct Case {
     snapshot: Vec<u8>,
     plain: Vec<(String, u64)>,
@@ -246,6 +249,93 @@ fn enumerated_legacy_shares(table: &Table, geo: &str) -> Option<BTreeMap<String,
     )
 }
 
+/// The case's plain traffic, as a prediction takes it.
+fn plain_traffic(case: &Case) -> Traffic {
+    Traffic::from_geos(
+        case.plain.iter().map(|(geo, count)| {
+            let rate = GeoRate {
+                plain: *count as f64,
+                sticky: 0.0,
+            };
+            (geo.clone(), rate)
+        }),
+        Unplaced::default(),
+    )
+    .unwrap()
+}
+
+/// Asserts that each origin's predicted plain load equals the twin's count, fail-open
+/// included, and that no origin is predicted load the twin never gave; returns the number
+/// of origins compared.
+fn same_plain_loads(seed: u64, load: &dw_capacity::Load, answers: &Value) -> usize {
+    let counted = answers["plain"].as_object().unwrap();
+    for (origin, count) in counted {
+        let count = count.as_f64().unwrap();
+        let predicted = if origin == "__fail_open__" {
+            load.no_route
+        } else {
+            load.of(origin)
+        };
+        assert_eq!(predicted, count, "seed {seed}: origin {origin}");
+    }
+    for (origin, predicted) in &load.origins {
+        if *predicted > 0.0 {
+            assert!(counted.contains_key(origin), "seed {seed}: {origin}");
+        }
+    }
+    counted.len()
+}
+
+/// A plan's predicted load is what the twin does with the plan's values: for each random
+/// table, shed (or drain) the busiest origin and resolve every geo again on the snapshot
+/// with the plan's values written in.
+#[test]
+fn shed_plans_match_the_userland_twin() {
+    if !php_available() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("dw-capacity-plans-{}", std::process::id()));
+    std::fs::create_dir(&dir).unwrap();
+    let (mut plans, mut compared) = (0, 0);
+    for seed in 0..CASES {
+        let case = random_case(seed);
+        let table = Table::parse(&case.snapshot).unwrap();
+        let traffic = plain_traffic(&case);
+        let before = predict(&table, &traffic);
+        let Some((origin, _)) = before
+            .origins
+            .iter()
+            .filter(|(_, load)| **load > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1))
+        else {
+            continue;
+        };
+        let percent = [100.0, 40.0, 70.0][(seed % 3) as usize];
+        let request = ShedRequest {
+            origin: origin.clone(),
+            percent,
+            regions: vec![],
+        };
+        let plan = shed(&table, &traffic, &request).unwrap();
+        let mut snapshot = Snapshot::parse(&case.snapshot).unwrap();
+        for edit in &plan.edits {
+            snapshot
+                .kvs
+                .insert(format!("/dw/routing/region/{}", edit.geo), edit.to_json());
+        }
+        let changed = Case {
+            snapshot: SnapshotWriter::new().to_json(&snapshot),
+            ..case.clone()
+        };
+        let answers = twin(&dir, seed, &changed);
+        compared += same_plain_loads(seed, &plan.after, &answers);
+        plans += 1;
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    eprintln!("twin_oracle: {plans} shed plans, {compared} origin loads after equal the twin's");
+    assert!(plans > 20);
+}
+
 #[test]
 fn predictions_match_the_userland_twin() {
     if !php_available() {
@@ -261,34 +351,9 @@ fn predictions_match_the_userland_twin() {
         modes[usize::from(table.policy().pick == PickMode::Rendezvous)] += 1;
 
         // Plain: exact.
-        let plain = Traffic::from_geos(
-            case.plain.iter().map(|(geo, count)| {
-                let rate = GeoRate {
-                    plain: *count as f64,
-                    sticky: 0.0,
-                };
-                (geo.clone(), rate)
-            }),
-            Unplaced::default(),
-        )
-        .unwrap();
+        let plain = plain_traffic(&case);
         let load = predict(&table, &plain);
-        let counted = answers["plain"].as_object().unwrap();
-        for (origin, count) in counted {
-            let count = count.as_f64().unwrap();
-            let predicted = if origin == "__fail_open__" {
-                load.no_route
-            } else {
-                load.of(origin)
-            };
-            assert_eq!(predicted, count, "seed {seed}: origin {origin}");
-            plain_checks += 1;
-        }
-        for (origin, predicted) in &load.origins {
-            if *predicted > 0.0 {
-                assert!(counted.contains_key(origin), "seed {seed}: {origin}");
-            }
-        }
+        plain_checks += same_plain_loads(seed, &load, &answers);
 
         // Sticky: the split of each geo.
         let sticky = Traffic::from_geos(
