@@ -4,8 +4,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::predict::Load;
 
-/// Changes smaller than this (answers per second) are rounding, not moves.
+/// Changes smaller than this (answers per second), or than this fraction of the rates
+/// compared when they are above 1, are rounding, not moves.
 pub const MOVE_EPSILON: f64 = 1e-9;
+
+/// Whether two rates differ by more than rounding.
+fn differs(a: f64, b: f64) -> bool {
+    (a - b).abs() > MOVE_EPSILON * a.abs().max(b.abs()).max(1.0)
+}
 
 /// One origin's load before and after, answers per second.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,9 +25,9 @@ pub struct OriginChange {
 }
 
 impl OriginChange {
-    /// Whether the load changes by more than [`MOVE_EPSILON`].
+    /// Whether the load changes by more than rounding ([`MOVE_EPSILON`]).
     pub fn changed(&self) -> bool {
-        (self.after - self.before).abs() > MOVE_EPSILON
+        differs(self.before, self.after)
     }
 }
 
@@ -131,10 +137,13 @@ pub fn compare(before: &Load, after: &Load) -> Comparison {
 }
 
 impl crate::predict::GeoLoad {
-    /// The part of `no_route` that is plain traffic.
+    /// The part of `no_route` that is plain traffic: the plain rate no origin got (exact
+    /// also when only some nodes' tables fail the geo open).
     fn no_route_plain(&self) -> f64 {
-        if self.no_route > 0.0 {
-            self.rate.plain
+        let rest = self.rate.plain - self.plain.values().sum::<f64>();
+        // Sums of per-node parts may differ from the whole by rounding.
+        if rest > 1e-9 * self.rate.plain.max(1.0) {
+            rest
         } else {
             0.0
         }
@@ -157,20 +166,22 @@ fn flows(
         *deltas.entry(Some(origin)).or_default() += rate;
     }
     *deltas.entry(None).or_default() += no_route_after - no_route_before;
+    let whole = before.values().sum::<f64>() + no_route_before;
+    let tiny = MOVE_EPSILON * whole.max(1.0);
     let mut losing: Vec<(Option<&String>, f64)> = deltas
         .iter()
-        .filter(|(_, delta)| **delta < -MOVE_EPSILON)
+        .filter(|(_, delta)| **delta < -tiny)
         .map(|(origin, delta)| (*origin, -delta))
         .collect();
     let gaining: Vec<(Option<&String>, f64)> = deltas
         .iter()
-        .filter(|(_, delta)| **delta > MOVE_EPSILON)
+        .filter(|(_, delta)| **delta > tiny)
         .map(|(origin, delta)| (*origin, *delta))
         .collect();
     let mut result = Vec::new();
     let mut from = 0;
     for (to, mut gain) in gaining {
-        while gain > MOVE_EPSILON && from < losing.len() {
+        while gain > tiny && from < losing.len() {
             let rate = gain.min(losing[from].1);
             result.push(Flow {
                 from: losing[from].0.cloned(),
@@ -179,7 +190,7 @@ fn flows(
             });
             gain -= rate;
             losing[from].1 -= rate;
-            if losing[from].1 <= MOVE_EPSILON {
+            if losing[from].1 <= tiny {
                 from += 1;
             }
         }

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use dw_capacity::{
-    DEFAULT_HEADROOM, GeoRate, RegionEdit, ShedRequest, SpillRequest, Traffic, Unplaced, compare,
-    drained, guard, largest_fitting_shed, largest_shed_within_guard, predict, predict_edited, shed,
-    shed_from, spill,
+    DEFAULT_HEADROOM, GeoRate, NodeTables, RegionEdit, ShedRequest, SpillRequest, Traffic,
+    Unplaced, compare, drained, guard, largest_fitting_shed, largest_shed_within_guard, predict,
+    predict_edited, predict_nodes, shed, shed_from, spill,
 };
 use dw_routing::{Snapshot, SnapshotWriter, Table};
 
@@ -406,4 +406,28 @@ fn spill_only_uses_origins_serving_the_shard_or_declared() {
     assert_eq!(plan.added[0].origin, "iad-a");
     assert_eq!(plan.added[0].from, "declared");
     assert!(plan.overloads.is_empty());
+}
+
+#[test]
+fn rounding_of_per_node_parts_is_not_a_move() {
+    // The same values in two tables: a third of the fleet "staged" on an identical copy.
+    // Per-node parts (1/3 and 2/3 of every rate) add up with rounding, not with moves.
+    let fleet = table(r#"{"default":"US"}"#, REGIONS);
+    let copy = table(r#"{"default":"US"}"#, REGIONS);
+    let traffic = traffic(&[
+        ("DE", 0.1, 0.7),
+        ("AT", 1e11 / 3.0, 0.3),
+        ("CH", 0.3, 1e9 / 7.0),
+    ]);
+    let tables = NodeTables {
+        fleet: &fleet,
+        nodes: BTreeMap::from([("n1".to_owned(), &copy)]),
+        fleet_size: 3,
+    };
+    let staged = predict_nodes(&tables, &traffic).unwrap();
+    assert!(staged.assumed_fleet_mix);
+    let whole = predict(&fleet, &traffic);
+    let comparison = compare(&whole, &staged);
+    assert!(comparison.moves.is_empty(), "{:?}", comparison.moves);
+    assert_eq!(comparison.changed_origins().count(), 0);
 }
