@@ -431,3 +431,121 @@ fn rounding_of_per_node_parts_is_not_a_move() {
     assert!(comparison.moves.is_empty(), "{:?}", comparison.moves);
     assert_eq!(comparison.changed_origins().count(), 0);
 }
+
+/// Random tables, traffic and capacities: a drain of the busiest origin with a spill.
+/// Whatever the spill adds comes from the region's next steps and serves its shard; its
+/// predicted load is the one of its values; when it reports no overload, the guard passes.
+#[test]
+fn spill_on_random_tables_keeps_its_promises() {
+    const ORIGINS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+    const GEOS: [&str; 10] = [
+        "DE",
+        "FR",
+        "GB",
+        "US",
+        "JP",
+        "DE-BY",
+        "US-CA",
+        "continent/EU",
+        "continent/NA",
+        "continent/AS",
+    ];
+    let mut seed = 0x1234_5678_9abc_def1u64;
+    let mut next = move |bound: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % bound
+    };
+    let (mut spilled, mut passed) = (0, 0);
+    for case in 0..60 {
+        let mut regions: Vec<(String, String)> = Vec::new();
+        for geo in GEOS {
+            let mut origins: Vec<&str> = Vec::new();
+            for _ in 0..1 + next(3) {
+                let origin = ORIGINS[next(6) as usize];
+                if !origins.contains(&origin) {
+                    origins.push(origin);
+                }
+            }
+            let weight: Vec<String> = origins
+                .iter()
+                .map(|o| format!(r#""{o}":{}"#, 1 + next(9)))
+                .collect();
+            let quoted: Vec<String> = origins.iter().map(|o| format!(r#""{o}""#)).collect();
+            regions.push((
+                geo.to_owned(),
+                format!(
+                    r#"{{"shard":"s{}","origins":[{}],"weight":{{{}}}}}"#,
+                    next(2),
+                    quoted.join(","),
+                    weight.join(",")
+                ),
+            ));
+        }
+        let list: Vec<(&str, &str)> = regions
+            .iter()
+            .map(|(g, v)| (g.as_str(), v.as_str()))
+            .collect();
+        let policy = r#"{"default":"US","failover":["continent/EU"]}"#;
+        let table = table(policy, &list);
+        let geos: Vec<(&str, f64, f64)> =
+            ["DE", "FR", "GB", "US", "JP", "DE-BY", "US-CA", "IT", "CN"]
+                .iter()
+                .map(|geo| (*geo, next(100) as f64, next(100) as f64))
+                .collect();
+        let traffic = traffic(&geos);
+        let before = predict(&table, &traffic);
+        let (busiest, _) = before
+            .origins
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .unwrap();
+        let Ok(drain) = shed(&table, &traffic, &request(busiest, 100.0)) else {
+            continue;
+        };
+        let capacities: BTreeMap<String, f64> = ORIGINS
+            .iter()
+            .map(|o| (o.to_string(), before.of(o) * 1.25 + next(200) as f64))
+            .collect();
+        let spill_request = SpillRequest {
+            origin: busiest.clone(),
+            capacities: capacities.clone(),
+            headroom: 0.8,
+            declared: BTreeMap::new(),
+        };
+        let plan = spill(&table, &traffic, &drain.edits, &spill_request).unwrap();
+        assert_eq!(
+            plan.after,
+            predict_edited(&table, &traffic, &plan.edits).unwrap(),
+            "case {case}"
+        );
+        let report = guard(&plan.after, &capacities, 0.8).unwrap();
+        assert_eq!(report.overloads, plan.overloads, "case {case}");
+        if plan.overloads.is_empty() {
+            passed += 1;
+        }
+        for added in &plan.added {
+            spilled += 1;
+            assert_ne!(&added.origin, busiest);
+            let region = table.region(added.region.as_bytes()).or_else(|| {
+                let code = added.region.strip_prefix("continent/")?;
+                table
+                    .bucket(dw_routing::Continent::parse(code.as_bytes())?)
+                    .and_then(|index| table.region_at(index))
+            });
+            let shard = region.unwrap().shard();
+            let serves = table
+                .regions()
+                .any(|(_, other)| other.shard() == shard && other.weight(&added.origin) > 0);
+            assert!(serves, "case {case}: {added:?} does not serve {shard}");
+            assert!(capacities.contains_key(&added.origin));
+            let edit = plan.edits.iter().find(|e| e.geo == added.region).unwrap();
+            assert_eq!(edit.weight_of(&added.origin), added.weight);
+        }
+    }
+    assert!(
+        spilled > 5 && passed > 20,
+        "spilled {spilled}, passed {passed}"
+    );
+}
