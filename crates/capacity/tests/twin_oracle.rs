@@ -294,8 +294,11 @@ fn shed_plans_match_the_userland_twin() {
     if !php_available() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("dw-capacity-plans-{}", std::process::id()));
-    std::fs::create_dir(&dir).unwrap();
+    let temp = tempfile::Builder::new()
+        .prefix("dw-capacity-plans")
+        .tempdir()
+        .unwrap();
+    let dir = temp.path();
     let (mut plans, mut compared) = (0, 0);
     for seed in 0..CASES {
         let case = random_case(seed);
@@ -327,11 +330,10 @@ fn shed_plans_match_the_userland_twin() {
             snapshot: SnapshotWriter::new().to_json(&snapshot),
             ..case.clone()
         };
-        let answers = twin(&dir, seed, &changed);
+        let answers = twin(dir, seed, &changed);
         compared += same_plain_loads(seed, &plan.after, &answers);
         plans += 1;
     }
-    std::fs::remove_dir_all(&dir).unwrap();
     eprintln!("twin_oracle: {plans} shed plans, {compared} origin loads after equal the twin's");
     assert!(plans > 20);
 }
@@ -341,13 +343,16 @@ fn predictions_match_the_userland_twin() {
     if !php_available() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("dw-capacity-twin-{}", std::process::id()));
-    std::fs::create_dir(&dir).unwrap();
+    let temp = tempfile::Builder::new()
+        .prefix("dw-capacity-twin")
+        .tempdir()
+        .unwrap();
+    let dir = temp.path();
     let (mut plain_checks, mut sticky_checks, mut enumerations, mut modes) = (0, 0, 0, [0, 0]);
     for seed in 0..CASES {
         let case = random_case(seed);
         let table = Table::parse(&case.snapshot).unwrap();
-        let answers = twin(&dir, seed, &case);
+        let answers = twin(dir, seed, &case);
         modes[usize::from(table.policy().pick == PickMode::Rendezvous)] += 1;
 
         // Plain: exact.
@@ -408,7 +413,6 @@ fn predictions_match_the_userland_twin() {
             }
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
     eprintln!(
         "twin_oracle: {CASES} tables ({} legacy, {} rendezvous), {plain_checks} plain origin \
          counts equal, {sticky_checks} sticky splits within bounds, {enumerations} legacy \
