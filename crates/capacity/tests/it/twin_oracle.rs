@@ -203,7 +203,7 @@ fn twin(dir: &std::path::Path, seed: u64, case: &Case) -> Value {
         .collect();
     let request = json!({"snapshot": snapshot, "plain": case.plain, "sticky": sticky});
     std::fs::write(&input, request.to_string()).unwrap();
-    let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/twin_oracle.php");
+    let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/twin_oracle.php");
     let output = Command::new("php")
         .args(["-n", "-d", "memory_limit=256M", driver])
         .arg(&input)

@@ -1,11 +1,11 @@
 <?php
-// The independent oracle of tests/twin_oracle.rs: the userland twin (php/RegionRouter.php)
+// The independent oracle of tests/it/twin_oracle.rs: the userland twin (php/RegionRouter.php)
 // resolves each geo, and each sticky key, one at a time. argv[1] is a JSON file:
 // {"snapshot": PATH, "plain": [[geo, count], ...], "sticky": [[geo, keys, prefix], ...]}.
 // Prints {"plain": {origin: answers}, "sticky": {geo: {origin: answers}}}; fail-open
 // answers count under the origin "__fail_open__".
 declare(strict_types=1);
-require __DIR__ . '/../../../php/RegionRouter.php';
+require __DIR__ . '/../../../../php/RegionRouter.php';
 
 $input = json_decode((string) file_get_contents($argv[1]), true, 16, JSON_THROW_ON_ERROR);
 $router = new DwRouter\RegionRouter($input['snapshot'], [
