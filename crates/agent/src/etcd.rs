@@ -5,15 +5,11 @@ use std::time::Duration;
 
 use dw_etcd::{PrefixHead, is_transport, prefix_range_end, read_prefix_head};
 pub(crate) use dw_etcd::{describe, within};
-use etcd_client::{Client, ConnectOptions, GetOptions, WatchOptions, WatchStream};
+use etcd_client::{Client, ConnectOptions, WatchOptions, WatchStream};
 
 use crate::Error;
 use crate::agent::mirror::Listing;
 use crate::config::Config;
-
-/// Responses larger than this are refused by the client. etcd caps one request at
-/// 1.5 MiB by default, but a list page or a catch-up watch batch holds many of them.
-const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 
 /// Opens sessions with etcd members, one endpoint at a time.
 #[derive(Debug, Clone)]
@@ -61,73 +57,68 @@ impl Connector {
             .map_err(Error::from)
     }
 
-    /// Lists the whole prefix at one revision: the first page fixes the revision, every
-    /// later page is read at it, so the listing is one consistent state even when etcd is
-    /// being written meanwhile.
+    /// Lists the whole prefix at one revision, through `dw_etcd`'s paging (the first page
+    /// fixes the revision, every later page is read at it, so the listing is one consistent
+    /// state even when etcd is being written meanwhile; a page too large for the client is
+    /// read again with half as many keys). Each page goes into the listing as it comes, and
+    /// each request has the request timeout. The client connects lazily, on the first
+    /// request: a first page that never reached etcd (no answer, or a transport error
+    /// beneath the status) is a connection failure, any later failure a list failure.
     pub(crate) async fn list(
         &self,
         client: &Client,
         endpoint: &str,
     ) -> Result<(Listing, u32), Error> {
-        let failed = |message: String| Error::List {
-            endpoint: endpoint.to_owned(),
-            message,
-        };
-        let mut kv = client
-            .kv_client()
-            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        let mut kv = dw_etcd::kv_client(client);
         let mut listing = Listing::default();
-        let mut key = self.prefix.as_bytes().to_vec();
-        let mut pages = 0u32;
-        loop {
-            let mut options = GetOptions::new()
-                .with_range(self.range_end.clone())
-                .with_limit(self.page_size);
-            if pages > 0 {
-                options = options.with_revision(revision_i64(listing.revision));
-            }
-            let page =
-                tokio::time::timeout(self.request_timeout(), kv.get(key.clone(), Some(options)));
-            let no_answer =
-                || format!("no answer within {} ms", self.request_timeout().as_millis());
-            let connect_failed = |message: String| Error::Connect {
-                endpoint: endpoint.to_owned(),
-                message,
-            };
-            let response = match page.await {
-                Ok(Ok(response)) => response,
-                // The client connects lazily, on the first request: a first page that
-                // never reached etcd (no answer, or a transport error beneath the status)
-                // is a connection failure.
-                Err(_) if pages == 0 => return Err(connect_failed(no_answer())),
-                Ok(Err(e @ etcd_client::Error::GRpcStatus(_)))
-                    if pages == 0 && is_transport(&e) =>
-                {
-                    return Err(connect_failed(describe(&e)));
+        let mut first_page = true;
+        let read = dw_etcd::visit_range_pages(
+            &mut kv,
+            self.prefix.as_bytes(),
+            &self.range_end,
+            None,
+            self.page_size,
+            Some(self.request_timeout()),
+            |page| {
+                if first_page {
+                    listing.cluster_id = page.header().map_or(0, |h| h.cluster_id());
+                    first_page = false;
                 }
-                Ok(Err(e)) => return Err(failed(describe(&e))),
-                Err(_) => return Err(failed(no_answer())),
-            };
-            if pages == 0 {
-                let revision = response.header().map_or(0, |h| h.revision());
-                listing.cluster_id = response.header().map_or(0, |h| h.cluster_id());
-                listing.revision = u64::try_from(revision)
-                    .map_err(|_| failed(format!("negative header revision {revision}")))?;
-            }
-            pages += 1;
-            for kv in response.kvs() {
-                listing.insert(kv.key(), kv.value(), kv.mod_revision());
-            }
-            match response.kvs().last() {
-                Some(last) if response.more() => {
-                    // The next page starts right after the last key of this one.
-                    key = last.key().to_vec();
-                    key.push(0);
+                for kv in page.kvs() {
+                    listing.insert(kv.key(), kv.value(), kv.mod_revision());
                 }
-                _ => break,
+            },
+        )
+        .await
+        .map_err(|failure| {
+            let message = match &failure.cause {
+                dw_etcd::PageCause::Etcd(error) => describe(error),
+                dw_etcd::PageCause::Deadline(after) => {
+                    format!("no answer within {} ms", after.as_millis())
+                }
+            };
+            let never_reached = failure.pages_read == 0
+                && match &failure.cause {
+                    dw_etcd::PageCause::Deadline(_) => true,
+                    dw_etcd::PageCause::Etcd(error) => is_transport(error),
+                };
+            if never_reached {
+                Error::Connect {
+                    endpoint: endpoint.to_owned(),
+                    message,
+                }
+            } else {
+                Error::List {
+                    endpoint: endpoint.to_owned(),
+                    message,
+                }
             }
-        }
-        Ok((listing, pages))
+        })?;
+        listing.revision = u64::try_from(read.revision).map_err(|_| Error::List {
+            endpoint: endpoint.to_owned(),
+            message: format!("negative header revision {}", read.revision),
+        })?;
+        Ok((listing, read.pages))
     }
 
     /// Opens a watch on the prefix from `start_revision` and waits for etcd to confirm it.
@@ -138,9 +129,7 @@ impl Connector {
         start_revision: u64,
     ) -> Result<WatchStream, Error> {
         let failed = |message: String| classify(endpoint, message);
-        let mut watch_client = client
-            .watch_client()
-            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        let mut watch_client = dw_etcd::watch_client(client);
         let options = WatchOptions::new()
             .with_range(self.range_end.clone())
             .with_start_revision(revision_i64(start_revision))

@@ -54,8 +54,9 @@ pub use crate::{
     error::{Error, describe},
     options::{Credentials, EtcdArgs, EtcdOptions, TlsFiles, parse_duration},
     pages::{
-        DEFAULT_PAGE_KEYS, MAX_RESPONSE_BYTES, Pages, is_too_large, kv_client, read_prefix_pages,
-        read_range_pages, watch_client,
+        DEFAULT_PAGE_KEYS, MAX_RESPONSE_BYTES, PageCause, PageFailure, Pages, PagesRead,
+        is_too_large, kv_client, read_prefix_pages, read_range_pages, visit_range_pages,
+        watch_client,
     },
     prefix::{PrefixHead, read_prefix_head},
 };

@@ -10,7 +10,9 @@
 //! is still larger than the response limit (a few huge values) is read again with half as
 //! many keys, down to one.
 
-use etcd_client::{Client, GetOptions, KeyValue, KvClient, WatchClient};
+use std::time::Duration;
+
+use etcd_client::{Client, GetOptions, GetResponse, KeyValue, KvClient, WatchClient};
 
 use crate::connect::prefix_range_end;
 
@@ -70,9 +72,72 @@ pub async fn read_range_pages(
     revision: Option<i64>,
     page_keys: i64,
 ) -> Result<Pages, etcd_client::Error> {
-    let mut pages = Pages {
+    let mut kvs = Vec::new();
+    let read = visit_range_pages(kv, start, end, revision, page_keys, None, |page| {
+        kvs.extend_from_slice(page.kvs());
+    })
+    .await
+    .map_err(|failure| match failure.cause {
+        PageCause::Etcd(error) => error,
+        // No deadline was given, so none can pass.
+        PageCause::Deadline(after) => {
+            etcd_client::Error::InvalidArgs(format!("no answer within {} ms", after.as_millis()))
+        }
+    })?;
+    Ok(Pages {
+        revision: read.revision,
+        kvs,
+        requests: read.requests,
+    })
+}
+
+/// What [`visit_range_pages`] read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PagesRead {
+    /// The revision every page was read at.
+    pub revision: i64,
+    /// How many requests it took (a page read again with fewer keys counts).
+    pub requests: u32,
+    /// How many pages were handed to the visitor.
+    pub pages: u32,
+}
+
+/// Why [`visit_range_pages`] stopped, and after how many pages.
+#[derive(Debug)]
+pub struct PageFailure {
+    /// Pages read and visited before the one that failed (0: the first request failed,
+    /// which for a lazily connected client usually means it never reached etcd).
+    pub pages_read: u32,
+    /// What failed.
+    pub cause: PageCause,
+}
+
+/// What failed a page.
+#[derive(Debug)]
+pub enum PageCause {
+    /// etcd answered with an error, or the request did not reach it.
+    Etcd(etcd_client::Error),
+    /// No answer within the per-page deadline.
+    Deadline(Duration),
+}
+
+/// Reads the range `[start, end)` in pages at one revision (as [`read_range_pages`]: the
+/// first page fixes it unless `revision` is given; a page refused for its size is read
+/// again with half as many keys) and hands each page's response to `visit` as it comes,
+/// so that a caller building its own structure never holds every key twice. Each request
+/// gets `deadline` when given.
+pub async fn visit_range_pages(
+    kv: &mut KvClient,
+    start: &[u8],
+    end: &[u8],
+    revision: Option<i64>,
+    page_keys: i64,
+    deadline: Option<Duration>,
+    mut visit: impl FnMut(&GetResponse),
+) -> Result<PagesRead, PageFailure> {
+    let mut read = PagesRead {
         revision: revision.unwrap_or(0),
-        ..Pages::default()
+        ..PagesRead::default()
     };
     let mut key = start.to_vec();
     let configured = page_keys.max(1);
@@ -81,33 +146,44 @@ pub async fn read_range_pages(
         let mut options = GetOptions::new()
             .with_range(end.to_vec())
             .with_limit(page_keys);
-        if pages.revision > 0 {
-            options = options.with_revision(pages.revision);
+        if read.revision > 0 {
+            options = options.with_revision(read.revision);
         }
-        pages.requests += 1;
-        let response = match kv.get(key.clone(), Some(options)).await {
+        read.requests += 1;
+        let failed = |cause| PageFailure {
+            pages_read: read.pages,
+            cause,
+        };
+        let request = kv.get(key.clone(), Some(options));
+        let answer = match deadline {
+            Some(after) => match tokio::time::timeout(after, request).await {
+                Ok(answer) => answer,
+                Err(_) => return Err(failed(PageCause::Deadline(after))),
+            },
+            None => request.await,
+        };
+        let response = match answer {
             Ok(response) => response,
             Err(error) if page_keys > 1 && is_too_large(&error) => {
                 page_keys = (page_keys / 2).max(1);
                 continue;
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(failed(PageCause::Etcd(error))),
         };
-        if pages.revision == 0 {
-            pages.revision = response.header().map_or(0, |header| header.revision());
+        if read.revision == 0 {
+            read.revision = response.header().map_or(0, |header| header.revision());
         }
-        let more = response.more();
-        let mut kvs = response.kvs().to_vec();
-        let next = kvs.last().map(|last| {
+        read.pages += 1;
+        visit(&response);
+        let next = response.kvs().last().map(|last| {
             // The next page starts right after the last key of this one.
             let mut next = last.key().to_vec();
             next.push(0);
             next
         });
-        pages.kvs.append(&mut kvs);
         match next {
-            Some(next) if more => key = next,
-            _ => return Ok(pages),
+            Some(next) if response.more() => key = next,
+            _ => return Ok(read),
         }
         // Pages that fit grow back towards the configured size.
         page_keys = (page_keys * 2).min(configured);
