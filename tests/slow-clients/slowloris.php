@@ -8,15 +8,17 @@ declare(strict_types=1);
  * finishing it; a connection the server closed is opened again. Runs for SECONDS. Prints
  * "opened N" (connections opened in all) at the end.
  *
- *   php slowloris.php HOST PORT N SECONDS
+ *   php slowloris.php HOST PORT N SECONDS [FROM]
+ * FROM: the local address to connect from (default: the kernel's choice).
  */
 
-[, $host, $port, $n, $seconds] = $argv;
+[, $host, $port, $n, $seconds, $from] = $argv + [5 => null];
+$context = stream_context_create($from === null ? [] : ['socket' => ['bindto' => "$from:0"]]);
 $n = (int) $n;
 $end = microtime(true) + (int) $seconds;
-$open = static function () use ($host, $port) {
+$open = static function () use ($host, $port, $context) {
     $s = @stream_socket_client("tcp://$host:$port", $errno, $error, 1,
-        STREAM_CLIENT_CONNECT | STREAM_CLIENT_ASYNC_CONNECT);
+        STREAM_CLIENT_CONNECT | STREAM_CLIENT_ASYNC_CONNECT, $context);
     if ($s !== false) {
         stream_set_blocking($s, false);
         @fwrite($s, "GET /metrics HTTP/1.1\r\n");

@@ -5,7 +5,9 @@
 //!
 //! - At most [`Limits::max_connections`] connections are held. A connection beyond the cap
 //!   evicts the oldest one still waiting for its request head (idle, or dribbling it a byte
-//!   at a time); when every held connection is already being answered, the new one is
+//!   at a time) of the client address holding the most such connections, so that a flood
+//!   from one address evicts its own, not a scraper's from another; when every held
+//!   connection is already being answered, the new one is
 //!   closed at once. So a flood costs at most the cap in descriptors (twice: each waiting
 //!   connection's descriptor is duplicated to peek at it). A connection whose whole head is
 //!   in its socket when it is accepted, or when it comes up for eviction (a scraper whose
@@ -28,9 +30,10 @@
 
 #![deny(missing_docs)]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,17 +86,38 @@ pub struct NoEvents;
 
 impl Events for NoEvents {}
 
-/// Connections still waiting for their request head, oldest first: eviction candidates,
-/// each with a duplicate of its socket's descriptor to peek at (the task owns the stream).
+/// One connection still waiting for its request head.
+struct Waiter {
+    id: u64,
+    task: AbortHandle,
+    /// A duplicate of its socket's descriptor to peek at (the task owns the stream); `None`
+    /// when none could be made (out of descriptors): evicted without a look.
+    socket: Option<OwnedFd>,
+    /// The client's address: eviction takes from the address holding the most.
+    peer: IpAddr,
+}
+
+/// Connections still waiting for their request head, oldest first: eviction candidates.
 #[derive(Default)]
-struct Waiting(Mutex<VecDeque<(u64, AbortHandle, Option<OwnedFd>)>>);
+struct Waiting(Mutex<VecDeque<Waiter>>);
 
 impl Waiting {
     /// Queues the task `spawn` starts. The lock is held across the spawn, so that the task
     /// cannot finish (and dequeue itself) before it was queued.
-    fn spawn(&self, id: u64, socket: Option<OwnedFd>, spawn: impl FnOnce() -> AbortHandle) {
+    fn spawn(
+        &self,
+        id: u64,
+        peer: IpAddr,
+        socket: Option<OwnedFd>,
+        spawn: impl FnOnce() -> AbortHandle,
+    ) {
         match self.0.lock() {
-            Ok(mut queue) => queue.push_back((id, spawn(), socket)),
+            Ok(mut queue) => queue.push_back(Waiter {
+                id,
+                task: spawn(),
+                socket,
+                peer,
+            }),
             Err(_) => {
                 spawn();
             }
@@ -102,24 +126,43 @@ impl Waiting {
 
     fn remove(&self, id: u64) {
         if let Ok(mut queue) = self.0.lock() {
-            queue.retain(|(held, _, _)| *held != id);
+            queue.retain(|waiter| waiter.id != id);
         }
     }
 
-    /// Aborts the oldest waiting connection whose head is not in its socket; those found
-    /// with their head in (about to be answered) leave the queue unharmed. False when none
-    /// is left to evict.
+    /// Aborts the oldest waiting connection of the client address that holds the most
+    /// waiting ones (so that a flood from one address evicts its own connections, never a
+    /// scraper's from another), passing over those whose head is in their socket by now
+    /// (about to be answered: they leave the queue unharmed). False when none is left.
     fn evict_oldest(&self) -> bool {
+        let Ok(mut queue) = self.0.lock() else {
+            return false;
+        };
         loop {
-            let oldest = self.0.lock().ok().and_then(|mut queue| queue.pop_front());
-            match oldest {
-                Some((_, _, Some(socket))) if head_is_in(&socket) => continue,
-                Some((_, handle, _)) => {
-                    handle.abort();
-                    return true;
-                }
-                None => return false,
+            let mut held: HashMap<IpAddr, usize> = HashMap::new();
+            for waiter in queue.iter() {
+                *held.entry(waiter.peer).or_default() += 1;
             }
+            // The busiest address; on a tie, the one whose oldest waiter is oldest.
+            let Some(busiest) = queue
+                .iter()
+                .rev()
+                .map(|waiter| waiter.peer)
+                .max_by_key(|peer| held.get(peer).copied().unwrap_or(0))
+            else {
+                return false;
+            };
+            let Some(at) = queue.iter().position(|waiter| waiter.peer == busiest) else {
+                return false;
+            };
+            let Some(waiter) = queue.remove(at) else {
+                return false;
+            };
+            if waiter.socket.as_ref().is_some_and(head_is_in) {
+                continue;
+            }
+            waiter.task.abort();
+            return true;
         }
     }
 }
@@ -139,8 +182,8 @@ pub async fn serve<F, Fut>(
     let waiting = Arc::new(Waiting::default());
     let mut next_id: u64 = 0;
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept().await {
+            Ok((stream, peer)) => (stream, peer.ip()),
             Err(e) => {
                 // Usually EMFILE: wait rather than spin.
                 debug!(error = %e, "accept failed");
@@ -205,7 +248,7 @@ pub async fn serve<F, Fut>(
         if ready {
             spawn();
         } else {
-            waiting.spawn(id, socket, spawn);
+            waiting.spawn(id, peer, socket, spawn);
         }
         // Let the new connection read its request before the next accept: a scraper that
         // sent its request at once is then no eviction candidate, however many idle

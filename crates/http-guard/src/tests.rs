@@ -214,8 +214,9 @@ async fn a_waiting_connection_with_its_head_in_is_not_evicted() {
     let idle_socket = idle_side.as_fd().try_clone_to_owned().ok();
     let scraper_task = held(scraper_side);
     let idle_task = held(idle_side);
-    waiting.spawn(0, scraper_socket, || scraper_task.clone());
-    waiting.spawn(1, idle_socket, || idle_task.clone());
+    let loopback = IpAddr::from([127, 0, 0, 1]);
+    waiting.spawn(0, loopback, scraper_socket, || scraper_task.clone());
+    waiting.spawn(1, loopback, idle_socket, || idle_task.clone());
 
     // The scraper's head arrives before anything is evicted.
     scraper
@@ -229,4 +230,32 @@ async fn a_waiting_connection_with_its_head_in_is_not_evicted() {
     assert!(idle_task.is_finished(), "the idle one is evicted");
     assert!(!scraper_task.is_finished(), "the scraper is left alone");
     assert!(!waiting.evict_oldest(), "nothing is left to evict");
+}
+
+/// Eviction takes from the address holding the most waiting connections: a scraper's one
+/// connection, though the oldest, outlives a flood from another address; among one
+/// address's, the oldest goes first.
+#[tokio::test]
+async fn eviction_takes_from_the_busiest_address() {
+    let waiting = Waiting::default();
+    let task = || tokio::spawn(std::future::pending::<()>()).abort_handle();
+    let scraper = IpAddr::from([10, 0, 0, 9]);
+    let flood = IpAddr::from([127, 0, 0, 2]);
+    let scraper_task = task();
+    waiting.spawn(0, scraper, None, || scraper_task.clone());
+    let flood_tasks: Vec<AbortHandle> = (0..3).map(|_| task()).collect();
+    for (i, handle) in flood_tasks.iter().enumerate() {
+        waiting.spawn(1 + i as u64, flood, None, || handle.clone());
+    }
+    for _ in 0..2 {
+        assert!(waiting.evict_oldest());
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let finished: Vec<bool> = flood_tasks.iter().map(AbortHandle::is_finished).collect();
+    assert_eq!(finished, [true, true, false], "the flood's oldest two");
+    assert!(!scraper_task.is_finished(), "the scraper's is left");
+    // One each now: the tie goes to the oldest, the scraper's.
+    assert!(waiting.evict_oldest());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(scraper_task.is_finished());
 }
