@@ -150,8 +150,11 @@ foreach (@file("$log/writes.log", FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES)
     $met = $faultDuring((int) $f[0], (int) $f[1]);
     $where = in_array($met, ['kill-leader', 'kill-follower', 'partition'], true) ? 'down' : ($met === null ? 'calm' : 'other');
     $writeWhere[$where][0] = ($writeWhere[$where][0] ?? 0) + 1;
-    $f[2] === '1' && $writeWhere[$where][1] = ($writeWhere[$where][1] ?? 0) + 1;
-    if ($f[2] === '1' && $where === 'calm') {
+    // Exit 1 is also "not found" (a random op on a region or stage that is gone): only
+    // dwctl's etcd errors ("dwctl: etcd...", after " # ") count as unavailable.
+    $etcdDown = $f[2] === '1' && str_contains($f[4], '# dwctl: etcd');
+    $etcdDown && $writeWhere[$where][1] = ($writeWhere[$where][1] ?? 0) + 1;
+    if ($etcdDown && $where === 'calm') {
         // What dwctl said (after " # "), printable ASCII only: it names the member and why.
         $calmFailures[] = preg_replace('/[^\x20-\x7e]/', '?', substr($f[4], 0, 300));
     }
