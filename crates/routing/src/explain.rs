@@ -16,7 +16,7 @@ use crate::table::Table;
 
 /// Where in the chain a step is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+pub enum ChainStage {
     /// The visitor's `CC-SUB` subdivision.
     Subdivision,
     /// The visitor's `CC` country.
@@ -31,16 +31,16 @@ pub enum Stage {
     Failover(usize),
 }
 
-impl Stage {
+impl ChainStage {
     /// Its name in an explanation.
     pub fn name(self) -> &'static str {
         match self {
-            Stage::Subdivision => "subdivision",
-            Stage::Country => "country",
-            Stage::Continent => "continent",
-            Stage::Geo => "geo",
-            Stage::Default => "default",
-            Stage::Failover(_) => "failover",
+            ChainStage::Subdivision => "subdivision",
+            ChainStage::Country => "country",
+            ChainStage::Continent => "continent",
+            ChainStage::Geo => "geo",
+            ChainStage::Default => "default",
+            ChainStage::Failover(_) => "failover",
         }
     }
 }
@@ -78,7 +78,7 @@ impl StepOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     /// Where in the chain.
-    pub stage: Stage,
+    pub stage: ChainStage,
     /// The geo it looked up (`continent/EU` for a bucket); `None` for a continent step of
     /// a country with no continent.
     pub geo: Option<String>,
@@ -136,7 +136,7 @@ pub(crate) enum Found {
 /// One step of the walk, its geo as raw bytes (`continent/EU` for a bucket).
 #[derive(Debug, Clone)]
 pub(crate) struct WalkStep<'a> {
-    pub stage: Stage,
+    pub stage: ChainStage,
     pub geo: Option<Cow<'a, [u8]>>,
     pub found: Found,
 }
@@ -174,12 +174,12 @@ impl Table {
         if let Some(country) = country {
             if country != geo {
                 let found = self.region_index(geo);
-                steps.push(looked_up(Stage::Subdivision, geo, found));
+                steps.push(looked_up(ChainStage::Subdivision, geo, found));
                 answer = found.map(|index| (index, geo, "subdivision"));
             }
             if answer.is_none() {
                 let found = self.region_index(country);
-                steps.push(looked_up(Stage::Country, country, found));
+                steps.push(looked_up(ChainStage::Country, country, found));
                 answer = found.map(|index| (index, country, "country"));
             }
             if answer.is_none() {
@@ -188,14 +188,14 @@ impl Table {
                     Some((of, _)) => {
                         let found = self.bucket(of);
                         steps.push(WalkStep {
-                            stage: Stage::Continent,
+                            stage: ChainStage::Continent,
                             geo: Some(Cow::Owned(of.bucket_geo().into_bytes())),
                             found: found.map_or(Found::Missing, Found::Region),
                         });
                         answer = found.map(|index| (index, country, "country"));
                     }
                     None => steps.push(WalkStep {
-                        stage: Stage::Continent,
+                        stage: ChainStage::Continent,
                         geo: None,
                         found: Found::NoContinent,
                     }),
@@ -205,13 +205,13 @@ impl Table {
             }
         } else if bucket_of_geo(geo).is_some() {
             steps.push(WalkStep {
-                stage: Stage::Geo,
+                stage: ChainStage::Geo,
                 geo: Some(Cow::Borrowed(geo)),
                 found: Found::BucketNamespace,
             });
         } else {
             let found = self.region_index(geo);
-            steps.push(looked_up(Stage::Geo, geo, found));
+            steps.push(looked_up(ChainStage::Geo, geo, found));
             answer = found.map(|index| (index, geo, "geo"));
         }
         // The hash key of an answer from the defaults is the one the chain would use.
@@ -220,12 +220,12 @@ impl Table {
             None => (geo, "geo"),
         };
         let policy = self.policy();
-        let defaults = std::iter::once((Stage::Default, &policy.default)).chain(
+        let defaults = std::iter::once((ChainStage::Default, &policy.default)).chain(
             policy
                 .failover
                 .iter()
                 .enumerate()
-                .map(|(index, geo)| (Stage::Failover(index), geo)),
+                .map(|(index, geo)| (ChainStage::Failover(index), geo)),
         );
         for (stage, policy_geo) in defaults {
             if answer.is_some() {
@@ -328,7 +328,7 @@ impl Explanation {
                     "key": step.geo.as_deref().map(key_of),
                     "outcome": step.outcome.name(),
                 });
-                if let Stage::Failover(index) = step.stage {
+                if let ChainStage::Failover(index) = step.stage {
                     value["index"] = json!(index);
                 }
                 if let StepOutcome::Invalid(reason) = &step.outcome {

@@ -77,7 +77,7 @@ pub use crate::{
     },
     digest::snapshot_header,
     error::{Error, MAX_QUOTED_BYTES, quoted},
-    explain::{ExplainedRoute, Explanation, Stage, Step, StepOutcome},
+    explain::{ChainStage, ExplainedRoute, Explanation, Step, StepOutcome},
     geo_index::CountryCode,
     keys::DEFAULT_PREFIX,
     pick::{legacy_pick, rendezvous_pick},

@@ -4,8 +4,8 @@
 //! ([`Table::walk`], the one `explain` shows), so the tags follow the chain by
 //! construction. Off the request path: it allocates.
 
+use crate::explain::ChainStage;
 use crate::explain::Found;
-use crate::explain::Stage;
 use crate::table::Table;
 
 /// The tag of every routed page (a `pick` change purges it).
@@ -72,13 +72,17 @@ impl Table {
             }
         }
         let through_chain = match answering {
-            Some(step) => matches!(step.stage, Stage::Default | Stage::Failover(_)),
+            Some(step) => matches!(step.stage, ChainStage::Default | ChainStage::Failover(_)),
             None => true,
         };
         if through_chain {
             push(TAG_CHAIN.to_owned());
         }
-        if walk.steps.iter().any(|step| step.stage == Stage::Continent) {
+        if walk
+            .steps
+            .iter()
+            .any(|step| step.stage == ChainStage::Continent)
+        {
             push(TAG_CONTINENT.to_owned());
         }
         tags
