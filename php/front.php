@@ -61,7 +61,7 @@ declare(strict_types=1);
  *                     `X-LiteSpeed-Cache-Control: no-cache` (routed by the header as ever).
  *   DW_TEST_HOOKS=1   honour ?hold_ms=N (at most 1000; the e2e test keeps requests in
  *                     flight to reach every worker: held before the route is read) and
- *                     ?hold_after_ms=N (at most 1000; held after the route, the tags and
+ *                     ?hold_after_ms=N (at most 3000; held after the route, the tags and
  *                     the answering revision are read, before the headers go out: the page
  *                     answered from the old table reaches the cache after a purge, as in
  *                     tests/cache/run's race check), and send X-DW-Clock. Never set it on
@@ -129,7 +129,7 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
 }
 $clock = hrtime(true);
 if ($testHooks && isset($_GET['hold_after_ms']) && is_string($_GET['hold_after_ms'])) {
-    usleep(1000 * max(0, min(1000, (int) $_GET['hold_after_ms'])));
+    usleep(1000 * max(0, min(3000, (int) $_GET['hold_after_ms'])));
 }
 
 header('Content-Type: text/plain; charset=utf-8');

@@ -22,15 +22,17 @@ pub struct Context {
 impl Context {
     /// The context the global flags describe; a usage error for a malformed one.
     pub fn from_args(global: &GlobalArgs) -> Result<Context, Error> {
+        let etcd = global.etcd.clone().into_options()?;
         Ok(Context {
-            etcd: global.etcd.clone().into_options()?,
+            retry: RetryPolicy {
+                attempts: global.retries,
+                reconnect: Some(std::sync::Arc::new(etcd.clone())),
+                ..RetryPolicy::default()
+            },
+            etcd,
             layout: Layout::new(&global.prefix, &global.control_prefix)?
                 .with_nodes(&global.nodes_prefix)?
                 .with_max_request_bytes(global.max_request_bytes),
-            retry: RetryPolicy {
-                attempts: global.retries,
-                ..RetryPolicy::default()
-            },
             output: global.output,
         })
     }

@@ -71,6 +71,12 @@ impl EtcdOptions {
     /// down). With one endpoint the connection is lazy: an unreachable cluster shows up
     /// as the first request's error.
     pub async fn connect(&self) -> Result<Client, Error> {
+        self.connect_member().await.map(|(client, _)| client)
+    }
+
+    /// [`EtcdOptions::connect`], also naming the endpoint of the member it talks to (so that
+    /// an error later can say which member failed).
+    pub async fn connect_member(&self) -> Result<(Client, String), Error> {
         let options = self
             .connect_options()?
             .with_timeout(self.request_timeout)
@@ -78,6 +84,7 @@ impl EtcdOptions {
         if let [endpoint] = self.endpoints.as_slice() {
             return Client::connect([endpoint.as_str()], Some(options))
                 .await
+                .map(|client| (client, endpoint.clone()))
                 .map_err(|source| Error::Etcd {
                     endpoint: endpoint.clone(),
                     source,
@@ -89,7 +96,7 @@ impl EtcdOptions {
         for i in 0..count {
             let endpoint = &self.endpoints[(start + i) % count];
             match live_member(endpoint, options.clone()).await {
-                Ok(client) => return Ok(client),
+                Ok(client) => return Ok((client, endpoint.clone())),
                 Err(error) => last_error = Some(error),
             }
         }
@@ -157,6 +164,27 @@ pub fn is_transport(error: &etcd_client::Error) -> bool {
     match error {
         etcd_client::Error::GRpcStatus(status) => status.source().is_some(),
         etcd_client::Error::TransportError(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether a failed call may succeed if made again, on this member or another: etcd could
+/// not be reached, had no leader or lost it (`Unavailable`: "no leader", "leader changed"),
+/// or the call ran out of time. Not retryable: what etcd refused on the merits (permission,
+/// invalid argument, NOSPACE, too large), which the same request meets again.
+///
+/// A write that failed this way may still have been applied ("leader changed", a timeout,
+/// a connection lost after sending): the caller settles its outcome before writing again.
+pub fn is_retryable(error: &etcd_client::Error) -> bool {
+    use tonic::Code;
+    match error {
+        etcd_client::Error::GRpcStatus(status) => {
+            matches!(
+                status.code(),
+                Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled
+            ) || status.source().is_some()
+        }
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
         _ => false,
     }
 }
@@ -256,6 +284,37 @@ mod tests {
 
         let err = tls_options(&TlsFiles::default()).unwrap_err();
         assert!(err.to_string().contains("--cacert"), "{err}");
+    }
+
+    #[test]
+    fn retryable_is_unavailability_not_refusal() {
+        let status =
+            |code, message: &str| etcd_client::Error::GRpcStatus(tonic::Status::new(code, message));
+        assert!(is_retryable(&status(
+            tonic::Code::Unavailable,
+            "etcdserver: leader changed"
+        )));
+        assert!(is_retryable(&status(
+            tonic::Code::Unavailable,
+            "etcdserver: no leader"
+        )));
+        assert!(is_retryable(&status(
+            tonic::Code::DeadlineExceeded,
+            "context deadline exceeded"
+        )));
+        assert!(!is_retryable(&status(
+            tonic::Code::PermissionDenied,
+            "etcdserver: permission denied"
+        )));
+        assert!(!is_retryable(&status(
+            tonic::Code::ResourceExhausted,
+            "etcdserver: mvcc: database space exceeded"
+        )));
+        assert!(!is_retryable(&status(
+            tonic::Code::InvalidArgument,
+            "etcdserver: too many operations in txn request"
+        )));
+        assert!(!is_retryable(&etcd_client::Error::InvalidArgs("x".into())));
     }
 
     #[tokio::test]

@@ -6,8 +6,10 @@
 //! - At most [`Limits::max_connections`] connections are held. A connection beyond the cap
 //!   evicts the oldest one still waiting for its request head (idle, or dribbling it a byte
 //!   at a time); when every held connection is already being answered, the new one is
-//!   closed at once. So a flood costs at most the cap in descriptors. A connection whose
-//!   whole head is in its socket when it is accepted (peeked) is never evicted.
+//!   closed at once. So a flood costs at most the cap in descriptors (twice: each waiting
+//!   connection's descriptor is duplicated to peek at it). A connection whose whole head is
+//!   in its socket when it is accepted, or when it comes up for eviction (a scraper whose
+//!   task has not run yet on a busy runtime), is never evicted.
 //! - A request head must be complete within [`Limits::head_timeout`] (hyper's
 //!   `header_read_timeout`), and the whole exchange within [`Limits::answer_timeout`].
 //! - A request head over [`Limits::max_request_head`] bytes is answered 431; a body is
@@ -29,6 +31,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -80,16 +83,17 @@ pub struct NoEvents;
 
 impl Events for NoEvents {}
 
-/// Connections still waiting for their request head, oldest first: eviction candidates.
+/// Connections still waiting for their request head, oldest first: eviction candidates,
+/// each with a duplicate of its socket's descriptor to peek at (the task owns the stream).
 #[derive(Default)]
-struct Waiting(Mutex<VecDeque<(u64, AbortHandle)>>);
+struct Waiting(Mutex<VecDeque<(u64, AbortHandle, Option<OwnedFd>)>>);
 
 impl Waiting {
     /// Queues the task `spawn` starts. The lock is held across the spawn, so that the task
     /// cannot finish (and dequeue itself) before it was queued.
-    fn spawn(&self, id: u64, spawn: impl FnOnce() -> AbortHandle) {
+    fn spawn(&self, id: u64, socket: Option<OwnedFd>, spawn: impl FnOnce() -> AbortHandle) {
         match self.0.lock() {
-            Ok(mut queue) => queue.push_back((id, spawn())),
+            Ok(mut queue) => queue.push_back((id, spawn(), socket)),
             Err(_) => {
                 spawn();
             }
@@ -98,19 +102,24 @@ impl Waiting {
 
     fn remove(&self, id: u64) {
         if let Ok(mut queue) = self.0.lock() {
-            queue.retain(|(held, _)| *held != id);
+            queue.retain(|(held, _, _)| *held != id);
         }
     }
 
-    /// Aborts the oldest waiting connection; false when there is none.
+    /// Aborts the oldest waiting connection whose head is not in its socket; those found
+    /// with their head in (about to be answered) leave the queue unharmed. False when none
+    /// is left to evict.
     fn evict_oldest(&self) -> bool {
-        let oldest = self.0.lock().ok().and_then(|mut queue| queue.pop_front());
-        match oldest {
-            Some((_, handle)) => {
-                handle.abort();
-                true
+        loop {
+            let oldest = self.0.lock().ok().and_then(|mut queue| queue.pop_front());
+            match oldest {
+                Some((_, _, Some(socket))) if head_is_in(&socket) => continue,
+                Some((_, handle, _)) => {
+                    handle.abort();
+                    return true;
+                }
+                None => return false,
             }
-            None => false,
         }
     }
 }
@@ -149,11 +158,10 @@ pub async fn serve<F, Fut>(
                 }
                 events.evicted();
                 // The aborted task releases its slot when dropped, at the runtime's next turn.
-                match tokio::time::timeout(
-                    Duration::from_millis(100),
-                    slots.clone().acquire_owned(),
-                )
-                .await
+                // A second at most: on a starved runtime the turn can take a while, and
+                // refusing then would close the very scraper the eviction made room for.
+                match tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned())
+                    .await
                 {
                     Ok(Ok(permit)) => permit,
                     _ => {
@@ -172,6 +180,13 @@ pub async fn serve<F, Fut>(
         // at once; in a burst of connections it waits in the accept queue meanwhile) is no
         // eviction candidate: it is answered before its task is even first polled.
         let ready = head_is_in(&stream);
+        // A waiting one's duplicate descriptor, peeked at before it is evicted (without one,
+        // out of descriptors, it is evicted without a look).
+        let socket = if ready {
+            None
+        } else {
+            stream.as_fd().try_clone_to_owned().ok()
+        };
         let spawn = move || {
             tokio::spawn(async move {
                 let _permit = permit;
@@ -190,7 +205,7 @@ pub async fn serve<F, Fut>(
         if ready {
             spawn();
         } else {
-            waiting.spawn(id, spawn);
+            waiting.spawn(id, socket, spawn);
         }
         // Let the new connection read its request before the next accept: a scraper that
         // sent its request at once is then no eviction candidate, however many idle
@@ -201,8 +216,7 @@ pub async fn serve<F, Fut>(
 
 /// Whether the socket holds a complete request head already (`\r\n\r\n` within the
 /// first 8 KiB), peeked without reading or waiting.
-fn head_is_in(stream: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
+fn head_is_in(stream: &impl AsRawFd) -> bool {
     let mut buf = [0u8; 8192];
     // SAFETY: recv(2) writes at most buf.len() bytes into buf, which lives across the call;
     // the descriptor is the stream's own, open for the call's duration.

@@ -188,3 +188,45 @@ async fn scrapes_are_answered_under_a_slow_connection_flood() {
     );
     assert!(count.evicted.load(Ordering::SeqCst) > 100);
 }
+
+/// A waiting connection whose head has arrived by the time it comes up for eviction (its
+/// task not yet run, as on a starved runtime) is passed over: the next one is evicted.
+#[tokio::test]
+async fn a_waiting_connection_with_its_head_in_is_not_evicted() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut scraper = TcpStream::connect(addr).await.unwrap();
+    let (scraper_side, _) = listener.accept().await.unwrap();
+    let _idle = TcpStream::connect(addr).await.unwrap();
+    let (idle_side, _) = listener.accept().await.unwrap();
+
+    // Both queued while their heads were not in, the scraper first (the oldest); each task
+    // holds its stream and never runs on (as if the runtime had not got to it).
+    let waiting = Waiting::default();
+    let held = |stream: TcpStream| {
+        tokio::spawn(async move {
+            std::future::pending::<()>().await;
+            drop(stream);
+        })
+        .abort_handle()
+    };
+    let scraper_socket = scraper_side.as_fd().try_clone_to_owned().ok();
+    let idle_socket = idle_side.as_fd().try_clone_to_owned().ok();
+    let scraper_task = held(scraper_side);
+    let idle_task = held(idle_side);
+    waiting.spawn(0, scraper_socket, || scraper_task.clone());
+    waiting.spawn(1, idle_socket, || idle_task.clone());
+
+    // The scraper's head arrives before anything is evicted.
+    scraper
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    assert!(waiting.evict_oldest(), "one is evicted");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(idle_task.is_finished(), "the idle one is evicted");
+    assert!(!scraper_task.is_finished(), "the scraper is left alone");
+    assert!(!waiting.evict_oldest(), "nothing is left to evict");
+}

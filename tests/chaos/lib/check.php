@@ -118,11 +118,25 @@ $faultAt = function (int $t, int $grace = 1_000_000_000) use ($faults): ?string 
     return $found;
 };
 
+// The fault whose window (start to heal) meets the moments from $from to $to, the latest
+// started of them; null when none does.
+$faultDuring = function (int $from, int $to) use ($faults): ?string {
+    $found = null;
+    $latest = -1;
+    foreach ($faults as [$k, $n, $s, $e]) {
+        if ($from <= $e && $to >= $s && $s > $latest) {
+            [$found, $latest] = [$k, $s];
+        }
+    }
+    return $found;
+};
+
 // ---- the writes ----------------------------------------------------------------------------
 $writes = []; // revision => ack ns
 $writeCount = 0;
 $writeRc = [];
 $writeWhere = [];
+$calmFailures = [];
 foreach (@file("$log/writes.log", FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) ?: [] as $line) {
     $f = explode(' ', $line, 5);
     if (count($f) < 5) {
@@ -130,10 +144,17 @@ foreach (@file("$log/writes.log", FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES)
     }
     $writeCount++;
     $writeRc[$f[2]] = ($writeRc[$f[2]] ?? 0) + 1;
-    // exit 1 (etcd unavailable, outcome unknown) during a fault of a member or outside any
-    $where = in_array($faultAt((int) $f[0], 0), ['kill-leader', 'kill-follower', 'partition'], true) ? 'down' : ($faultAt((int) $f[0], 0) === null ? 'calm' : 'other');
+    // exit 1 (etcd unavailable, outcome unknown) during a fault of a member or outside any:
+    // a write is in a fault when its time (start to end) meets the fault's window, so that a
+    // write that began just before a member was killed counts with the faults.
+    $met = $faultDuring((int) $f[0], (int) $f[1]);
+    $where = in_array($met, ['kill-leader', 'kill-follower', 'partition'], true) ? 'down' : ($met === null ? 'calm' : 'other');
     $writeWhere[$where][0] = ($writeWhere[$where][0] ?? 0) + 1;
     $f[2] === '1' && $writeWhere[$where][1] = ($writeWhere[$where][1] ?? 0) + 1;
+    if ($f[2] === '1' && $where === 'calm') {
+        // What dwctl said (after " # "), printable ASCII only: it names the member and why.
+        $calmFailures[] = preg_replace('/[^\x20-\x7e]/', '?', substr($f[4], 0, 300));
+    }
     if ($f[3] !== '-') {
         $writes[(int) $f[3]] = (int) $f[1];
     }
@@ -442,6 +463,12 @@ if ($finalRev > 0) {
 $check(count($writes) >= 2, sprintf('writer: %d dwctl writes, %d committed with a known revision (exit codes: %s)',
     $writeCount, count($writes) - ($finalRev > 0 ? 1 : 0),
     implode(', ', array_map(fn ($k, $v) => "$k: $v", array_keys($writeRc), $writeRc))));
+
+// A write the cluster could take does not fail: outside every fault's window, no dwctl write
+// ends with exit 1 (etcd unavailable); each one that did is named with what dwctl said.
+$check($calmFailures === [], sprintf('no dwctl write failed with exit 1 outside the faults (%d of %d did%s)',
+    count($calmFailures), $writeWhere['calm'][0] ?? 0,
+    $calmFailures === [] ? '' : ': ' . implode(' | ', array_slice($calmFailures, 0, 3))));
 
 // Stages: the writer's fixed ones went through (history), and staged values were served.
 $stageOps = dw_chaos_stage_ops(@file("$log/writes.log", FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) ?: []);

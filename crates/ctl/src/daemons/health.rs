@@ -126,7 +126,7 @@ pub async fn command(
     let config = HealthConfig {
         etcd: context.etcd.clone(),
         layout: context.layout.clone(),
-        retry: context.retry,
+        retry: context.retry.clone(),
         by: format!("health:{}", operator()),
         probes,
         interval,

@@ -60,7 +60,7 @@ pub async fn command(
     let config = RebalanceConfig {
         etcd: context.etcd.clone(),
         layout: context.layout.clone(),
-        retry: context.retry,
+        retry: context.retry.clone(),
         by: format!("rebalance:{}", operator()),
         grace: args.grace,
     };

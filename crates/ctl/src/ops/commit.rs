@@ -144,6 +144,17 @@ struct PlannedTxn {
     compares: Vec<Compare>,
     ops: Vec<TxnOp>,
     bytes: usize,
+    /// Each key written: the value put (`None`: deleted) and the `mod_revision` it had when
+    /// read (0: absent), so that a write whose outcome is unknown can be settled.
+    written: Vec<Written>,
+}
+
+/// One key of a transaction, as [`settle`] reads it back.
+#[derive(Debug, Clone)]
+struct Written {
+    key: String,
+    value: Option<String>,
+    read_mod_revision: i64,
 }
 
 /// Builds the guarded transaction of `changes` and checks it against the limits: every
@@ -159,10 +170,16 @@ fn plan_txn(
         compares: Vec::new(),
         ops: Vec::new(),
         bytes: REQUEST_OVERHEAD_BYTES,
+        written: Vec::new(),
     };
     let mut too_large = Vec::new();
     let guard = |planned: &mut PlannedTxn, key: String, entry: Option<&Entry>| {
         planned.bytes += key.len() + ITEM_OVERHEAD_BYTES;
+        planned.written.push(Written {
+            key: key.clone(),
+            value: None,
+            read_mod_revision: entry.map_or(0, |entry| entry.mod_revision),
+        });
         planned.compares.push(match entry {
             Some(entry) => Compare::mod_revision(key, CompareOp::Equal, entry.mod_revision),
             None => Compare::create_revision(key, CompareOp::Equal, 0),
@@ -180,6 +197,17 @@ fn plan_txn(
             ));
         }
         planned.bytes += key.len() + value.len() + ITEM_OVERHEAD_BYTES;
+        // The guard of a key comes before its put; an audit key has none (it is new).
+        match planned.written.last_mut() {
+            Some(last) if last.key == key && last.value.is_none() => {
+                last.value = Some(value.clone())
+            }
+            _ => planned.written.push(Written {
+                key: key.clone(),
+                value: Some(value.clone()),
+                read_mod_revision: 0,
+            }),
+        }
         planned.ops.push(TxnOp::put(key, value, None));
     };
     let delete = |planned: &mut PlannedTxn, key: String| {
@@ -280,6 +308,15 @@ pub async fn commit(
     updated: &str,
 ) -> Result<Option<i64>, Error> {
     let planned = plan_txn(layout, state, changes, updated)?;
+    send(client, planned, changes).await
+}
+
+/// Sends a planned transaction: the revision it landed at, `None` when a guard failed.
+async fn send(
+    client: &mut Client,
+    planned: PlannedTxn,
+    changes: &Changes,
+) -> Result<Option<i64>, Error> {
     let response = client
         .txn(Txn::new().when(planned.compares).and_then(planned.ops))
         .await
@@ -319,7 +356,7 @@ fn explain_txn_error(error: etcd_client::Error, changes: &Changes, bytes: usize)
 }
 
 /// How often and how patiently a guarded write is retried.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RetryPolicy {
     /// How many times to try before exit code 3.
     pub attempts: u32,
@@ -327,6 +364,11 @@ pub struct RetryPolicy {
     pub base: Duration,
     /// The largest pause's bound.
     pub cap: Duration,
+    /// How to reach another member when the one in use fails (unreachable, no leader, a
+    /// leader change, a timeout): [`transact`] connects again through these options,
+    /// which pick a member that answers and knows a leader. `None`: try the same client
+    /// again.
+    pub reconnect: Option<std::sync::Arc<dw_etcd::EtcdOptions>>,
 }
 
 impl Default for RetryPolicy {
@@ -335,9 +377,18 @@ impl Default for RetryPolicy {
             attempts: 10,
             base: Duration::from_millis(20),
             cap: Duration::from_secs(1),
+            reconnect: None,
         }
     }
 }
+
+/// Attempts at least this many times when etcd is unavailable (whatever `--retries`
+/// says): with pauses of [`UNAVAILABLE_PAUSE`] x 1, 2, 4, 4 between them, about 3 s, more
+/// than an election of etcd's default timings takes (1 s election timeout).
+pub const UNAVAILABLE_ATTEMPTS: u32 = 5;
+
+/// The first pause after etcd was unavailable; it doubles, up to 4 times this.
+pub const UNAVAILABLE_PAUSE: Duration = Duration::from_millis(250);
 
 impl RetryPolicy {
     /// "Full jitter": a random pause up to an exponentially growing bound, so that writers
@@ -402,8 +453,39 @@ where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
     let attempts = retry.attempts.max(1);
-    for attempt in 1..=attempts {
-        let (state, changes) = preview_checked(client, layout, checks, &mut plan).await?;
+    let mut unavailable = Unavailable::default();
+    // A write sent whose outcome is unknown (the member failed before answering): settled
+    // by reading its keys back before anything is planned again.
+    let mut unsettled: Option<(State, Changes, Vec<Written>)> = None;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        if let Some((state, changes, written)) = unsettled.take() {
+            match settle(client, &written).await {
+                Ok(Settled::Applied(revision)) => {
+                    return Ok(Committed {
+                        revision: Some(revision),
+                        state,
+                        changes,
+                        attempts: attempt - 1,
+                    });
+                }
+                Ok(Settled::NotApplied) => {}
+                Ok(Settled::Unknown(why)) => return Err(unavailable.outcome_unknown(&why)),
+                Err(error) => {
+                    unsettled = Some((state, changes, written));
+                    unavailable.retry_after(error, client, retry).await?;
+                    continue;
+                }
+            }
+        }
+        let (state, changes) = match preview_checked(client, layout, checks, &mut plan).await {
+            Ok(read) => read,
+            Err(error) => {
+                unavailable.retry_after(error, client, retry).await?;
+                continue;
+            }
+        };
         if changes.is_empty() {
             return Ok(Committed {
                 revision: None,
@@ -412,19 +494,169 @@ where
                 attempts: attempt,
             });
         }
-        if let Some(revision) = commit(client, layout, &state, &changes, updated).await? {
-            return Ok(Committed {
-                revision: Some(revision),
-                state,
-                changes,
-                attempts: attempt,
-            });
+        let planned = plan_txn(layout, &state, &changes, updated)?;
+        let written = planned.written.clone();
+        match send(client, planned, &changes).await {
+            Ok(Some(revision)) => {
+                return Ok(Committed {
+                    revision: Some(revision),
+                    state,
+                    changes,
+                    attempts: attempt,
+                });
+            }
+            Ok(None) => {}
+            Err(error) => {
+                let sent = unavailable.retry_after(error, client, retry).await;
+                unsettled = Some((state, changes, written));
+                if let Err(error) = sent {
+                    // Out of attempts with the outcome unknown: say so.
+                    return Err(match error {
+                        Error::Etcd(_) => unavailable.outcome_unknown(&error.to_string()),
+                        other => other,
+                    });
+                }
+                continue;
+            }
         }
-        if attempt < attempts {
-            tokio::time::sleep(retry.pause(attempt)).await;
+        if attempt >= attempts {
+            return Err(Error::Conflict { attempts });
+        }
+        tokio::time::sleep(retry.pause(attempt)).await;
+    }
+}
+
+/// How [`transact`] rides out an unavailable etcd: it counts the failures, pauses, and
+/// connects again (to a member that answers and knows a leader) before the next attempt.
+#[derive(Default)]
+struct Unavailable {
+    failures: u32,
+    /// The member the last failure came from, when known.
+    member: Option<String>,
+    last: Option<String>,
+}
+
+impl Unavailable {
+    /// Returns the error unless it is etcd's unavailability with attempts left; then pauses
+    /// and reconnects (a failed reconnect is the next failure's business).
+    async fn retry_after(
+        &mut self,
+        error: Error,
+        client: &mut Client,
+        retry: &RetryPolicy,
+    ) -> Result<(), Error> {
+        let Error::Etcd(source) = &error else {
+            return Err(error);
+        };
+        if !dw_etcd::is_retryable(source) {
+            return Err(error);
+        }
+        self.failures += 1;
+        self.last = Some(error.to_string());
+        if self.failures >= retry.attempts.max(UNAVAILABLE_ATTEMPTS) {
+            return Err(self.exhausted());
+        }
+        let doubled = 1u32 << (self.failures - 1).min(2);
+        tokio::time::sleep(UNAVAILABLE_PAUSE * doubled).await;
+        if let Some(options) = &retry.reconnect {
+            match options.connect_member().await {
+                Ok((fresh, member)) => {
+                    *client = fresh;
+                    self.member = Some(member);
+                }
+                Err(error) => {
+                    self.member = error.endpoint().map(str::to_owned);
+                    self.last = Some(error.to_string());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn exhausted(&self) -> Error {
+        let member = self.member.as_deref().map_or(String::new(), |member| {
+            format!(" (last member tried: {member})")
+        });
+        Error::Etcd(etcd_client::Error::InvalidArgs(format!(
+            "etcd unavailable after {} attempts{member}: {}",
+            self.failures,
+            self.last.as_deref().unwrap_or("no answer")
+        )))
+    }
+
+    fn outcome_unknown(&self, why: &str) -> Error {
+        Error::Etcd(etcd_client::Error::InvalidArgs(format!(
+            "the write was sent but its outcome is unknown ({why}); `dwctl history` shows \
+             whether it landed"
+        )))
+    }
+}
+
+/// What reading back the keys of a write whose answer was lost says about it.
+#[derive(Debug, PartialEq, Eq)]
+enum Settled {
+    /// Every key holds what the write put (deleted ones are gone), all at this revision.
+    Applied(i64),
+    /// Every key is as it was read before the write: it did not land (and cannot later: a
+    /// linearizable read on the current leader follows every entry an older one proposed).
+    NotApplied,
+    /// Something else changed the keys: whether this write landed first is not known.
+    Unknown(String),
+}
+
+/// Reads the keys of `written` back in one linearizable transaction and settles the write.
+async fn settle(client: &mut Client, written: &[Written]) -> Result<Settled, Error> {
+    let gets: Vec<TxnOp> = written
+        .iter()
+        .map(|w| TxnOp::get(w.key.as_str(), None))
+        .collect();
+    let response = client.txn(Txn::new().and_then(gets)).await?;
+    let mut current = Vec::with_capacity(written.len());
+    for op in response.op_responses() {
+        if let etcd_client::TxnOpResponse::Get(get) = op {
+            current.push(
+                get.kvs()
+                    .first()
+                    .map(|kv| (kv.value().to_vec(), kv.mod_revision())),
+            );
         }
     }
-    Err(Error::Conflict { attempts })
+    Ok(settled(written, &current))
+}
+
+/// [`settle`]'s decision, from each key's value and `mod_revision` now (`None`: absent).
+fn settled(written: &[Written], current: &[Option<(Vec<u8>, i64)>]) -> Settled {
+    if current.len() != written.len() {
+        return Settled::Unknown("etcd answered the read-back partly".into());
+    }
+    let untouched = written.iter().zip(current).all(|(w, now)| match now {
+        None => w.read_mod_revision == 0,
+        Some((_, revision)) => *revision == w.read_mod_revision,
+    });
+    if untouched {
+        return Settled::NotApplied;
+    }
+    let mut landed_at = None;
+    for (w, now) in written.iter().zip(current) {
+        match (&w.value, now) {
+            (None, None) => {}
+            (Some(value), Some((bytes, revision))) if bytes == value.as_bytes() => {
+                if landed_at.is_some_and(|at| at != *revision) {
+                    return Settled::Unknown(format!("{:?} changed again since", w.key));
+                }
+                landed_at = Some(*revision);
+            }
+            _ => {
+                return Settled::Unknown(format!("{:?} was changed by another writer", w.key));
+            }
+        }
+    }
+    match landed_at {
+        Some(revision) => Settled::Applied(revision),
+        None => Settled::Unknown(
+            "it only deleted keys, which are gone; at which revision is not known".into(),
+        ),
+    }
 }
 
 /// Reads and plans without writing (`--dry-run`), through [`PRE_COMMIT_CHECKS`].
@@ -588,5 +820,73 @@ mod tests {
             request_bytes(&layout(10), &state, &Changes::default()).unwrap(),
             0
         );
+    }
+
+    #[test]
+    fn a_write_with_a_lost_answer_is_settled_by_its_keys() {
+        // The guarded region existed at revision 5; the audit key is new.
+        let mut state = State {
+            revision: 9,
+            ..State::default()
+        };
+        state.regions.insert(
+            "DE".into(),
+            Entry {
+                raw: b"old".to_vec(),
+                mod_revision: 5,
+            },
+        );
+        let mut changes = with_shard(3);
+        changes
+            .audit
+            .insert("/dw/control/audit/1".into(), "{\"by\":\"me\"}".into());
+        let planned = plan_txn(&layout(1 << 20), &state, &changes, "now").unwrap();
+        let written = planned.written;
+        assert_eq!(written.len(), 2, "{written:?}");
+        assert_eq!(written[0].read_mod_revision, 5);
+        assert!(written[0].value.is_some() && written[1].value.is_some());
+        let value = |i: usize| written[i].value.clone().unwrap().into_bytes();
+
+        // As read: not applied.
+        let untouched = [Some((b"old".to_vec(), 5)), None];
+        assert_eq!(settled(&written, &untouched), Settled::NotApplied);
+        // Both keys as written, at one revision: applied there.
+        let landed = [Some((value(0), 12)), Some((value(1), 12))];
+        assert_eq!(settled(&written, &landed), Settled::Applied(12));
+        // Another writer's value: unknown.
+        let other = [Some((b"theirs".to_vec(), 12)), None];
+        assert!(matches!(settled(&written, &other), Settled::Unknown(_)));
+        // Ours, then changed again (two revisions): unknown.
+        let again = [Some((value(0), 12)), Some((value(1), 13))];
+        assert!(matches!(settled(&written, &again), Settled::Unknown(_)));
+        // A partial answer: unknown.
+        assert!(matches!(
+            settled(&written, &untouched[..1]),
+            Settled::Unknown(_)
+        ));
+    }
+
+    #[test]
+    fn a_deleting_write_is_settled_without_a_revision() {
+        let mut state = State::default();
+        state.regions.insert(
+            "DE".into(),
+            Entry {
+                raw: b"old".to_vec(),
+                mod_revision: 5,
+            },
+        );
+        let changes = Changes {
+            regions: [("DE".to_string(), None)].into(),
+            ..Changes::default()
+        };
+        let written = plan_txn(&layout(1 << 20), &state, &changes, "now")
+            .unwrap()
+            .written;
+        assert_eq!(
+            settled(&written, &[Some((b"x".to_vec(), 5))]),
+            Settled::NotApplied
+        );
+        assert!(matches!(settled(&written, &[None]), Settled::Unknown(_)));
     }
 }

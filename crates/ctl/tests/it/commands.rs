@@ -635,3 +635,54 @@ fn drained_regions(record: &Value) -> Vec<&String> {
         .keys()
         .collect()
 }
+
+/// A member that stops answering for a moment (SIGSTOP: a stalled disk, a long GC pause)
+/// does not fail a write the cluster can take once it answers again: dwctl retries etcd's
+/// unavailability (at least 5 attempts, pauses of 0.25 to 1 s) whatever --retries says.
+/// When it never answers, the error names the member and how many attempts were made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_rides_out_a_member_that_stops_answering() {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE)]).await;
+    let set = [
+        "--output",
+        "json",
+        "--timeout",
+        "1",
+        "--retries",
+        "1",
+        "region",
+        "set",
+        "DE",
+        "--shard",
+        "eu-9",
+        "--origin",
+        "fra-a=100",
+    ];
+
+    etcd.pause();
+    let child = etcd
+        .command(&set)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn dwctl");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    etcd.resume();
+    let output = child.wait_with_output().expect("dwctl ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let (stored, _) = etcd.get(&region_key("DE")).await.expect("DE");
+    assert!(stored.contains(r#""shard":"eu-9""#), "{stored}");
+
+    // Never answering: exit 1 after the attempts, naming the member.
+    etcd.pause();
+    let run = etcd.dwctl(&set);
+    etcd.resume();
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("etcd unavailable after 5 attempts") && said.contains(&etcd.endpoint()),
+        "{said}"
+    );
+}
