@@ -73,8 +73,8 @@ memo and registers every label set (the warm-up is callgrind's part 1, the measu
 part 2). \`memo\`: no sticky key, 50 country codes in turn (the front controller's call).
 \`sticky\`: the same with 64 sticky keys (no memo: the label id from the table's sticky cache).
 Instruction counts do not depend on the machine's load (${load} during this run); the
-contention figures of issue 29 (two processes, eight lsphp children, perf stat) and
-lsphp behind OpenLiteSpeed with and without counting are not measured here.
+figures under load (two processes at once, eight lsphp children, CPU per request behind
+OpenLiteSpeed, memory per child) are \`13-count-load.sh\`'s, in the next section.
 MD
 if [[ -n $BASELINE ]]; then
   echo

@@ -26,6 +26,9 @@ declare(strict_types=1);
  *   X-DW-Route-Ns             (DW_TEST_HOOKS only) nanoseconds from before `new RegionRouter`
  *                             to after revision(): a fresh worker's first request includes
  *                             loading the table, unless MINIT preloaded it
+ *   X-DW-Parent               (DW_TEST_HOOKS only, where ext/posix is loaded) the worker's
+ *                             parent pid: tells which process tree answered (an lsphp
+ *                             child whose parent was replaced is reparented)
  *
  * The sticky key (the pick hashes it instead of the country) comes from the X-DW-Sticky
  * header or the dw_sticky cookie (with DW_CACHE_TTL: the cookie only). Server variables
@@ -152,6 +155,9 @@ if ($testHooks) {
     header('X-DW-Clock: ' . $clock);
     header('X-DW-Reload: ' . ($router?->stats()['reload_mechanism'] ?? 'none'));
     header('X-DW-Route-Ns: ' . ($clock - $started));
+    if (function_exists('posix_getppid')) {
+        header('X-DW-Parent: ' . posix_getppid());
+    }
 }
 
 // The country is the visitor's input: print it only as a bounded, printable token.

@@ -98,9 +98,9 @@ impl Agent {
         let mut metrics = Metrics::new(config.timing.stall_timeout, publisher.published_revision());
         if let Some(dir) = &config.answers_dir {
             let node = config
-                .report
-                .as_ref()
-                .map(|report| report.node_id.clone())
+                .node_id
+                .clone()
+                .or_else(|| config.report.as_ref().map(|report| report.node_id.clone()))
                 .or_else(crate::config::host_name)
                 .unwrap_or_else(|| "unknown".into());
             metrics = metrics.with_answers(dir.clone(), node);

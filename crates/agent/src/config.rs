@@ -66,6 +66,9 @@ pub struct Config {
     /// Where dw_router's workers count their answers (`dw_router.answers_dir`), served
     /// on `/metrics` (docs/traffic.md); `None` serves none.
     pub answers_dir: Option<PathBuf>,
+    /// This node's id as given (`--node-id`), whether reports are written or not: the
+    /// `node` label of the answer counters. `None`: the report's id, else the host name.
+    pub node_id: Option<String>,
 }
 
 /// The node report: who this node is and where and how often it says what it published.
@@ -198,12 +201,16 @@ impl Config {
             heartbeat_interval: crate::report::heartbeat::DEFAULT_HEARTBEAT_INTERVAL,
             purge: None,
             answers_dir: None,
+            node_id: None,
         }
     }
 
     /// Checks what can be checked without touching etcd or the file system.
     pub(crate) fn validate(&self) -> Result<(), Error> {
         self.etcd.validate()?;
+        if let Some(id) = &self.node_id {
+            check_node_id(id).map_err(Error::Config)?;
+        }
         if self.prefix.is_empty() {
             return Err(Error::Config("--prefix must not be empty".into()));
         }
@@ -365,7 +372,8 @@ pub struct Cli {
     #[arg(long, env = "DW_AGENT_ANSWERS_DIR", default_value = DEFAULT_ANSWERS_DIR)]
     pub answers_dir: String,
 
-    /// This node's id in its report (default: the host name)
+    /// This node's id: in its report, and the node label of dw_router_answers_total
+    /// (default: the host name)
     #[arg(long, env = "DW_AGENT_NODE_ID")]
     pub node_id: Option<String>,
 
@@ -413,7 +421,7 @@ impl Cli {
         let report = if self.nodes_prefix.trim() == "off" {
             None
         } else {
-            let node_id = match self.node_id {
+            let node_id = match &self.node_id {
                 Some(id) => id.trim().to_owned(),
                 None => host_name().ok_or_else(|| {
                     Error::Config("cannot read the host name: give --node-id".into())
@@ -458,6 +466,7 @@ impl Cli {
                 "" | "off" => None,
                 dir => Some(PathBuf::from(dir)),
             },
+            node_id: self.node_id.map(|id| id.trim().to_owned()),
         };
         config.validate()?;
         Ok(config)
@@ -527,6 +536,16 @@ mod tests {
             assert!(error.contains(why), "{args:?}: {error}");
         }
         assert!(parse(&["--nodes-prefix", "off"]).unwrap().report.is_none());
+        // Without reports the id is kept all the same (the answer counters' node label),
+        // and checked.
+        let unreported = parse(&["--nodes-prefix", "off", "--node-id", "edge-2"]).unwrap();
+        assert_eq!(unreported.node_id.as_deref(), Some("edge-2"));
+        assert!(
+            parse(&["--nodes-prefix", "off", "--node-id", "a b"])
+                .unwrap_err()
+                .contains("--node-id")
+        );
+        assert_eq!(parse(&[]).unwrap().node_id, None);
         // The default id is the host name.
         assert_eq!(parse(&[]).unwrap().report.map(|r| r.node_id), host_name());
     }

@@ -1,4 +1,4 @@
-//! Every bound at its edge (label sets, slots, label bytes), the reader on hostile bytes
+//! Every bound at its edge (label sets, slots, label bytes, files per directory), the reader on hostile bytes
 //! (a property test over arbitrary and mutated files), and real threads counting in
 //! their own slots while a reader reads.
 
@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use dw_traffic::layout::{FILE_BYTES, MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID, header};
 use dw_traffic::{
-    Counters, LabelSet, ProcessLocks, Step, count, parse, words_to_bytes, zeroed_words,
+    Counters, LabelSet, MAX_FILES, ProcessLocks, Step, count, parse, read_directory,
+    words_to_bytes, zeroed_words,
 };
 use proptest::prelude::*;
 
@@ -151,6 +152,55 @@ fn threads_in_their_own_slots_count_exactly_while_read() {
         THREADS as u64 * ANSWERS
     );
     assert_eq!(totals.overflow, 0);
+}
+
+/// Writes `bytes` to `path` sparsely: the file sized first, then only its pages that are
+/// not all zeros written (a counter file is 10.6 MB, almost all zeros).
+fn write_sparse(path: &std::path::Path, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::create(path).unwrap();
+    file.set_len(bytes.len() as u64).unwrap();
+    for (page, chunk) in bytes.chunks(4096).enumerate() {
+        if chunk.iter().any(|&b| b != 0) {
+            file.write_all_at(chunk, (page * 4096) as u64).unwrap();
+        }
+    }
+}
+
+#[test]
+fn files_past_the_bound_are_not_read() {
+    let bytes = valid_file();
+    let per_file: u64 = parse(&bytes).unwrap().series.values().sum();
+    let dir = tempfile::tempdir().unwrap();
+    // At the bound: every file read.
+    for n in 0..MAX_FILES {
+        write_sparse(&dir.path().join(format!("answers-{n:05}.bin")), &bytes);
+    }
+    let found = read_directory(dir.path());
+    assert_eq!(found.files, MAX_FILES);
+    assert!(found.refused.is_empty(), "{:?}", found.refused);
+    assert_eq!(
+        found.totals.series.values().sum::<u64>(),
+        per_file * MAX_FILES as u64
+    );
+    // One past it: the last by name is not read, and says why.
+    write_sparse(&dir.path().join("answers-99999.bin"), &bytes);
+    let found = read_directory(dir.path());
+    assert_eq!(found.files, MAX_FILES);
+    assert_eq!(found.refused.len(), 1);
+    assert_eq!(found.refused[0].0, "answers-99999.bin");
+    assert!(
+        found.refused[0]
+            .1
+            .to_string()
+            .contains("more than 64 files"),
+        "{}",
+        found.refused[0].1
+    );
+    assert_eq!(
+        found.totals.series.values().sum::<u64>(),
+        per_file * MAX_FILES as u64
+    );
 }
 
 /// A valid file with a few label sets counted, as bytes.
