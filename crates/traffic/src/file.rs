@@ -24,6 +24,15 @@ use crate::reader::{Totals, parse};
 /// skipped (and said so).
 pub const MAX_FILES: usize = 64;
 
+/// The most directory entries a reader looks at in one read: the directory is writable by
+/// every PHP user (1777), so a local user could fill it with names; past this many the
+/// rest are not looked at, and [`DirectoryTotals::unscanned`] says so.
+pub const MAX_SCANNED_ENTRIES: usize = 4096;
+
+/// The most refusals a read keeps with their reasons; [`DirectoryTotals::refused_more`]
+/// counts the rest.
+pub const MAX_REFUSALS_KEPT: usize = 16;
+
 /// The file name a user's trees share.
 pub fn file_name(uid: u32) -> String {
     format!("answers-{uid}.bin")
@@ -174,41 +183,75 @@ pub struct DirectoryTotals {
     pub totals: Totals,
     /// The files read.
     pub files: usize,
-    /// Why each file that was not read was not (name escaped by the caller).
+    /// Why each file that was not read was not (name escaped by the caller), the first
+    /// [`MAX_REFUSALS_KEPT`].
     pub refused: Vec<(String, Error)>,
+    /// Refusals past the ones kept.
+    pub refused_more: usize,
+    /// Whether entries were left unscanned ([`MAX_SCANNED_ENTRIES`]).
+    pub unscanned: bool,
 }
 
-/// Reads every `answers-*.bin` in `dir` (at most [`MAX_FILES`]): each opened without
-/// following a symlink or blocking, taken only if a regular file of exactly the layout's
-/// size, read into a buffer and parsed. A missing directory reads as no files.
+impl DirectoryTotals {
+    fn refuse(&mut self, name: String, why: Error) {
+        if self.refused.len() < MAX_REFUSALS_KEPT {
+            self.refused.push((name, why));
+        } else {
+            self.refused_more += 1;
+        }
+    }
+}
+
+/// The uid a counter file's name gives, if the name is exactly [`file_name`]'s for it
+/// (`answers-<uid>.bin`, the uid in canonical decimal).
+pub fn uid_of_file_name(name: &[u8]) -> Option<u32> {
+    let digits = name.strip_prefix(b"answers-")?.strip_suffix(b".bin")?;
+    let text = std::str::from_utf8(digits).ok()?;
+    let uid: u32 = text.parse().ok()?;
+    (file_name(uid).as_bytes() == name).then_some(uid)
+}
+
+/// Reads the counter files in `dir`: at most [`MAX_SCANNED_ENTRIES`] entries looked at,
+/// only names that are exactly `answers-<uid>.bin`, at most [`MAX_FILES`] of them (lowest
+/// uid first); each opened without following a symlink or blocking, taken only if a
+/// regular file owned by the uid its name gives (another user cannot stand in for it) of
+/// exactly the layout's size, read into a buffer and parsed. A missing directory reads as
+/// no files.
 pub fn read_directory(dir: &Path) -> DirectoryTotals {
     let mut found = DirectoryTotals::default();
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(mut entries) = std::fs::read_dir(dir) else {
         return found;
     };
-    let mut names: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.file_name())
-        .filter(|name| {
-            let name = name.as_bytes();
-            name.starts_with(b"answers-") && name.ends_with(b".bin")
-        })
-        .collect();
-    names.sort();
-    for (index, name) in names.into_iter().enumerate() {
-        let shown = String::from_utf8_lossy(name.as_bytes()).into_owned();
-        if index >= MAX_FILES {
-            found
-                .refused
-                .push((shown, Error::Io(format!("more than {MAX_FILES} files"))));
+    let mut named: Vec<(u32, std::ffi::OsString)> = Vec::new();
+    for entry in entries.by_ref().take(MAX_SCANNED_ENTRIES) {
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let bytes = name.as_bytes();
+        if !(bytes.starts_with(b"answers-") && bytes.ends_with(b".bin")) {
             continue;
         }
-        match read_file(&dir.join(&name)) {
+        match uid_of_file_name(bytes) {
+            Some(uid) => named.push((uid, name)),
+            None => found.refuse(
+                String::from_utf8_lossy(bytes).into_owned(),
+                Error::Io("not a counter file name (answers-<uid>.bin)".into()),
+            ),
+        }
+    }
+    found.unscanned = entries.next().is_some();
+    named.sort();
+    for (index, (uid, name)) in named.into_iter().enumerate() {
+        let shown = String::from_utf8_lossy(name.as_bytes()).into_owned();
+        if index >= MAX_FILES {
+            found.refuse(shown, Error::Io(format!("more than {MAX_FILES} files")));
+            continue;
+        }
+        match read_file_of(&dir.join(&name), Some(uid)) {
             Ok(totals) => {
                 found.totals.add(totals);
                 found.files += 1;
             }
-            Err(error) => found.refused.push((shown, error)),
+            Err(error) => found.refuse(shown, error),
         }
     }
     found
@@ -216,6 +259,11 @@ pub fn read_directory(dir: &Path) -> DirectoryTotals {
 
 /// One counter file, read as hostile input.
 pub fn read_file(path: &Path) -> Result<Totals, Error> {
+    read_file_of(path, None)
+}
+
+/// [`read_file`], refusing a file not owned by `owner` when given.
+fn read_file_of(path: &Path, owner: Option<u32>) -> Result<Totals, Error> {
     let io = |error: std::io::Error| Error::Io(error.to_string());
     let _ =
         CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::Io("NUL in path".into()))?;
@@ -227,6 +275,12 @@ pub fn read_file(path: &Path) -> Result<Totals, Error> {
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(Error::Io("not a regular file".into()));
+    }
+    if let Some(owner) = owner.filter(|&owner| owner != meta.uid()) {
+        return Err(Error::Io(format!(
+            "owned by uid {}, not by uid {owner} its name gives",
+            meta.uid()
+        )));
     }
     if meta.len() != FILE_BYTES as u64 {
         return Err(Error::Size {

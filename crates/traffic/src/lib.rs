@@ -36,7 +36,8 @@ pub use crate::{
     counters::{Counters, Locks, ProcessLocks, count, words_to_bytes, zeroed_words},
     error::Error,
     file::{
-        DirectoryTotals, FileLocks, MAX_FILES, MappedFile, file_name, read_directory, read_file,
+        DirectoryTotals, FileLocks, MAX_FILES, MAX_REFUSALS_KEPT, MAX_SCANNED_ENTRIES, MappedFile,
+        file_name, read_directory, read_file, uid_of_file_name,
     },
     labels::{LabelSet, Step, bounded},
     reader::{Totals, parse},

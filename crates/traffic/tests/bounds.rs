@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use dw_traffic::layout::{FILE_BYTES, MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID, header};
 use dw_traffic::{
-    Counters, LabelSet, MAX_FILES, ProcessLocks, Step, count, parse, read_directory,
-    words_to_bytes, zeroed_words,
+    Counters, LabelSet, MAX_FILES, MAX_REFUSALS_KEPT, MAX_SCANNED_ENTRIES, ProcessLocks, Step,
+    count, file_name, parse, read_directory, uid_of_file_name, words_to_bytes, zeroed_words,
 };
 use proptest::prelude::*;
 
@@ -167,14 +167,23 @@ fn write_sparse(path: &std::path::Path, bytes: &[u8]) {
     }
 }
 
+/// Writes a counter file for `uid` (`answers-<uid>.bin`, owned by that uid: the tests run
+/// as root inside the devenv, which lets them make files of other users).
+fn write_for(dir: &std::path::Path, uid: u32, bytes: &[u8]) -> std::path::PathBuf {
+    let path = dir.join(file_name(uid));
+    write_sparse(&path, bytes);
+    std::os::unix::fs::chown(&path, Some(uid), None).expect("chown (run as root, in the devenv)");
+    path
+}
+
 #[test]
 fn files_past_the_bound_are_not_read() {
     let bytes = valid_file();
     let per_file: u64 = parse(&bytes).unwrap().series.values().sum();
     let dir = tempfile::tempdir().unwrap();
     // At the bound: every file read.
-    for n in 0..MAX_FILES {
-        write_sparse(&dir.path().join(format!("answers-{n:05}.bin")), &bytes);
+    for uid in 0..MAX_FILES as u32 {
+        write_for(dir.path(), 1000 + uid, &bytes);
     }
     let found = read_directory(dir.path());
     assert_eq!(found.files, MAX_FILES);
@@ -183,8 +192,8 @@ fn files_past_the_bound_are_not_read() {
         found.totals.series.values().sum::<u64>(),
         per_file * MAX_FILES as u64
     );
-    // One past it: the last by name is not read, and says why.
-    write_sparse(&dir.path().join("answers-99999.bin"), &bytes);
+    // One past it: the highest uid is not read, and says why.
+    write_for(dir.path(), 99999, &bytes);
     let found = read_directory(dir.path());
     assert_eq!(found.files, MAX_FILES);
     assert_eq!(found.refused.len(), 1);
@@ -201,6 +210,61 @@ fn files_past_the_bound_are_not_read() {
         found.totals.series.values().sum::<u64>(),
         per_file * MAX_FILES as u64
     );
+}
+
+/// A file named for one uid but owned by another (any user can write the directory) is
+/// refused, as is a name that is not exactly `answers-<uid>.bin`; names that sort first
+/// cannot push the real files out.
+#[test]
+fn a_file_must_be_owned_by_the_uid_its_name_gives() {
+    let bytes = valid_file();
+    let per_file: u64 = parse(&bytes).unwrap().series.values().sum();
+    let dir = tempfile::tempdir().unwrap();
+    write_for(dir.path(), 33, &bytes);
+    // Forged: another user's name, owned by uid 1000.
+    let forged = dir.path().join(file_name(34));
+    write_sparse(&forged, &bytes);
+    std::os::unix::fs::chown(&forged, Some(1000), None).unwrap();
+    // Not canonical: leading zeros, a sign, no digits.
+    for name in ["answers-033.bin", "answers-+33.bin", "answers-.bin"] {
+        write_sparse(&dir.path().join(name), &bytes);
+    }
+    let found = read_directory(dir.path());
+    assert_eq!(found.files, 1, "{:?}", found.refused);
+    assert_eq!(found.totals.series.values().sum::<u64>(), per_file);
+    assert_eq!(found.refused.len(), 4, "{:?}", found.refused);
+    let forged_why = found
+        .refused
+        .iter()
+        .find(|(name, _)| name == "answers-34.bin")
+        .map(|(_, why)| why.to_string())
+        .unwrap_or_default();
+    assert!(
+        forged_why.contains("owned by uid 1000, not by uid 34"),
+        "{forged_why}"
+    );
+    assert_eq!(uid_of_file_name(b"answers-33.bin"), Some(33));
+    assert_eq!(uid_of_file_name(b"answers-4294967295.bin"), Some(u32::MAX));
+    assert_eq!(uid_of_file_name(b"answers-4294967296.bin"), None);
+    assert_eq!(uid_of_file_name(b"answers-033.bin"), None);
+}
+
+/// At most MAX_SCANNED_ENTRIES entries are looked at; past that the read says so, and the
+/// refusals kept stop at MAX_REFUSALS_KEPT with the rest counted.
+#[test]
+fn the_directory_scan_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..MAX_SCANNED_ENTRIES {
+        std::fs::write(dir.path().join(format!("answers-x{n}.bin")), b"").unwrap();
+    }
+    let found = read_directory(dir.path());
+    assert!(!found.unscanned, "exactly the bound: all scanned");
+    assert_eq!(found.refused.len(), MAX_REFUSALS_KEPT);
+    assert_eq!(found.refused_more, MAX_SCANNED_ENTRIES - MAX_REFUSALS_KEPT);
+    std::fs::write(dir.path().join("junk"), b"").unwrap();
+    let found = read_directory(dir.path());
+    assert!(found.unscanned, "one past the bound");
+    assert_eq!(found.files, 0);
 }
 
 /// A valid file with a few label sets counted, as bytes.

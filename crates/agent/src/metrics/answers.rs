@@ -46,6 +46,16 @@ impl Collector for Answers {
         for (file, why) in &found.refused {
             tracing::debug!(file = %label_value(file.as_bytes()), %why, "answer counter file not read");
         }
+        if found.refused_more > 0 {
+            tracing::debug!(more = found.refused_more, "answer counter files not read");
+        }
+        if found.unscanned {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                limit = dw_traffic::MAX_SCANNED_ENTRIES,
+                "the answers directory holds more entries than are scanned: counts may be missing"
+            );
+        }
         let mut family = encoder.encode_descriptor(
             "dw_router_answers",
             ANSWERS_HELP,
@@ -102,9 +112,16 @@ mod tests {
     #[test]
     fn serves_every_file_s_answers_with_the_node_and_skips_bad_files() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("answers-1000.bin"), counter_file()).unwrap();
+        // Each file owned by the uid its name gives, as the extension makes it (the tests
+        // run as root in the devenv; a file owned by another uid is refused).
+        let owned = |uid: u32| {
+            let path = dir.path().join(dw_traffic::file_name(uid));
+            std::fs::write(&path, counter_file()).unwrap();
+            std::os::unix::fs::chown(&path, Some(uid), None).expect("chown (root, in the devenv)");
+        };
+        owned(1000);
         // A second tree's file (another user): added up with the first.
-        std::fs::write(dir.path().join("answers-1001.bin"), counter_file()).unwrap();
+        owned(1001);
         // Hostile neighbours: garbage of the right size, a short file, a symlink.
         std::fs::write(
             dir.path().join("answers-1.bin"),
