@@ -131,6 +131,12 @@ The file (JSON, or TOML when it ends in .toml) holds `policy` and/or `regions`:
                \"GB\": {\"shard\": \"eu-1\", \"origins\": [\"fra-a\"],
                         \"weight\": {\"fra-a\": 100}}}}
 
+Beside the regions, origins' capacities (answers/s) and the capacity guard's headroom may \
+be kept: `\"capacities\": {\"fra-a\": 1200, \"fra-b\": 800}, \"capacity_headroom\": 0.8`. A \
+file without `capacities` leaves every capacity alone; with one, each named capacity is set \
+and --prune clears the capacities it does not name. The headroom changes only when the file \
+names it.
+
 Every value is validated first (exit 4 names each bad field, nothing is written). The diff \
 is printed; the write is one transaction guarded on every touched key's revision. A \
 policy whose default or failover names a geo with no region key is written with a \
@@ -235,21 +241,24 @@ Example:
     Status(StatusArgs),
     /// A key's past values from etcd's history (until compaction).
     #[command(after_help = "\
-KEY is relative to --prefix (region/DE, policy/global) or absolute (/dw/control/drains/fra-a).
+KEY is relative to --prefix (region/DE, policy/global), capacity/<origin> and \
+capacity-headroom relative to --control-prefix, or absolute (/dw/control/drains/fra-a).
 
 Example:
   dwctl history region/DE")]
     History(HistoryArgs),
-    /// Put a routing key back to its value at a past revision (guarded).
+    /// Put a routing key or a capacity back to its value at a past revision (guarded).
     #[command(after_help = "\
-Routing keys only (region/<geo>, policy/global): the value is validated and written as any \
-other change (open stages and drain records kept in step). A region that did not exist at \
-that revision is deleted; policy/global is never deleted. Other keys are refused (exit 2) \
-with the command that owns them.
+Routing keys (region/<geo>, policy/global) and capacities (capacity/<origin>, \
+capacity-headroom, both relative to --control-prefix): the value is validated and written as \
+any other change (open stages and drain records kept in step). A region or a capacity that \
+did not exist at that revision is deleted; policy/global is never deleted. Other keys are \
+refused (exit 2) with the command that owns them.
 
 Example:
   dwctl history region/DE
-  dwctl rollback region/DE --to-revision 1234")]
+  dwctl rollback region/DE --to-revision 1234
+  dwctl rollback capacity/fra-a --to-revision 1250")]
     Rollback(RollbackArgs),
     /// Where does this visitor go? The routing chain walked, with why each step was skipped.
     #[command(after_help = "\
@@ -422,7 +431,8 @@ pub struct ApplyArgs {
     /// Print the diff, write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Delete regions that are not in the file.
+    /// Delete regions that are not in the file (and, when the file has a `capacities`
+    /// section, clear the capacities it does not name).
     #[arg(long)]
     pub prune: bool,
     #[command(flatten)]
@@ -504,6 +514,52 @@ Example:
     List,
     /// Stop tracking an origin that registered once (rebalance will not drain it again).
     Forget { id: String },
+    /// Set or clear an origin's capacity (answers/s), or the capacity guard's headroom.
+    #[command(after_help = CAPACITY_HELP)]
+    Capacity(CapacityArgs),
+}
+
+const CAPACITY_HELP: &str = "\
+An origin's capacity is the answers per second it takes, as `dw_router_answers_total` counts \
+them (answers of resolve(): a page served from LSCache never reaches PHP and is not \
+counted, so relate it to the origin's own request rate through the cache's hit ratio). It \
+is kept under <control-prefix>capacity/<ORIGIN>, never under the agents' prefix: no edge \
+node reloads for it. The headroom (<control-prefix>capacity-headroom, 0.8 when not set) is \
+the share of its capacity a planned change may put on an origin: `dwctl origin list` and \
+`dwctl traffic` show both. Each write is one guarded transaction like any change (--dry-run \
+previews it; `dwctl history capacity/ORIGIN` lists past values; `dwctl rollback \
+capacity/ORIGIN --to-revision N` puts one back).
+
+Examples:
+  dwctl origin capacity fra-a 1200 --reason 'CHG-7: load test 2026-12'
+  dwctl origin capacity fra-a --clear
+  dwctl origin capacity --headroom 0.9 --dry-run
+  dwctl origin capacity --clear-headroom";
+
+/// `dwctl origin capacity`'s arguments.
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// The origin (as regions list it).
+    #[arg(required_unless_present_any = ["headroom", "clear_headroom"])]
+    pub origin: Option<String>,
+    /// Answers per second it takes: above 0, at most 1e9 (e.g. 1200, 85.5).
+    #[arg(value_name = "ANSWERS_PER_S", required_unless_present_any = ["clear", "headroom", "clear_headroom"], requires = "origin")]
+    pub answers_per_s: Option<String>,
+    /// Remove the origin's capacity (no capacity: the guard does not judge it).
+    #[arg(long, conflicts_with = "answers_per_s", requires = "origin")]
+    pub clear: bool,
+    /// The share of capacity a planned change may use: above 0, at most 1 (0.8 = 80 %).
+    #[arg(long, value_name = "SHARE", conflicts_with = "clear_headroom")]
+    pub headroom: Option<String>,
+    /// Remove the headroom record: the default (0.8) applies again.
+    #[arg(long)]
+    pub clear_headroom: bool,
+    /// Why, kept in the record (at most 1024 bytes).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Show what would change, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

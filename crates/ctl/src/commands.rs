@@ -5,6 +5,7 @@
 
 mod apply;
 mod auth;
+mod capacity;
 mod drain;
 pub(crate) mod history;
 mod policy;
@@ -95,6 +96,9 @@ async fn run_one(
         Command::Restore(args) => restore::run(context, args).await,
         Command::Stage(command) => stage::run(context, command).await,
         Command::Rollout(args) => rollout::run(context, args, shutdown).await,
+        Command::Origin(crate::cli::OriginCommand::Capacity(args)) => {
+            capacity::run(context, args).await
+        }
         Command::Origin(command) => {
             crate::daemons::origin::command(context, command, shutdown).await
         }

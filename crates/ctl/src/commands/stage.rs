@@ -143,6 +143,13 @@ pub(super) async fn create(
     let bytes = read_file_async(file).await?;
     let text = String::from_utf8(bytes).map_err(|_| Error::invalid("file", "is not UTF-8"))?;
     let desired = parse_desired(&text, FileFormat::from_path(file))?;
+    if desired.capacities.is_some() || desired.capacity_headroom.is_some() {
+        return Err(Error::invalid(
+            "capacities",
+            "capacities are not staged (no node reads them): set them with `dwctl apply` or \
+             `dwctl origin capacity`",
+        ));
+    }
     let cohort = cohort_of(cohort)?;
     if is_empty_cohort(&cohort) {
         return Err(Error::invalid(

@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::ops::commit::{Changes, Committed, State, preview, request_bytes, transact};
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
+use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
 use crate::plan::clock::now_rfc3339;
 
 /// Previews or commits a plan and reports it.
@@ -171,8 +172,65 @@ fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
             }),
         );
     }
+    let (capacity_lines, capacities, headroom) = render_capacities(state, changes);
+    lines.extend(capacity_lines);
     (
         lines,
-        json!({"regions": regions, "policy": policy, "drains": drains}),
+        json!({"regions": regions, "policy": policy, "drains": drains,
+               "capacities": capacities, "capacity_headroom": headroom}),
     )
+}
+
+/// The lines and JSON of the capacity and headroom records a plan writes.
+fn render_capacities(state: &State, changes: &Changes) -> (Vec<String>, Value, Value) {
+    let mut lines = Vec::new();
+    let mut capacities = serde_json::Map::new();
+    for (origin, capacity) in &changes.capacities {
+        let before = state.capacity(origin);
+        let shown = Shown(origin);
+        let was = match &before {
+            Some(Ok(old)) => format!("{} answers/s", number_json(old.answers_per_s)),
+            Some(Err(error)) => format!("a malformed record ({})", Shown(&error.to_string())),
+            None => String::new(),
+        };
+        lines.push(match (&before, capacity) {
+            (None, Some(new)) => format!(
+                "+ capacity/{shown} {} answers/s",
+                number_json(new.answers_per_s)
+            ),
+            (Some(_), Some(new)) => format!(
+                "~ capacity/{shown} {was} -> {} answers/s",
+                number_json(new.answers_per_s)
+            ),
+            (_, None) => format!("- capacity/{shown} (was {was}; no capacity: no guard)"),
+        });
+        capacities.insert(
+            origin.clone(),
+            json!({
+                "before": before.and_then(Result::ok).map(|old| old.to_json()),
+                "after": capacity.as_ref().map(|new| new.to_json()),
+            }),
+        );
+    }
+    let mut headroom = Value::Null;
+    if let Some(new) = &changes.headroom {
+        let before = state.headroom_record();
+        let was = match &before {
+            Some(Ok(old)) => number_json(old.headroom).to_string(),
+            Some(Err(_)) => "a malformed record".to_string(),
+            None => format!("{} (the default)", number_json(DEFAULT_HEADROOM)),
+        };
+        lines.push(match new {
+            Some(new) => format!("~ capacity-headroom {was} -> {}", number_json(new.headroom)),
+            None => format!(
+                "- capacity-headroom (was {was}; the default {} applies)",
+                number_json(DEFAULT_HEADROOM)
+            ),
+        });
+        headroom = json!({
+            "before": before.and_then(Result::ok).map(|old| old.to_json()),
+            "after": new.as_ref().map(|new| new.to_json()),
+        });
+    }
+    (lines, Value::Object(capacities), headroom)
 }
