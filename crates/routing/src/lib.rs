@@ -9,7 +9,8 @@
 //!   (`php/RegionRouter.php`) validates it, JSON quirks included (PHP's nesting limit, `-0`
 //!   as an integer, duplicate keys: last value wins).
 //! - [`legacy_pick`] (bit for bit the original PHP router's crc32 walk) and
-//!   [`rendezvous_pick`] (weighted highest-random-weight hashing).
+//!   [`rendezvous_pick`] (weighted highest-random-weight hashing); [`pick_shares`] gives
+//!   each origin's exact share of random sticky keys under either (capacity planning).
 //! - [`Table`]: every valid region compiled into a geo index, with the policy's fallback
 //!   chain resolved in advance. [`Table::resolve`] finds a two-character country code
 //!   (what `CF-IPCountry` sends) by direct index, any other geo with one hash probe, takes
@@ -63,6 +64,7 @@ mod pick;
 mod policy;
 mod rebuild;
 mod region;
+mod share;
 mod snapshot;
 pub mod stage;
 mod table;
@@ -82,6 +84,7 @@ pub use crate::{
     policy::{PickMode, Policy},
     rebuild::invalid_keys,
     region::{MAX_WEIGHT, Region},
+    share::{LEGACY_POINTS, legacy_point_counts, pick_shares},
     snapshot::{DIGEST_SCHEME, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter, routing_digest},
     table::{InvalidKey, MemoKey, Route, Table},
     tags::{
