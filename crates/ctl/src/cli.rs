@@ -17,7 +17,7 @@ mod traffic;
 use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
-pub use traffic::{PrometheusArgs, TrafficArgs, Window};
+pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, Window};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -41,6 +41,9 @@ Exit codes:
   6  the write committed (its revision is printed first), then `--wait` failed: it could
      not read the fleet (permissions, etcd unreachable); see `dwctl status`
   7, 8  rollout: a gate failed and the stage was aborted / a step timed out (stage kept)
+  9  the capacity guard refused the change: its predicted load puts an origin above
+     headroom x capacity (the origins, loads and the part that fits are named); nothing
+     written; --allow-overload commits it anyway, audited
   130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
 
 Examples:
@@ -49,6 +52,7 @@ Examples:
   dwctl restore fra-a
   dwctl apply routing.toml --dry-run
   dwctl drain fra-a --wait=30s --quorum 95
+  dwctl drain fra-a --dry-run --prometheus http://prometheus:9090   # predicted load
   dwctl status --labels dc=fra
 
 Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_NODES_PREFIX,
@@ -342,6 +346,8 @@ Give the value as JSON, as a file, or with flags:
         geo: String,
         #[command(flatten)]
         wait: WaitArgs,
+        #[command(flatten)]
+        predict: Box<PredictArgs>,
     },
 }
 
@@ -399,6 +405,8 @@ pub struct RegionSetArgs {
     /// An origin and its weight, NAME=WEIGHT; repeat in routing order.
     #[arg(long = "origin", value_name = "NAME=WEIGHT", requires = "shard")]
     pub origin: Vec<String>,
+    #[command(flatten)]
+    pub predict: Box<PredictArgs>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -420,6 +428,8 @@ Example:
         file: Option<String>,
         #[command(flatten)]
         wait: WaitArgs,
+        #[command(flatten)]
+        predict: Box<PredictArgs>,
     },
 }
 
@@ -437,6 +447,8 @@ pub struct ApplyArgs {
     pub prune: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
+    #[command(flatten)]
+    pub predict: PredictArgs,
 }
 
 #[derive(Debug, Args)]
@@ -460,6 +472,8 @@ pub struct DrainArgs {
     pub repair: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
+    #[command(flatten)]
+    pub predict: PredictArgs,
 }
 
 #[derive(Debug, Args)]
@@ -471,6 +485,8 @@ pub struct RestoreArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
+    #[command(flatten)]
+    pub predict: PredictArgs,
 }
 
 impl Command {
@@ -604,9 +620,25 @@ pub struct RollbackArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
+    #[command(flatten)]
+    pub predict: PredictArgs,
 }
 
 impl Command {
+    /// The load prediction's flags of a command that plans a routing change.
+    pub fn predict(&self) -> Option<PredictArgs> {
+        match self {
+            Command::Region(RegionCommand::Set(args)) => Some(*args.predict.clone()),
+            Command::Region(RegionCommand::Delete { predict, .. }) => Some(*predict.clone()),
+            Command::Policy(PolicyCommand::Set { predict, .. }) => Some(*predict.clone()),
+            Command::Apply(args) => Some(args.predict.clone()),
+            Command::Drain(args) => Some(args.predict.clone()),
+            Command::Restore(args) => Some(args.predict.clone()),
+            Command::Rollback(args) => Some(args.predict.clone()),
+            _ => None,
+        }
+    }
+
     /// The `--wait` of a command that writes routing, when given.
     pub fn wait(&self) -> Option<Wait> {
         match self {

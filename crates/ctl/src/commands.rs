@@ -38,7 +38,8 @@ pub async fn run_command_noting(
     shutdown: Shutdown,
     note: &CommitNote,
 ) -> Result<Outcome, Error> {
-    let context = Context::from_args(&cli.global)?;
+    let mut context = Context::from_args(&cli.global)?;
+    context.predict = cli.command.predict();
     let wait = cli.command.wait();
     let mut outcome = run_one(&context, cli.command, shutdown).await?;
     match (wait, outcome.json["revision"].as_i64()) {

@@ -17,6 +17,9 @@ pub struct Context {
     pub retry: RetryPolicy,
     /// `--output`.
     pub output: OutputFormat,
+    /// The load prediction's flags of a command that plans a routing change (`None`:
+    /// the command predicts nothing).
+    pub predict: Option<crate::cli::PredictArgs>,
 }
 
 impl Context {
@@ -32,6 +35,7 @@ impl Context {
                 ..RetryPolicy::default()
             },
             output: global.output,
+            predict: None,
         })
     }
 

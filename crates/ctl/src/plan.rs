@@ -17,6 +17,7 @@ pub(crate) mod drain_record;
 pub(crate) mod keys;
 pub(crate) mod model;
 pub(crate) mod node_report;
+pub(crate) mod prediction;
 pub(crate) mod probe_target;
 pub(crate) mod roles;
 pub(crate) mod rollout;

@@ -325,3 +325,178 @@ async fn a_role_without_the_capacity_grant_still_drains() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("dwctl auth --apply"), "{}", run.stderr);
 }
+
+/// fra-a and fra-b share DE's sticky traffic half and half; fra-b takes 1,000 answers/s.
+const TRAFFIC: &str = r#"{"geos":{"DE":{"sticky":1000},"FR":50},"unplaced":{"other":10}}"#;
+const DE_AB: &str =
+    r#"{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":50,"fra-b":50}}"#;
+
+async fn guarded_cluster() -> (Etcd, String) {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE_AB)]).await;
+    assert_eq!(etcd.dwctl(&["origin", "capacity", "fra-b", "1000"]).code, 0);
+    let traffic = etcd.data_dir.join("traffic.json");
+    std::fs::write(&traffic, TRAFFIC).unwrap();
+    let flag = format!("--traffic={}", traffic.display());
+    (etcd, flag)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_that_would_overload_is_refused_with_exit_9_and_writes_nothing() {
+    let (etcd, traffic) = guarded_cluster().await;
+    let before = etcd.revision().await;
+    let run = etcd.dwctl(&["drain", "fra-a", &traffic]);
+    assert_eq!(run.code, 9, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("fra-b: predicted 1000/s (now 500/s), capacity 1000/s, guard 800/s"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("about 60% of fra-a's load"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(etcd.revision().await, before, "nothing written");
+    // The dry run refuses it too, and JSON says what kind of error.
+    let (code, json, _) = etcd.dwctl_json(&["drain", "fra-a", "--dry-run", &traffic]);
+    assert_eq!(code, 9);
+    assert_eq!(json["error"]["kind"], "overload");
+    // The same for a region set, a policy-free apply and a rollback that move the load.
+    let run = etcd.dwctl(&[
+        "region",
+        "set",
+        "DE",
+        "--shard",
+        "eu-1",
+        "--origin",
+        "fra-b=100",
+        &traffic,
+    ]);
+    assert_eq!(run.code, 9, "{}", run.stderr);
+    let file = etcd.data_dir.join("b-only.json");
+    std::fs::write(
+        &file,
+        r#"{"regions":{"DE":{"shard":"eu-1","origins":["fra-b"],"weight":{"fra-b":100}}}}"#,
+    )
+    .unwrap();
+    let run = etcd.dwctl(&["apply", file.to_str().unwrap(), &traffic]);
+    assert_eq!(run.code, 9, "{}", run.stderr);
+    assert_eq!(etcd.revision().await, before, "nothing written");
+
+    // A bigger headroom does not help here (1000 > 1.0 × 1000 is false: it fits at 100 %).
+    assert_eq!(
+        etcd.dwctl(&["origin", "capacity", "--headroom", "1"]).code,
+        0
+    );
+    let run = etcd.dwctl(&["drain", "fra-a", "--dry-run", &traffic]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_overload_commits_and_is_audited_and_dry_runs_show_the_load() {
+    let (etcd, traffic) = guarded_cluster().await;
+    let (code, preview, stderr) =
+        etcd.dwctl_json(&["drain", "fra-a", "--dry-run", "--allow-overload", &traffic]);
+    assert_eq!(code, 0, "{stderr}");
+    let prediction = &preview["prediction"];
+    assert_eq!(prediction["made"], true);
+    let fra_b = prediction["origins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["origin"] == "fra-b")
+        .unwrap();
+    // The legacy pick's exact share of 50:50 is within a hash step of one half.
+    assert!(
+        (fra_b["before"].as_f64().unwrap() - 500.0).abs() < 0.01,
+        "{fra_b}"
+    );
+    assert!(
+        (fra_b["after"].as_f64().unwrap() - 1000.0).abs() < 1e-6,
+        "{fra_b}"
+    );
+    assert_eq!(fra_b["above_guard"], true);
+    assert_eq!(prediction["moves"][0]["geo"], "DE");
+    let text = etcd
+        .dwctl(&["drain", "fra-a", "--dry-run", "--allow-overload", &traffic])
+        .stdout;
+    assert!(
+        text.contains("fra-b        500/s -> 1000/s  (50% -> 100% of 1000/s)  ABOVE THE GUARD"),
+        "{text}"
+    );
+    assert!(text.contains("geo DE: sticky"), "{text}");
+    assert!(
+        etcd.dump(&format!("{CONTROL}audit/")).await.is_empty(),
+        "a dry run audits nothing"
+    );
+
+    let run = etcd.dwctl(&["drain", "fra-a", "--allow-overload", &traffic]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("--allow-overload"), "{}", run.stdout);
+    let audits = etcd.dump(&format!("{CONTROL}audit/")).await;
+    assert_eq!(audits.len(), 1, "{audits:?}");
+    let record: Value = serde_json::from_str(&audits[0].1).unwrap();
+    assert_eq!(record["action"], "allow-overload");
+    assert_eq!(record["overloads"][0]["origin"], "fra-b");
+    assert!((record["overloads"][0]["predicted"].as_f64().unwrap() - 1000.0).abs() < 1e-6);
+    // Restore takes the load off fra-b: no overload, no audit.
+    let run = etcd.dwctl(&["restore", "fra-a", &traffic]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("fra-b        1000/s -> 500/s"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(etcd.dump(&format!("{CONTROL}audit/")).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_traffic_or_with_prometheus_down_the_change_goes_ahead_and_says_why() {
+    let (etcd, _) = guarded_cluster().await;
+    let (code, json, stderr) = etcd.dwctl_json(&["drain", "fra-a", "--dry-run"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json["prediction"]["made"], false);
+    assert!(
+        json["prediction"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("no traffic source")
+    );
+    // A Prometheus nobody listens on: said, and the drain commits.
+    let run = etcd.dwctl(&[
+        "drain",
+        "fra-a",
+        "--prometheus",
+        "http://127.0.0.1:9",
+        "--prometheus-timeout",
+        "2s",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("no load prediction: Prometheus http://127.0.0.1:9"),
+        "{}",
+        run.stdout
+    );
+    // A traffic file that does not parse is an error: the operator asked for it.
+    let bad = etcd.data_dir.join("bad.json");
+    std::fs::write(&bad, "{").unwrap();
+    let run = etcd.dwctl(&["restore", "fra-a", &format!("--traffic={}", bad.display())]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    // Origins without a capacity are named, not judged.
+    let traffic = etcd.data_dir.join("traffic.json");
+    let run = etcd.dwctl(&[
+        "restore",
+        "fra-a",
+        &format!("--traffic={}", traffic.display()),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("no capacity, not judged by the guard: fra-a"),
+        "{}",
+        run.stdout
+    );
+}
