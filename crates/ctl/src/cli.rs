@@ -17,7 +17,7 @@ mod traffic;
 use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
-pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, Window};
+pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, TrafficSourceArgs, Window};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -293,6 +293,10 @@ pub struct RebalanceArgs {
     /// drained (e.g. 3s, 500ms; at most 10 minutes).
     #[arg(long, default_value = "3s", value_parser = parse_grace)]
     pub grace: Duration,
+    /// Where the predicted load of each drain (recorded in its drain record) reads its
+    /// traffic; none: drains are recorded without a prediction.
+    #[command(flatten)]
+    pub traffic: Box<TrafficSourceArgs>,
 }
 
 /// The longest `rebalance --grace`.
@@ -598,6 +602,10 @@ pub struct HealthArgs {
     /// Most of the probed origins that may be drained at once (0..1).
     #[arg(long, default_value_t = 0.5)]
     pub max_drained_fraction: f64,
+    /// Where the predicted load of each drain (recorded in its drain record) reads its
+    /// traffic; none: drains are recorded without a prediction.
+    #[command(flatten)]
+    pub traffic: Box<TrafficSourceArgs>,
 }
 
 #[derive(Debug, Args)]

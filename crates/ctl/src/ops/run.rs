@@ -14,7 +14,9 @@ use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
-use crate::plan::prediction::{Prediction, changes_routing, predict_change, refusal, render};
+use crate::plan::prediction::{
+    Prediction, changes_routing, drain_prediction, predict_change, refusal, render,
+};
 
 /// Previews or commits a plan and reports it, with its load prediction and the capacity
 /// guard ([`Predictor`]).
@@ -75,7 +77,7 @@ impl Predictor {
     /// Reads the traffic the command's flags name.
     pub async fn new(context: &Context, title: &str) -> Result<Predictor, Error> {
         let traffic = match &context.predict {
-            Some(args) => Some(read_traffic(args).await?),
+            Some(args) => Some(read_traffic(&args.source).await?),
             None => None,
         };
         Ok(Predictor {
@@ -175,6 +177,33 @@ impl Predictor {
         if let Value::Object(object) = &mut outcome.json {
             object.insert("prediction".into(), json);
         }
+    }
+}
+
+/// An automatic drain's plan with its predicted load recorded in its drain record
+/// (`predicted`): the overloads it causes, or why no prediction was made. Never refuses:
+/// an origin failing probes or gone serves errors either way. `traffic` is read once per
+/// drain ([`read_traffic`]); `None`: no source was configured.
+pub async fn drain_traffic(
+    source: Option<&crate::cli::TrafficSourceArgs>,
+) -> Result<Result<(Traffic, String), String>, Error> {
+    match source {
+        Some(source) => read_traffic(source).await,
+        None => Ok(Err("no traffic source configured".into())),
+    }
+}
+
+/// Records in `changes`' drain record of `origin` what [`drain_prediction`] says.
+pub fn record_drain_prediction(
+    context_prefix: &str,
+    traffic: &Result<(Traffic, String), String>,
+    state: &State,
+    changes: &mut Changes,
+    origin: &str,
+) {
+    let predicted = drain_prediction(state, changes, context_prefix, traffic);
+    if let Some(Some(record)) = changes.drains.get_mut(origin) {
+        record.predicted = Some(predicted);
     }
 }
 

@@ -8,7 +8,7 @@ use std::io::Read;
 
 use dw_capacity::{AnswerRow, MAX_TRAFFIC_BYTES, Traffic};
 
-use crate::cli::PredictArgs;
+use crate::cli::TrafficSourceArgs;
 use crate::error::Error;
 use crate::prometheus::Prometheus;
 
@@ -18,7 +18,9 @@ const ANSWERS: &str = "dw_router_answers_total";
 const OVERFLOW: &str = "dw_router_answers_overflow_total";
 
 /// The traffic to predict with and where it came from, or why there is none.
-pub async fn read_traffic(args: &PredictArgs) -> Result<Result<(Traffic, String), String>, Error> {
+pub async fn read_traffic(
+    args: &TrafficSourceArgs,
+) -> Result<Result<(Traffic, String), String>, Error> {
     if let Some(path) = &args.traffic_file {
         let shown = path.display().to_string();
         let bytes = read_bounded(path).map_err(|error| Error::Io {

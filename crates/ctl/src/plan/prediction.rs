@@ -134,6 +134,40 @@ pub fn predict_change(
     })
 }
 
+/// What an automatic drain records of its predicted load (`predicted` in its drain
+/// record): `{"made": true, "source", "headroom", "overloads": [{"origin", "predicted",
+/// "before", "capacity", "limit"}]}` (the overloads the drain causes or worsens), or
+/// `{"made": false, "why"}`.
+pub fn drain_prediction(
+    state: &State,
+    changes: &Changes,
+    prefix: &str,
+    traffic: &Result<(Traffic, String), String>,
+) -> Value {
+    let (traffic, source) = match traffic {
+        Ok(found) => found,
+        Err(why) => return json!({"made": false, "why": why}),
+    };
+    if let Some(why) = &state.capacities_unreadable {
+        return json!({"made": false, "why": why});
+    }
+    match predict_change(state, changes, prefix, traffic) {
+        Ok(prediction) => json!({
+            "made": true,
+            "source": source,
+            "headroom": prediction.headroom,
+            "overloads": prediction.refused().iter().map(|overload| json!({
+                "origin": overload.origin,
+                "predicted": overload.predicted,
+                "before": prediction.before.of(&overload.origin),
+                "capacity": overload.capacity,
+                "limit": overload.limit,
+            })).collect::<Vec<_>>(),
+        }),
+        Err(error) => json!({"made": false, "why": error.to_string()}),
+    }
+}
+
 fn rate(value: f64) -> String {
     if value >= 100.0 {
         format!("{value:.0}/s")
@@ -424,5 +458,19 @@ mod tests {
         assert!(prediction.refused().is_empty());
         assert!(prediction.fitting.is_none());
         assert!(!changes_routing(&Changes::default()));
+    }
+
+    #[test]
+    fn an_automatic_drain_records_its_overloads_or_why_none_were_predicted() {
+        let state = state();
+        let changes = drain(&state);
+        let traffic = Traffic::parse(br#"{"geos":{"DE":{"sticky":1000}}}"#).unwrap();
+        let recorded =
+            drain_prediction(&state, &changes, "/dw/routing/", &Ok((traffic, "f".into())));
+        assert_eq!(recorded["made"], true);
+        assert_eq!(recorded["overloads"][0]["origin"], "fra-b");
+        assert_eq!(recorded["overloads"][0]["capacity"], 1000.0);
+        let none = drain_prediction(&state, &changes, "/dw/routing/", &Err("no source".into()));
+        assert_eq!(none, json!({"made": false, "why": "no source"}));
     }
 }

@@ -104,6 +104,7 @@ fn says_why_an_origin_gets_no_answers() {
             at: "2026-12-04T05:00:00Z".into(),
             regions: BTreeMap::new(),
             stages: BTreeMap::new(),
+            predicted: None,
         },
     );
     let report = report(&readings(), &state(), &listing, &[]);
