@@ -216,6 +216,10 @@ put on another lease and revoked, by anyone else drains nothing while the origin
 `origin register` is alive (it puts the key back at once), and a put on a lease the \
 record does not name restores nothing.
 
+With --traffic FILE or a Prometheus (--prometheus, DWCTL_PROMETHEUS_URL) each drain's \
+predicted load is recorded in its drain record (`predicted`); the drain proceeds whatever \
+it says.
+
 Example:
   dwctl rebalance --endpoints http://10.0.0.10:2379,http://10.0.0.11:2379")]
     Rebalance(RebalanceArgs),
@@ -226,6 +230,10 @@ success. After --fail-after consecutive failures the origin is drained (reason \
 `health-check`), after --recover-after consecutive successes its health drain is \
 restored. Never more than --max-drained-fraction of the probed origins are drained at once \
 (drains by anyone count), so a probe-side outage cannot empty the fleet.
+
+With --traffic FILE or a Prometheus (--prometheus, DWCTL_PROMETHEUS_URL) each drain's \
+predicted load is recorded in its drain record (`predicted`: the origins it puts above \
+their capacity guard); the drain proceeds whatever it says.
 
 Example:
   dwctl health --probe fra-a=http://10.1.0.1/healthz --probe fra-b=http://10.1.0.2/healthz")]

@@ -500,3 +500,47 @@ async fn without_traffic_or_with_prometheus_down_the_change_goes_ahead_and_says_
         run.stdout
     );
 }
+
+/// `rebalance` drains an origin whose lease ended whatever the prediction says, and
+/// records in the drain record the overload the drain causes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_automatic_drain_proceeds_and_records_its_predicted_overload() {
+    use crate::common::daemon::Daemon;
+    use crate::common::eventually;
+    use std::time::Duration;
+    let (etcd, traffic) = guarded_cluster().await;
+    let rebalance = Daemon::start(
+        &etcd,
+        "rebalance",
+        &["rebalance", "--grace", "200ms", &traffic],
+    );
+    eventually(Duration::from_secs(10), "rebalance lists", || async {
+        rebalance.log().contains(" live, ").then_some(())
+    })
+    .await;
+    let register = Daemon::start(
+        &etcd,
+        "register",
+        &["origin", "register", "fra-a", "--ttl", "2"],
+    );
+    eventually(Duration::from_secs(10), "rebalance sees fra-a", || async {
+        rebalance.log().contains("fra-a registered").then_some(())
+    })
+    .await;
+    register.sigkill().await;
+    let record = eventually(Duration::from_secs(10), "fra-a is drained", || async {
+        etcd.get_json(&format!("{CONTROL}drains/fra-a")).await
+    })
+    .await;
+    assert_eq!(record["source"], "rebalance");
+    assert_eq!(record["predicted"]["made"], true, "{record}");
+    assert_eq!(
+        record["predicted"]["overloads"][0]["origin"], "fra-b",
+        "{record}"
+    );
+    assert_eq!(
+        record["predicted"]["overloads"][0]["capacity"], 1000.0,
+        "{record}"
+    );
+    assert_eq!(record["schema"], 2);
+}
