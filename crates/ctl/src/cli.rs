@@ -651,6 +651,7 @@ impl Command {
             Command::Drain(args) => Some(args.predict.clone()),
             Command::Restore(args) => Some(args.predict.clone()),
             Command::Rollback(args) => Some(args.predict.clone()),
+            Command::Stage(StageCommand::Promote { predict, .. }) => Some(*predict.clone()),
             _ => None,
         }
     }

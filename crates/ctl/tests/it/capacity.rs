@@ -544,3 +544,42 @@ async fn an_automatic_drain_proceeds_and_records_its_predicted_overload() {
     );
     assert_eq!(record["schema"], 2);
 }
+
+/// `stage promote` writes the staged values as current routing: guarded like any change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promote_that_would_overload_is_refused_and_allow_overload_promotes() {
+    let (etcd, traffic) = guarded_cluster().await;
+    let file = etcd.data_dir.join("b-only.json");
+    std::fs::write(
+        &file,
+        r#"{"regions":{"DE":{"shard":"eu-1","origins":["fra-b"],"weight":{"fra-b":100}}}}"#,
+    )
+    .unwrap();
+    let run = etcd.dwctl(&[
+        "stage",
+        "create",
+        file.to_str().unwrap(),
+        "--cohort",
+        "5%",
+        "--id",
+        "b-only",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = etcd.dwctl(&["stage", "promote", "b-only", &traffic]);
+    assert_eq!(run.code, 9, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("fra-b: predicted 1000/s"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        etcd.get(&format!("/dw/routing/stage/b-only"))
+            .await
+            .is_some(),
+        "the stage stays open"
+    );
+    let run = etcd.dwctl(&["stage", "promote", "b-only", "--allow-overload", &traffic]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("ABOVE THE GUARD"), "{}", run.stdout);
+    assert_eq!(etcd.dump(&format!("{CONTROL}audit/")).await.len(), 1);
+}
