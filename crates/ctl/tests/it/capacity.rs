@@ -573,9 +573,7 @@ async fn a_promote_that_would_overload_is_refused_and_allow_overload_promotes() 
         run.stderr
     );
     assert!(
-        etcd.get(&format!("/dw/routing/stage/b-only"))
-            .await
-            .is_some(),
+        etcd.get("/dw/routing/stage/b-only").await.is_some(),
         "the stage stays open"
     );
     let run = etcd.dwctl(&["stage", "promote", "b-only", "--allow-overload", &traffic]);
