@@ -92,11 +92,19 @@ fn finite(value: f64) -> f64 {
     }
 }
 
-/// The file's bytes, at most [`MAX_TRAFFIC_BYTES`] (more is refused).
+/// The file's bytes, at most [`MAX_TRAFFIC_BYTES`] (more is refused); only a regular
+/// file is read (a FIFO or a device is refused before it is read, as `apply` does).
 fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_TRAFFIC_BYTES as u64 + 1)
+    // Checked before opening too: opening a FIFO for reading would wait for a writer.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    file.take(MAX_TRAFFIC_BYTES as u64 + 1)
         .read_to_end(&mut bytes)?;
     if bytes.len() > MAX_TRAFFIC_BYTES {
         return Err(std::io::Error::other(format!(

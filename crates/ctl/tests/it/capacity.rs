@@ -485,6 +485,10 @@ async fn without_traffic_or_with_prometheus_down_the_change_goes_ahead_and_says_
     std::fs::write(&bad, "{").unwrap();
     let run = etcd.dwctl(&["restore", "fra-a", &format!("--traffic={}", bad.display())]);
     assert_eq!(run.code, 4, "{}", run.stderr);
+    // Nor is a directory, a FIFO or a device read as a traffic file.
+    let run = etcd.dwctl(&["restore", "fra-a", "--traffic=/dev/null"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
     // Origins without a capacity are named, not judged.
     let traffic = etcd.data_dir.join("traffic.json");
     let run = etcd.dwctl(&[
