@@ -17,7 +17,7 @@ mod traffic;
 use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
-pub use traffic::{PrometheusArgs, TrafficArgs, Window};
+pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, TrafficSourceArgs, Window};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -41,6 +41,9 @@ Exit codes:
   6  the write committed (its revision is printed first), then `--wait` failed: it could
      not read the fleet (permissions, etcd unreachable); see `dwctl status`
   7, 8  rollout: a gate failed and the stage was aborted / a step timed out (stage kept)
+  9  the capacity guard refused the change: its predicted load puts an origin above
+     headroom x capacity (the origins, loads and the part that fits are named); nothing
+     written; --allow-overload commits it anyway, audited
   130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
 
 Examples:
@@ -49,6 +52,7 @@ Examples:
   dwctl restore fra-a
   dwctl apply routing.toml --dry-run
   dwctl drain fra-a --wait=30s --quorum 95
+  dwctl drain fra-a --dry-run --prometheus http://prometheus:9090   # predicted load
   dwctl status --labels dc=fra
 
 Environment: DWCTL_ENDPOINTS, DWCTL_PREFIX, DWCTL_CONTROL_PREFIX, DWCTL_NODES_PREFIX,
@@ -131,6 +135,12 @@ The file (JSON, or TOML when it ends in .toml) holds `policy` and/or `regions`:
                \"GB\": {\"shard\": \"eu-1\", \"origins\": [\"fra-a\"],
                         \"weight\": {\"fra-a\": 100}}}}
 
+Beside the regions, origins' capacities (answers/s) and the capacity guard's headroom may \
+be kept: `\"capacities\": {\"fra-a\": 1200, \"fra-b\": 800}, \"capacity_headroom\": 0.8`. A \
+file without `capacities` leaves every capacity alone; with one, each named capacity is set \
+and --prune clears the capacities it does not name. The headroom changes only when the file \
+names it.
+
 Every value is validated first (exit 4 names each bad field, nothing is written). The diff \
 is printed; the write is one transaction guarded on every touched key's revision. A \
 policy whose default or failover names a geo with no region key is written with a \
@@ -206,6 +216,10 @@ put on another lease and revoked, by anyone else drains nothing while the origin
 `origin register` is alive (it puts the key back at once), and a put on a lease the \
 record does not name restores nothing.
 
+With --traffic FILE or a Prometheus (--prometheus, DWCTL_PROMETHEUS_URL) each drain's \
+predicted load is recorded in its drain record (`predicted`); the drain proceeds whatever \
+it says.
+
 Example:
   dwctl rebalance --endpoints http://10.0.0.10:2379,http://10.0.0.11:2379")]
     Rebalance(RebalanceArgs),
@@ -216,6 +230,10 @@ success. After --fail-after consecutive failures the origin is drained (reason \
 `health-check`), after --recover-after consecutive successes its health drain is \
 restored. Never more than --max-drained-fraction of the probed origins are drained at once \
 (drains by anyone count), so a probe-side outage cannot empty the fleet.
+
+With --traffic FILE or a Prometheus (--prometheus, DWCTL_PROMETHEUS_URL) each drain's \
+predicted load is recorded in its drain record (`predicted`: the origins it puts above \
+their capacity guard); the drain proceeds whatever it says.
 
 Example:
   dwctl health --probe fra-a=http://10.1.0.1/healthz --probe fra-b=http://10.1.0.2/healthz")]
@@ -235,21 +253,24 @@ Example:
     Status(StatusArgs),
     /// A key's past values from etcd's history (until compaction).
     #[command(after_help = "\
-KEY is relative to --prefix (region/DE, policy/global) or absolute (/dw/control/drains/fra-a).
+KEY is relative to --prefix (region/DE, policy/global), capacity/<origin> and \
+capacity-headroom relative to --control-prefix, or absolute (/dw/control/drains/fra-a).
 
 Example:
   dwctl history region/DE")]
     History(HistoryArgs),
-    /// Put a routing key back to its value at a past revision (guarded).
+    /// Put a routing key or a capacity back to its value at a past revision (guarded).
     #[command(after_help = "\
-Routing keys only (region/<geo>, policy/global): the value is validated and written as any \
-other change (open stages and drain records kept in step). A region that did not exist at \
-that revision is deleted; policy/global is never deleted. Other keys are refused (exit 2) \
-with the command that owns them.
+Routing keys (region/<geo>, policy/global) and capacities (capacity/<origin>, \
+capacity-headroom, both relative to --control-prefix): the value is validated and written as \
+any other change (open stages and drain records kept in step). A region or a capacity that \
+did not exist at that revision is deleted; policy/global is never deleted. Other keys are \
+refused (exit 2) with the command that owns them.
 
 Example:
   dwctl history region/DE
-  dwctl rollback region/DE --to-revision 1234")]
+  dwctl rollback region/DE --to-revision 1234
+  dwctl rollback capacity/fra-a --to-revision 1250")]
     Rollback(RollbackArgs),
     /// Where does this visitor go? The routing chain walked, with why each step was skipped.
     #[command(after_help = "\
@@ -280,6 +301,10 @@ pub struct RebalanceArgs {
     /// drained (e.g. 3s, 500ms; at most 10 minutes).
     #[arg(long, default_value = "3s", value_parser = parse_grace)]
     pub grace: Duration,
+    /// Where the predicted load of each drain (recorded in its drain record) reads its
+    /// traffic; none: drains are recorded without a prediction.
+    #[command(flatten)]
+    pub traffic: Box<TrafficSourceArgs>,
 }
 
 /// The longest `rebalance --grace`.
@@ -333,6 +358,8 @@ Give the value as JSON, as a file, or with flags:
         geo: String,
         #[command(flatten)]
         wait: WaitArgs,
+        #[command(flatten)]
+        predict: Box<PredictArgs>,
     },
 }
 
@@ -390,6 +417,8 @@ pub struct RegionSetArgs {
     /// An origin and its weight, NAME=WEIGHT; repeat in routing order.
     #[arg(long = "origin", value_name = "NAME=WEIGHT", requires = "shard")]
     pub origin: Vec<String>,
+    #[command(flatten)]
+    pub predict: Box<PredictArgs>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -411,6 +440,8 @@ Example:
         file: Option<String>,
         #[command(flatten)]
         wait: WaitArgs,
+        #[command(flatten)]
+        predict: Box<PredictArgs>,
     },
 }
 
@@ -422,11 +453,14 @@ pub struct ApplyArgs {
     /// Print the diff, write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Delete regions that are not in the file.
+    /// Delete regions that are not in the file (and, when the file has a `capacities`
+    /// section, clear the capacities it does not name).
     #[arg(long)]
     pub prune: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
+    #[command(flatten)]
+    pub predict: PredictArgs,
 }
 
 #[derive(Debug, Args)]
@@ -450,6 +484,8 @@ pub struct DrainArgs {
     pub repair: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
+    #[command(flatten)]
+    pub predict: PredictArgs,
 }
 
 #[derive(Debug, Args)]
@@ -461,6 +497,8 @@ pub struct RestoreArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
+    #[command(flatten)]
+    pub predict: PredictArgs,
 }
 
 impl Command {
@@ -504,6 +542,52 @@ Example:
     List,
     /// Stop tracking an origin that registered once (rebalance will not drain it again).
     Forget { id: String },
+    /// Set or clear an origin's capacity (answers/s), or the capacity guard's headroom.
+    #[command(after_help = CAPACITY_HELP)]
+    Capacity(CapacityArgs),
+}
+
+const CAPACITY_HELP: &str = "\
+An origin's capacity is the answers per second it takes, as `dw_router_answers_total` counts \
+them (answers of resolve(): a page served from LSCache never reaches PHP and is not \
+counted, so relate it to the origin's own request rate through the cache's hit ratio). It \
+is kept under <control-prefix>capacity/<ORIGIN>, never under the agents' prefix: no edge \
+node reloads for it. The headroom (<control-prefix>capacity-headroom, 0.8 when not set) is \
+the share of its capacity a planned change may put on an origin: `dwctl origin list` and \
+`dwctl traffic` show both. Each write is one guarded transaction like any change (--dry-run \
+previews it; `dwctl history capacity/ORIGIN` lists past values; `dwctl rollback \
+capacity/ORIGIN --to-revision N` puts one back).
+
+Examples:
+  dwctl origin capacity fra-a 1200 --reason 'CHG-7: load test 2026-12'
+  dwctl origin capacity fra-a --clear
+  dwctl origin capacity --headroom 0.9 --dry-run
+  dwctl origin capacity --clear-headroom";
+
+/// `dwctl origin capacity`'s arguments.
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// The origin (as regions list it).
+    #[arg(required_unless_present_any = ["headroom", "clear_headroom"])]
+    pub origin: Option<String>,
+    /// Answers per second it takes: above 0, at most 1e9 (e.g. 1200, 85.5).
+    #[arg(value_name = "ANSWERS_PER_S", required_unless_present_any = ["clear", "headroom", "clear_headroom"], requires = "origin")]
+    pub answers_per_s: Option<String>,
+    /// Remove the origin's capacity (no capacity: the guard does not judge it).
+    #[arg(long, conflicts_with = "answers_per_s", requires = "origin")]
+    pub clear: bool,
+    /// The share of capacity a planned change may use: above 0, at most 1 (0.8 = 80 %).
+    #[arg(long, value_name = "SHARE", conflicts_with = "clear_headroom")]
+    pub headroom: Option<String>,
+    /// Remove the headroom record: the default (0.8) applies again.
+    #[arg(long)]
+    pub clear_headroom: bool,
+    /// Why, kept in the record (at most 1024 bytes).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Show what would change, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -526,6 +610,10 @@ pub struct HealthArgs {
     /// Most of the probed origins that may be drained at once (0..1).
     #[arg(long, default_value_t = 0.5)]
     pub max_drained_fraction: f64,
+    /// Where the predicted load of each drain (recorded in its drain record) reads its
+    /// traffic; none: drains are recorded without a prediction.
+    #[command(flatten)]
+    pub traffic: Box<TrafficSourceArgs>,
 }
 
 #[derive(Debug, Args)]
@@ -548,9 +636,26 @@ pub struct RollbackArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
+    #[command(flatten)]
+    pub predict: PredictArgs,
 }
 
 impl Command {
+    /// The load prediction's flags of a command that plans a routing change.
+    pub fn predict(&self) -> Option<PredictArgs> {
+        match self {
+            Command::Region(RegionCommand::Set(args)) => Some(*args.predict.clone()),
+            Command::Region(RegionCommand::Delete { predict, .. }) => Some(*predict.clone()),
+            Command::Policy(PolicyCommand::Set { predict, .. }) => Some(*predict.clone()),
+            Command::Apply(args) => Some(args.predict.clone()),
+            Command::Drain(args) => Some(args.predict.clone()),
+            Command::Restore(args) => Some(args.predict.clone()),
+            Command::Rollback(args) => Some(args.predict.clone()),
+            Command::Stage(StageCommand::Promote { predict, .. }) => Some(*predict.clone()),
+            _ => None,
+        }
+    }
+
     /// The `--wait` of a command that writes routing, when given.
     pub fn wait(&self) -> Option<Wait> {
         match self {

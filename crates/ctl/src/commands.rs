@@ -5,6 +5,7 @@
 
 mod apply;
 mod auth;
+mod capacity;
 mod drain;
 pub(crate) mod history;
 mod policy;
@@ -37,7 +38,8 @@ pub async fn run_command_noting(
     shutdown: Shutdown,
     note: &CommitNote,
 ) -> Result<Outcome, Error> {
-    let context = Context::from_args(&cli.global)?;
+    let mut context = Context::from_args(&cli.global)?;
+    context.predict = cli.command.predict();
     let wait = cli.command.wait();
     let mut outcome = run_one(&context, cli.command, shutdown).await?;
     match (wait, outcome.json["revision"].as_i64()) {
@@ -95,6 +97,9 @@ async fn run_one(
         Command::Restore(args) => restore::run(context, args).await,
         Command::Stage(command) => stage::run(context, command).await,
         Command::Rollout(args) => rollout::run(context, args, shutdown).await,
+        Command::Origin(crate::cli::OriginCommand::Capacity(args)) => {
+            capacity::run(context, args).await
+        }
         Command::Origin(command) => {
             crate::daemons::origin::command(context, command, shutdown).await
         }

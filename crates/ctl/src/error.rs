@@ -50,6 +50,10 @@ pub const EXIT_ROLLOUT_ABORTED: u8 = 7;
 /// Exit code 8: a `rollout` step's cohort did not serve the stage within --step-timeout.
 pub const EXIT_STEP_TIMED_OUT: u8 = 8;
 
+/// Exit code 9: the capacity guard refused the change (the prediction puts an origin above
+/// `headroom` × its capacity); nothing written. `--allow-overload` overrides it.
+pub const EXIT_OVERLOAD: u8 = 9;
+
 /// Everything a dwctl command can fail with.
 #[derive(Debug)]
 pub enum Error {
@@ -103,6 +107,9 @@ pub enum Error {
         /// What happened and how to go on.
         message: String,
     },
+    /// The capacity guard refused the change: the message names each origin, its predicted
+    /// load, capacity and guard, and the largest part that would fit. Exit code 9.
+    Overload(String),
     /// A one-shot command was stopped by a signal. Exit code 128 + the signal's number
     /// (130 for SIGINT, 143 for SIGTERM).
     Interrupted {
@@ -130,6 +137,7 @@ impl Error {
             Error::Conflict { .. } | Error::Diverged(_) => 3,
             Error::Lagging(_) => 5,
             Error::WaitFailed { .. } => EXIT_WAIT_FAILED,
+            Error::Overload(_) => EXIT_OVERLOAD,
             Error::NotFound(_) | Error::Etcd(_) | Error::Io { .. } | Error::Failed(_) => 1,
             Error::Interrupted { code, .. } | Error::Rollout { code, .. } => *code,
         }
@@ -144,6 +152,7 @@ impl Error {
             Error::Diverged(_) => "stage-conflict",
             Error::Lagging(_) => "lagging",
             Error::WaitFailed { .. } => "wait-failed",
+            Error::Overload(_) => "overload",
             Error::NotFound(_) => "not-found",
             Error::Etcd(_) => "etcd",
             Error::Io { .. } => "io",
@@ -183,7 +192,9 @@ impl fmt::Display for Error {
             Error::Etcd(source) => write!(f, "etcd: {source}"),
             Error::Lagging(outcome) => f.write_str(&outcome.text),
             Error::Io { path, source } => write!(f, "{path}: {source}"),
-            Error::Failed(message) | Error::Rollout { message, .. } => f.write_str(message),
+            Error::Failed(message) | Error::Rollout { message, .. } | Error::Overload(message) => {
+                f.write_str(message)
+            }
             Error::WaitFailed {
                 revision, reason, ..
             } => write!(

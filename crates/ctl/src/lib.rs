@@ -68,8 +68,8 @@ pub use crate::{
     daemons::origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
     daemons::rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
     error::{
-        EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, EXIT_WAIT_FAILED, Error,
-        FieldError,
+        EXIT_OVERLOAD, EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT,
+        EXIT_WAIT_FAILED, Error, FieldError,
     },
     ops::commit::{
         Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, PRE_COMMIT_CHECKS,

@@ -10,6 +10,7 @@
 //!   judged against (`status`, `--wait`).
 //! - [`lease`]: whether a lease lives, for every reader that believes a key by its lease.
 //! - [`probe`] and [`bake_checks`]: the HTTP health probe and a rollout bake's checks.
+//! - [`traffic_source`]: the traffic a plan's load prediction reads (a file, Prometheus).
 
 pub(crate) mod bake_checks;
 pub(crate) mod commit;
@@ -18,3 +19,4 @@ pub(crate) mod lease;
 pub(crate) mod probe;
 pub(crate) mod revision;
 pub(crate) mod run;
+pub(crate) mod traffic_source;

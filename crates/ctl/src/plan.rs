@@ -1,12 +1,14 @@
 //! The pure part of dwctl: state in, changes out. No etcd client, no runtime, no clap:
 //! the model of the routing state ([`model`]) and its values ([`value`], [`weights`]), the
-//! key layout ([`keys`]), drains and their records ([`drain`], [`drain_record`]), how open
-//! stages follow a write ([`stage`]), `apply`'s desired state ([`apply`]), a rollout's
-//! schedule and its gate ([`rollout`], [`rollout_gate`]), the health checker's streak rule
-//! ([`streak`]), the etcd roles ([`roles`]),
-//! `--wait`'s arguments ([`wait`]) and the clock text written into values ([`clock`]).
+//! key layout ([`keys`]), origin capacities and the guard's headroom ([`capacity`]),
+//! drains and their records ([`drain`], [`drain_record`]), how open stages follow a write
+//! ([`stage`]), `apply`'s desired state ([`apply`]), a rollout's schedule and its gate
+//! ([`rollout`], [`rollout_gate`]), the health checker's streak rule ([`streak`]), the
+//! etcd roles ([`roles`]), `--wait`'s arguments ([`wait`]) and the clock text written
+//! into values ([`clock`]).
 
 pub(crate) mod apply;
+pub(crate) mod capacity;
 pub(crate) mod clock;
 pub(crate) mod drain;
 pub(crate) mod drain_record;
@@ -15,6 +17,7 @@ pub(crate) mod drain_record;
 pub(crate) mod keys;
 pub(crate) mod model;
 pub(crate) mod node_report;
+pub(crate) mod prediction;
 pub(crate) mod probe_target;
 pub(crate) mod roles;
 pub(crate) mod rollout;

@@ -11,10 +11,16 @@ Roles (each with a user of the same name; keys under the prefixes given):
                     seen record <nodes-prefix minus />-seen/<node>   (dw-agent --node-id <node>)
   dw-origin-<id>    readwrite exactly <prefix>origin/<id> and <control>registered/<id>
                     (dwctl origin register <id>)
-  dw-rebalance      read <prefix>; readwrite region/, stage/, <control>drains/, registered/
-  dw-health         read <prefix>; readwrite region/, stage/, <control>drains/
-  dw-operator       readwrite <prefix> and <control>; read the node reports
-  dw-viewer         read <prefix>, <control> and the node reports (status, history, route)
+  dw-rebalance      read <prefix>; readwrite region/, stage/, <control>drains/, registered/;
+                    read <control>capacity/ and <control>capacity-headroom
+  dw-health         read <prefix>; readwrite region/, stage/, <control>drains/;
+                    read <control>capacity/ and <control>capacity-headroom
+  dw-operator       readwrite <prefix> and <control> (capacities too); read the node reports
+  dw-viewer         read <prefix>, <control> and the node reports (status, history, route,
+                    traffic, origin list)
+
+A cluster whose roles were made before capacities existed: re-run `dwctl auth --apply` \
+(health and rebalance then read the capacities; until then they drain without a prediction).
 
 Without --apply it prints them and touches nothing (no etcd needed). With --apply, as a \
 user who may change auth (root), it adds missing roles, grants and users, revokes every \

@@ -81,6 +81,9 @@ staged value then wins over that change).")]
         reason: String,
         #[command(flatten)]
         wait: WaitArgs,
+        /// The promoted values' predicted load and the capacity guard.
+        #[command(flatten)]
+        predict: Box<super::PredictArgs>,
     },
     /// Close a stage without promoting it: its cohort returns to current routing.
     Abort {

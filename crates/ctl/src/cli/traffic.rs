@@ -125,6 +125,35 @@ impl PrometheusArgs {
     }
 }
 
+/// Where a load prediction reads its traffic: a file, or Prometheus over a window.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Load prediction (docs: \"Capacity, prediction and shedding\")")]
+pub struct TrafficSourceArgs {
+    /// Predict from a traffic file instead of Prometheus (JSON: {"geos": {"DE": 120.5,
+    /// "FR": {"plain": 10, "sticky": 5}}}, docs/capacity.md; at most 32 MiB).
+    #[arg(long = "traffic", value_name = "FILE", conflicts_with = "url")]
+    pub traffic_file: Option<PathBuf>,
+    /// The window Prometheus' rates are taken over (30s, 5m, 1h; 10s to 1d).
+    #[arg(long, default_value = "5m", value_parser = parse_window)]
+    pub window: Window,
+    /// How to reach Prometheus (the answer counters the prediction reads).
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
+}
+
+/// The load prediction's flags, on every command that plans a routing change: where the
+/// traffic comes from, and whether the capacity guard may be overridden.
+#[derive(Debug, Clone, Args)]
+pub struct PredictArgs {
+    /// Commit even when the prediction puts an origin above its capacity guard (the
+    /// override is kept in an audit record under <control-prefix>audit/).
+    #[arg(long)]
+    pub allow_overload: bool,
+    /// Where the traffic comes from.
+    #[command(flatten)]
+    pub source: TrafficSourceArgs,
+}
+
 /// `dwctl traffic`'s flags.
 #[derive(Debug, Args)]
 pub struct TrafficArgs {

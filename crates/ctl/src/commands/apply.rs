@@ -7,9 +7,10 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_file_async;
 use crate::ops::commit::{State, preview, transact};
+use crate::ops::run::Predictor;
 use crate::output::{Outcome, Shown};
-use crate::plan::apply::{FileFormat, parse_desired, plan_apply};
-use crate::plan::clock::now_rfc3339;
+use crate::plan::apply::{FileFormat, parse_desired, plan_apply, plan_apply_capacities};
+use crate::plan::clock::{now_rfc3339, operator};
 use crate::policy_geos::unkeyed_policy_geos_note;
 
 /// Runs `dwctl apply`.
@@ -19,11 +20,28 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
     let desired = parse_desired(&text, FileFormat::from_path(&args.file))?;
     let mut client = context.etcd.connect().await?;
     let mut diff = Vec::new();
+    let (by, at) = (operator(), now_rfc3339());
+    let names_capacities = desired.capacities.is_some() || desired.capacity_headroom.is_some();
+    let mut predictor = Predictor::new(context, "apply").await?;
     let mut plan = |state: &State| {
-        let (mut changes, lines) = plan_apply(state, &desired, args.prune);
+        let (mut changes, mut lines) = plan_apply(state, &desired, args.prune);
+        if names_capacities {
+            if let Some(why) = &state.capacities_unreadable {
+                return Err(Error::Failed(why.clone()));
+            }
+            plan_apply_capacities(
+                state,
+                &desired,
+                args.prune,
+                (&by, &at),
+                &mut changes,
+                &mut lines,
+            );
+        }
         changes
             .notes
             .extend(unkeyed_policy_geos_note(state, &changes));
+        predictor.check(context, state, &mut changes)?;
         diff = lines;
         Ok(changes)
     };
@@ -60,7 +78,7 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
         (false, Some(revision)) => lines.push(format!("applied at revision {revision}")),
         _ => {}
     }
-    Ok(Outcome {
+    let mut outcome = Outcome {
         text: lines.join("\n"),
         json: json!({
             "dry_run": args.dry_run,
@@ -69,5 +87,7 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
             "diff": diff.iter().map(|line| json!({"op": line.op.to_string(), "key": line.key, "detail": line.detail})).collect::<Vec<_>>(),
             "notes": changes.notes,
         }),
-    })
+    };
+    predictor.report(&mut outcome, args.dry_run);
+    Ok(outcome)
 }

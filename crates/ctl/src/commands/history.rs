@@ -12,6 +12,9 @@ use crate::error::{Error, FieldError};
 use crate::ops::commit::{Changes, State};
 use crate::ops::run::run_plan;
 use crate::output::{Outcome, Shown};
+use crate::plan::capacity::{Capacity, Headroom};
+use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::drain::check_origin_name;
 use crate::plan::drain_record::DrainRecord;
 use crate::plan::value::{PolicyValue, RegionValue};
 
@@ -151,7 +154,10 @@ pub async fn rollback(
     }
     let key = context.layout.resolve(key);
     let region = key.strip_prefix(&context.layout.regions());
-    if region.is_none() && key != context.layout.policy() {
+    let capacity_origin = key.strip_prefix(&context.layout.capacities());
+    let headroom = key == context.layout.capacity_headroom();
+    if region.is_none() && capacity_origin.is_none() && !headroom && key != context.layout.policy()
+    {
         return Err(Error::Usage(refused_rollback(&context.layout, &key)));
     }
     let mut client = context.etcd.connect().await?;
@@ -176,6 +182,60 @@ pub async fn rollback(
                 .collect(),
         )
     };
+
+    if capacity_origin.is_some() || headroom {
+        // Capacities too, through the planner: guarded, previewed with --dry-run, and
+        // stamped with who rolled back when (the value is the one of that revision).
+        let (by, at) = (operator(), now_rfc3339());
+        let reason = Some(format!("rollback to revision {revision}"));
+        let origin = capacity_origin.map(str::to_owned);
+        if let Some(origin) = &origin {
+            check_origin_name("origin", origin)?;
+        }
+        let past = past_value.as_deref();
+        let capacity = match (&origin, past) {
+            (Some(origin), Some(raw)) => Some(
+                Capacity::parse(origin, raw)
+                    .map(|record| Capacity {
+                        by: by.clone(),
+                        at: at.clone(),
+                        reason: reason.clone(),
+                        ..record
+                    })
+                    .map_err(|error| invalid_at_revision(vec![error]))?,
+            ),
+            _ => None,
+        };
+        let headroom_value = match (headroom, past) {
+            (true, Some(raw)) => Some(
+                Headroom::parse(raw)
+                    .map(|record| Headroom {
+                        by: by.clone(),
+                        at: at.clone(),
+                        reason: reason.clone(),
+                        ..record
+                    })
+                    .map_err(|error| invalid_at_revision(vec![error]))?,
+            ),
+            _ => None,
+        };
+        let plan = |state: &State| {
+            if let Some(why) = &state.capacities_unreadable {
+                return Err(Error::Failed(why.clone()));
+            }
+            let mut changes = Changes::default();
+            if let Some(origin) = &origin
+                && (capacity.is_some() || state.capacities.contains_key(origin))
+            {
+                changes.capacities.insert(origin.clone(), capacity.clone());
+            }
+            if headroom && (headroom_value.is_some() || state.headroom.is_some()) {
+                changes.headroom = Some(headroom_value.clone());
+            }
+            Ok(changes)
+        };
+        return run_plan(context, &mut client, &title, dry_run, plan).await;
+    }
 
     if let Some(geo) = region {
         // Regions go through the planner so that drain records stay true to them.
@@ -240,8 +300,9 @@ fn refused_rollback(layout: &crate::plan::keys::Layout, key: &str) -> String {
         "write it with the command that owns it"
     };
     format!(
-        "rollback writes routing keys only (region/<geo> and policy/global), through the \
-         same checks as every other write; {} is not one: {instead}",
+        "rollback writes routing keys (region/<geo> and policy/global) and capacities \
+         (capacity/<origin>, capacity-headroom) only, through the same checks as every other \
+         write; {} is not one: {instead}",
         Shown(key)
     )
 }

@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::input::read_file_async;
 use crate::ops::commit::{Changes, State, preview, read_state, transact};
 use crate::ops::fleet::{NodeReport, read_nodes};
+use crate::ops::run::Predictor;
 use crate::output::{Outcome, escape as shown, listing_text};
 use crate::plan::apply::{DiffLine, FileFormat, describe, parse_desired, plan_apply};
 use crate::plan::clock::{now_rfc3339, operator};
@@ -143,6 +144,13 @@ pub(super) async fn create(
     let bytes = read_file_async(file).await?;
     let text = String::from_utf8(bytes).map_err(|_| Error::invalid("file", "is not UTF-8"))?;
     let desired = parse_desired(&text, FileFormat::from_path(file))?;
+    if desired.capacities.is_some() || desired.capacity_headroom.is_some() {
+        return Err(Error::invalid(
+            "capacities",
+            "capacities are not staged (no node reads them): set them with `dwctl apply` or \
+             `dwctl origin capacity`",
+        ));
+    }
     let cohort = cohort_of(cohort)?;
     if is_empty_cohort(&cohort) {
         return Err(Error::invalid(
@@ -369,12 +377,19 @@ where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
     let mut client = context.etcd.connect().await?;
+    // A promote writes the staged values as current routing: predicted and guarded like
+    // any routing change (widen and abort change no current routing: nothing predicted).
+    let mut predictor = Predictor::new(context, &format!("stage {action} {id}")).await?;
     let committed = transact(
         &mut client,
         &context.layout,
         &context.retry,
         &now_rfc3339(),
-        &mut plan,
+        |state: &State| {
+            let mut changes = plan(state)?;
+            predictor.check(context, state, &mut changes)?;
+            Ok(changes)
+        },
     )
     .await?;
     let mut lines = vec![match committed.revision {
@@ -392,7 +407,7 @@ where
             .iter()
             .map(|note| format!("note: {}", shown(note))),
     );
-    Ok(Outcome {
+    let mut outcome = Outcome {
         text: lines.join("\n"),
         json: json!({
             "action": action,
@@ -402,7 +417,9 @@ where
             "stage": after,
             "notes": committed.changes.notes,
         }),
-    })
+    };
+    predictor.report(&mut outcome, false);
+    Ok(outcome)
 }
 
 pub(super) async fn widen(

@@ -18,6 +18,7 @@ use crate::daemons::origin::OriginListing;
 use crate::error::Error;
 use crate::ops::commit::State;
 use crate::output::{Outcome, Shown};
+use crate::plan::capacity::{DEFAULT_HEADROOM, number_json, percent, used_share};
 use crate::plan::stage::{cohort_text, open_stages};
 use crate::plan::value::RegionValue;
 use crate::prometheus::{Prometheus, Sample, promql_string};
@@ -187,6 +188,7 @@ pub fn report(
         names.extend(listing.live.keys().cloned());
         names.extend(listing.registered.iter().cloned());
         names.extend(listing.drains.keys().cloned());
+        names.extend(listing.capacities.keys().cloned());
     } else {
         names.extend(only.iter().cloned());
     }
@@ -268,7 +270,15 @@ pub fn report(
             let keys = ranked(&readings.keys, origin, "key");
             let steps = ranked(&readings.steps, origin, "step");
             let nodes = ranked(&readings.nodes, origin, "node");
+            let capacity = listing.capacities.get(origin).map(|capacity| {
+                json!({
+                    "answers_per_s": number_json(*capacity),
+                    "used": used_share(per_second, *capacity),
+                    "over_guard": per_second > capacity * listing.headroom,
+                })
+            });
             json!({
+                "capacity": capacity,
                 "origin": origin,
                 "per_second": per_second,
                 "share": share,
@@ -300,6 +310,8 @@ pub fn report(
         "overflow_per_second": overflow,
         "revision": state.revision,
         "unreadable_regions": unreadable,
+        "capacity_headroom": number_json(listing.headroom),
+        "capacities_unreadable": listing.capacities_unreadable,
         "origins": origins,
     })
 }
@@ -431,6 +443,9 @@ pub fn describe(json: &Value) -> String {
             rate_text(overflow)
         ));
     }
+    if let Some(why) = json["capacities_unreadable"].as_str() {
+        out.push_str(&format!("capacities not shown: {}\n", Shown(why)));
+    }
     for name in json["unreadable_regions"].as_array().into_iter().flatten() {
         out.push_str(&format!(
             "region {} does not parse: not counted for any origin\n",
@@ -468,6 +483,24 @@ pub fn describe(json: &Value) -> String {
             placed,
             etcd["registered"].as_str().unwrap_or("?"),
         ));
+        match origin["capacity"].as_object() {
+            Some(capacity) => out.push_str(&format!(
+                "  capacity {}/s, {}% used (the guard refuses above {}%){}\n",
+                capacity["answers_per_s"],
+                percent(capacity["used"].as_f64().unwrap_or(0.0)),
+                percent(
+                    json["capacity_headroom"]
+                        .as_f64()
+                        .unwrap_or(DEFAULT_HEADROOM)
+                ),
+                if capacity["over_guard"].as_bool() == Some(true) {
+                    ": ABOVE THE GUARD"
+                } else {
+                    ""
+                },
+            )),
+            None => out.push_str("  capacity not set (`dwctl origin capacity`)\n"),
+        }
         for (what, label) in [
             ("geos", "geo"),
             ("keys", "key"),

@@ -15,8 +15,10 @@ use etcd_client::Client;
 use serde_json::json;
 
 use crate::cli::HealthArgs;
+use crate::cli::TrafficSourceArgs;
 use crate::context::Context;
 use crate::error::{Error, FieldError};
+use crate::ops::run::{drain_traffic, record_drain_prediction};
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain::{DrainRequest, FleetLimit, check_origin_name, plan_drain, plan_restore};
 use dw_etcd::EtcdOptions;
@@ -52,6 +54,9 @@ pub struct HealthConfig {
     pub recover_after: u32,
     /// At most this fraction of the probed origins drained at once (0 to 1).
     pub max_drained_fraction: f64,
+    /// Where a drain's predicted load reads its traffic (recorded in the drain record);
+    /// `None`: drains are recorded without a prediction.
+    pub traffic: Option<TrafficSourceArgs>,
 }
 
 impl HealthConfig {
@@ -134,6 +139,7 @@ pub async fn command(
         fail_after: args.fail_after,
         recover_after: args.recover_after,
         max_drained_fraction: args.max_drained_fraction,
+        traffic: Some(*args.traffic),
     };
     run(&config, context.reporter(), shutdown).await?;
     Ok(Outcome {
@@ -359,12 +365,24 @@ async fn act(
                 max_drained: config.max_drained(),
             }),
         };
+        // The drain always proceeds; its predicted load is recorded for alerts to see.
+        let traffic = drain_traffic(config.traffic.as_ref()).await?;
         let result = transact(
             client,
             &config.layout,
             &config.retry,
             &now_rfc3339(),
-            |state| plan_drain(state, &request),
+            |state| {
+                let mut changes = plan_drain(state, &request)?;
+                record_drain_prediction(
+                    &config.layout.prefix,
+                    &traffic,
+                    state,
+                    &mut changes,
+                    origin,
+                );
+                Ok(changes)
+            },
         )
         .await;
         let (event, text, fields) = match result {

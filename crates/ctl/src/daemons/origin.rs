@@ -27,6 +27,7 @@ use dw_etcd::{Backoff, EtcdOptions};
 use crate::daemons::sessions::Sessions;
 use crate::input::json_object_arg;
 use crate::output::{Outcome, Reporter, Shown, listing_text};
+use crate::plan::capacity::{Capacity, DEFAULT_HEADROOM, Headroom, number_json, percent};
 use crate::plan::drain_record::DrainRecord;
 use crate::plan::keys::{Layout, strip};
 use crate::shutdown::Shutdown;
@@ -85,6 +86,10 @@ pub async fn command(
             })
         }
         OriginCommand::List => list(context).await,
+        // A plan like every routing change: `commands::capacity` runs it.
+        OriginCommand::Capacity(_) => Err(Error::Failed(
+            "`origin capacity` is run by the command dispatcher".into(),
+        )),
         OriginCommand::Forget { id } => {
             check_origin_name("id", &id)?;
             let mut client = context.etcd.connect().await?;
@@ -293,6 +298,8 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
         .chain(listing.registered.iter())
         .chain(listing.drains.keys())
         .chain(listing.malformed_drains.keys())
+        .chain(listing.capacities.keys())
+        .chain(listing.malformed_capacities.keys())
         .collect();
     for id in ids {
         let live = listing.live.get(id);
@@ -313,6 +320,8 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
             "registered": listing.registered.contains(id),
             "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>()})),
             "malformed_drain_record": listing.malformed_drains.get(id),
+            "capacity": listing.capacities.get(id).map(|capacity| number_json(*capacity)),
+            "malformed_capacity_record": listing.malformed_capacities.get(id),
         }));
     }
     let lines = rows.iter().map(|row| {
@@ -337,19 +346,34 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
                 Shown(record["reason"].as_str().unwrap_or("?"))
             ),
         };
+        let capacity = match (&row["capacity"], row["malformed_capacity_record"].as_str()) {
+            (_, Some(error)) => format!("  MALFORMED CAPACITY RECORD: {}", Shown(error)),
+            (Value::Null, None) => "  capacity not set".to_string(),
+            (capacity, None) => format!("  capacity {capacity} answers/s"),
+        };
         format!(
-            "{:<12} {state}{drained}",
+            "{:<12} {state}{capacity}{drained}",
             Shown(row["origin"].as_str().unwrap_or_default()).to_string()
         )
     });
+    let mut text = listing_text(lines, "no origins");
+    match &listing.capacities_unreadable {
+        Some(why) => text.push_str(&format!("\ncapacities not shown: {}", Shown(why))),
+        None => text.push_str(&format!(
+            "\ncapacity guard: refuses a change above {}% of an origin's capacity \
+             (`dwctl origin capacity --headroom`)",
+            percent(listing.headroom)
+        )),
+    }
     Ok(Outcome {
-        text: listing_text(lines, "no origins"),
-        json: json!({"origins": rows}),
+        text,
+        json: json!({"origins": rows, "capacity_headroom": number_json(listing.headroom),
+                     "capacities_unreadable": listing.capacities_unreadable}),
     })
 }
 
 /// Origins as etcd knows them at one revision.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct OriginListing {
     /// The revision of the listing.
     pub revision: i64,
@@ -361,6 +385,31 @@ pub struct OriginListing {
     pub drains: BTreeMap<String, DrainRecord>,
     /// Ids whose drain record does not parse, with why (`dwctl drain --repair ID`).
     pub malformed_drains: BTreeMap<String, String>,
+    /// id → capacity, answers per second (`dwctl origin capacity`).
+    pub capacities: BTreeMap<String, f64>,
+    /// Ids whose capacity record does not parse, with why.
+    pub malformed_capacities: BTreeMap<String, String>,
+    /// The guard's headroom (its default when none is set).
+    pub headroom: f64,
+    /// Why the capacities could not be read (a role without the grant), when so.
+    pub capacities_unreadable: Option<String>,
+}
+
+impl Default for OriginListing {
+    /// Nothing listed, the default headroom.
+    fn default() -> Self {
+        OriginListing {
+            revision: 0,
+            live: BTreeMap::new(),
+            registered: BTreeSet::new(),
+            drains: BTreeMap::new(),
+            malformed_drains: BTreeMap::new(),
+            capacities: BTreeMap::new(),
+            malformed_capacities: BTreeMap::new(),
+            headroom: DEFAULT_HEADROOM,
+            capacities_unreadable: None,
+        }
+    }
 }
 
 /// Lists live, registered and drained origins at one revision.
@@ -375,10 +424,37 @@ pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<Origin
             .await?;
     let drains =
         dw_etcd::read_prefix_pages(&mut kv, layout.drains().as_bytes(), revision, page).await?;
+    let capacities = crate::ops::commit::read_capacities(&mut kv, layout, revision).await?;
     let mut listing = OriginListing {
         revision: origins.revision,
         ..OriginListing::default()
     };
+    match capacities {
+        Ok((records, headroom)) => {
+            for kv in &records {
+                let Some(id) = strip(kv.key(), &layout.capacities()).filter(|id| !id.is_empty())
+                else {
+                    continue;
+                };
+                match Capacity::parse(id, kv.value()) {
+                    Ok(capacity) => {
+                        listing
+                            .capacities
+                            .insert(id.to_string(), capacity.answers_per_s);
+                    }
+                    Err(error) => {
+                        listing
+                            .malformed_capacities
+                            .insert(id.to_string(), error.to_string());
+                    }
+                }
+            }
+            if let Some(Ok(record)) = headroom.map(|kv| Headroom::parse(kv.value())) {
+                listing.headroom = record.headroom;
+            }
+        }
+        Err(why) => listing.capacities_unreadable = Some(why),
+    }
     let named = |kvs: &[etcd_client::KeyValue], prefix: String| {
         kvs.iter()
             .filter_map(move |kv| {

@@ -18,8 +18,10 @@ use etcd_client::{Client, EventType, WatchOptions};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::cli::TrafficSourceArgs;
 use crate::context::Context;
 use crate::error::Error;
+use crate::ops::run::{drain_traffic, record_drain_prediction};
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain::{DrainRequest, plan_drain, plan_restore};
 use dw_etcd::{Backoff, EtcdOptions};
@@ -50,6 +52,9 @@ pub struct RebalanceConfig {
     pub by: String,
     /// How long a key must stay absent before its origin is drained (`--grace`).
     pub grace: Duration,
+    /// Where a drain's predicted load reads its traffic (recorded in the drain record);
+    /// `None`: drains are recorded without a prediction.
+    pub traffic: Option<TrafficSourceArgs>,
 }
 
 pub async fn command(
@@ -63,6 +68,7 @@ pub async fn command(
         retry: context.retry.clone(),
         by: format!("rebalance:{}", operator()),
         grace: args.grace,
+        traffic: Some(*args.traffic),
     };
     run(&config, context.reporter(), shutdown).await?;
     Ok(Outcome {
@@ -315,7 +321,13 @@ async fn drain(
         fleet_limit: None,
     };
     // A refusal means the origin is registered but listed in no region: nothing to take.
-    let plan = |state: &State| plan_drain(state, &request);
+    // The drain always proceeds; its predicted load is recorded for alerts to see.
+    let traffic = drain_traffic(config.traffic.as_ref()).await?;
+    let plan = |state: &State| {
+        let mut changes = plan_drain(state, &request)?;
+        record_drain_prediction(&config.layout.prefix, &traffic, state, &mut changes, id);
+        Ok(changes)
+    };
     report(
         reporter,
         "drained",

@@ -54,6 +54,7 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
         dw_etcd::DEFAULT_PAGE_KEYS,
     )
     .await?;
+    let capacities = read_capacities(&mut kv, layout, Some(revision)).await?;
     let by_name = |kvs: &[KeyValue], prefix: String| {
         kvs.iter()
             .filter_map(|kv| {
@@ -68,7 +69,57 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
         policy: policy.kvs().first().map(Entry::from_kv),
         drains: by_name(&drains.kvs, layout.drains()),
         stages: by_name(&stages.kvs, layout.stages()),
+        capacities: capacities
+            .as_ref()
+            .map(|(kvs, _)| by_name(kvs, layout.capacities()))
+            .unwrap_or_default(),
+        headroom: capacities
+            .as_ref()
+            .ok()
+            .and_then(|(_, headroom)| headroom.as_ref().map(Entry::from_kv)),
+        capacities_unreadable: capacities.err(),
     })
+}
+
+/// The capacity records and the headroom record at `revision`. A role without the grant
+/// (made by a `dwctl auth` before capacities existed) gets the inner `Err` saying so
+/// instead of a failed command: every routing change goes ahead without capacities, as
+/// before them. Any other failure is the command's.
+pub async fn read_capacities(
+    kv: &mut etcd_client::KvClient,
+    layout: &Layout,
+    revision: Option<i64>,
+) -> Result<Result<(Vec<KeyValue>, Option<KeyValue>), String>, Error> {
+    let denied = |error: &etcd_client::Error| error.to_string().contains("permission denied");
+    let refused = format!(
+        "this user's role cannot read the capacities under {} (permission denied): re-run \
+         `dwctl auth --apply` to grant it",
+        layout.capacities()
+    );
+    let capacities = match dw_etcd::read_prefix_pages(
+        kv,
+        layout.capacities().as_bytes(),
+        revision,
+        dw_etcd::DEFAULT_PAGE_KEYS,
+    )
+    .await
+    {
+        Ok(pages) => pages.kvs,
+        Err(error) if denied(&error) => return Ok(Err(refused)),
+        Err(error) => return Err(error.into()),
+    };
+    let headroom = match kv
+        .get(
+            layout.capacity_headroom(),
+            revision.map(|revision| GetOptions::new().with_revision(revision)),
+        )
+        .await
+    {
+        Ok(response) => response.kvs().first().cloned(),
+        Err(error) if denied(&error) => return Ok(Err(refused)),
+        Err(error) => return Err(error.into()),
+    };
+    Ok(Ok((capacities, headroom)))
 }
 
 /// Keeps drain records true to the regions they name.
@@ -242,6 +293,22 @@ fn plan_txn(
                 let carried = carry_base(state, stage, state.stages.get(id));
                 put(&mut planned, key, carried.to_json());
             }
+            None => delete(&mut planned, key),
+        }
+    }
+    for (origin, capacity) in &changes.capacities {
+        let key = layout.capacity(origin);
+        guard(&mut planned, key.clone(), state.capacities.get(origin));
+        match capacity {
+            Some(capacity) => put(&mut planned, key, capacity.encode()),
+            None => delete(&mut planned, key),
+        }
+    }
+    if let Some(headroom) = &changes.headroom {
+        let key = layout.capacity_headroom();
+        guard(&mut planned, key.clone(), state.headroom.as_ref());
+        match headroom {
+            Some(headroom) => put(&mut planned, key, headroom.encode()),
             None => delete(&mut planned, key),
         }
     }

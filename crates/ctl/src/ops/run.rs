@@ -6,12 +6,20 @@ use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::error::Error;
+use dw_capacity::Traffic;
+
 use crate::ops::commit::{Changes, Committed, State, preview, request_bytes, transact};
+use crate::ops::traffic_source::read_traffic;
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
-use crate::plan::clock::now_rfc3339;
+use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
+use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::prediction::{
+    Prediction, changes_routing, drain_prediction, predict_change, refusal, render,
+};
 
-/// Previews or commits a plan and reports it.
+/// Previews or commits a plan and reports it, with its load prediction and the capacity
+/// guard ([`Predictor`]).
 pub async fn run_plan<F>(
     context: &Context,
     client: &mut etcd_client::Client,
@@ -22,8 +30,14 @@ pub async fn run_plan<F>(
 where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
-    if dry_run {
-        let (state, changes) = preview(client, &context.layout, &mut plan).await?;
+    let mut predictor = Predictor::new(context, title).await?;
+    let mut guarded = |state: &State| {
+        let mut changes = plan(state)?;
+        predictor.check(context, state, &mut changes)?;
+        Ok(changes)
+    };
+    let mut outcome = if dry_run {
+        let (state, changes) = preview(client, &context.layout, &mut guarded).await?;
         let bytes = request_bytes(&context.layout, &state, &changes)?;
         let committed = Committed {
             revision: None,
@@ -32,11 +46,165 @@ where
             attempts: 0,
         };
         let limit = context.layout.max_request_bytes;
-        return Ok(committed_outcome(title, &committed, Some((bytes, limit))));
+        committed_outcome(title, &committed, Some((bytes, limit)))
+    } else {
+        let updated = now_rfc3339();
+        let committed =
+            transact(client, &context.layout, &context.retry, &updated, guarded).await?;
+        committed_outcome(title, &committed, None)
+    };
+    predictor.report(&mut outcome, dry_run);
+    Ok(outcome)
+}
+
+/// A plan's load prediction and capacity guard: reads the traffic once (a file or
+/// Prometheus, [`read_traffic`]), then on every attempt predicts the planned change on the
+/// state read ([`predict_change`]) and refuses it (exit 9, nothing written) when it puts an
+/// origin above its guard, unless `--allow-overload`, which adds an audit record to the
+/// change. Without traffic, capacities or a routing change there is no prediction, and
+/// the report says why.
+pub struct Predictor {
+    /// The traffic and its source, or why there is none (`None`: the command predicts
+    /// nothing, it has no prediction flags).
+    traffic: Option<Result<(Traffic, String), String>>,
+    allow_overload: bool,
+    title: String,
+    /// The last attempt's prediction, or why none was made.
+    last: Option<Result<Prediction, String>>,
+}
+
+impl Predictor {
+    /// Reads the traffic the command's flags name.
+    pub async fn new(context: &Context, title: &str) -> Result<Predictor, Error> {
+        let traffic = match &context.predict {
+            Some(args) => Some(read_traffic(&args.source).await?),
+            None => None,
+        };
+        Ok(Predictor {
+            traffic,
+            allow_overload: context
+                .predict
+                .as_ref()
+                .is_some_and(|args| args.allow_overload),
+            title: title.to_owned(),
+            last: None,
+        })
     }
-    let updated = now_rfc3339();
-    let committed = transact(client, &context.layout, &context.retry, &updated, plan).await?;
-    Ok(committed_outcome(title, &committed, None))
+
+    /// Predicts `changes` on `state` and applies the guard.
+    pub fn check(
+        &mut self,
+        context: &Context,
+        state: &State,
+        changes: &mut Changes,
+    ) -> Result<(), Error> {
+        self.last = None;
+        let Some(traffic) = &self.traffic else {
+            return Ok(());
+        };
+        if !changes_routing(changes) {
+            return Ok(());
+        }
+        let (traffic, _) = match traffic {
+            Ok(traffic) => traffic,
+            Err(why) => {
+                self.last = Some(Err(why.clone()));
+                return Ok(());
+            }
+        };
+        if let Some(why) = &state.capacities_unreadable {
+            self.last = Some(Err(why.clone()));
+            return Ok(());
+        }
+        let prediction = predict_change(state, changes, &context.layout.prefix, traffic)?;
+        let refused = prediction.refused();
+        if !refused.is_empty() {
+            if !self.allow_overload {
+                return Err(Error::Overload(refusal(&prediction)));
+            }
+            let at = now_rfc3339();
+            let key = format!(
+                "{}{at}-allow-overload-{}",
+                context.layout.audits(),
+                state.revision
+            );
+            let record = json!({
+                "action": "allow-overload",
+                "change": self.title,
+                "by": operator(),
+                "at": at,
+                "read_revision": state.revision,
+                "headroom": prediction.headroom,
+                "overloads": refused.iter().map(|overload| json!({
+                    "origin": overload.origin,
+                    "predicted": overload.predicted,
+                    "before": prediction.before.of(&overload.origin),
+                    "capacity": overload.capacity,
+                    "limit": overload.limit,
+                })).collect::<Vec<_>>(),
+            });
+            changes.notes.push(format!(
+                "--allow-overload: committed above the capacity guard; recorded at {}",
+                Shown(&key)
+            ));
+            changes.audit.insert(key, record.to_string());
+        }
+        self.last = Some(Ok(prediction));
+        Ok(())
+    }
+
+    /// Adds the prediction (or why none was made) to the outcome: its lines after the
+    /// changes, `prediction` in the JSON.
+    pub fn report(&self, outcome: &mut Outcome, dry_run: bool) {
+        let (lines, json) = match (&self.traffic, &self.last) {
+            (None, _) | (Some(_), None) => return,
+            (Some(_), Some(Err(why))) => (
+                vec![format!(
+                    "no load prediction: {}; the change is not checked against capacities",
+                    Shown(why)
+                )],
+                json!({"made": false, "why": why}),
+            ),
+            (Some(Ok((_, source))), Some(Ok(prediction))) => {
+                render(prediction, &Shown(source).to_string(), dry_run)
+            }
+            (Some(Err(why)), Some(Ok(_))) => (Vec::new(), json!({"made": false, "why": why})),
+        };
+        if !outcome.text.is_empty() && !lines.is_empty() {
+            outcome.text.push('\n');
+        }
+        outcome.text.push_str(&lines.join("\n"));
+        if let Value::Object(object) = &mut outcome.json {
+            object.insert("prediction".into(), json);
+        }
+    }
+}
+
+/// An automatic drain's plan with its predicted load recorded in its drain record
+/// (`predicted`): the overloads it causes, or why no prediction was made. Never refuses:
+/// an origin failing probes or gone serves errors either way. `traffic` is read once per
+/// drain ([`read_traffic`]); `None`: no source was configured.
+pub async fn drain_traffic(
+    source: Option<&crate::cli::TrafficSourceArgs>,
+) -> Result<Result<(Traffic, String), String>, Error> {
+    match source {
+        Some(source) => read_traffic(source).await,
+        None => Ok(Err("no traffic source configured".into())),
+    }
+}
+
+/// Records in `changes`' drain record of `origin` what [`drain_prediction`] says.
+pub fn record_drain_prediction(
+    context_prefix: &str,
+    traffic: &Result<(Traffic, String), String>,
+    state: &State,
+    changes: &mut Changes,
+    origin: &str,
+) {
+    let predicted = drain_prediction(state, changes, context_prefix, traffic);
+    if let Some(Some(record)) = changes.drains.get_mut(origin) {
+        record.predicted = Some(predicted);
+    }
 }
 
 /// The report of a plan: committed, or with `dry_run` (the request's size and the limit)
@@ -171,8 +339,65 @@ fn render_changes(state: &State, changes: &Changes) -> (Vec<String>, Value) {
             }),
         );
     }
+    let (capacity_lines, capacities, headroom) = render_capacities(state, changes);
+    lines.extend(capacity_lines);
     (
         lines,
-        json!({"regions": regions, "policy": policy, "drains": drains}),
+        json!({"regions": regions, "policy": policy, "drains": drains,
+               "capacities": capacities, "capacity_headroom": headroom}),
     )
+}
+
+/// The lines and JSON of the capacity and headroom records a plan writes.
+fn render_capacities(state: &State, changes: &Changes) -> (Vec<String>, Value, Value) {
+    let mut lines = Vec::new();
+    let mut capacities = serde_json::Map::new();
+    for (origin, capacity) in &changes.capacities {
+        let before = state.capacity(origin);
+        let shown = Shown(origin);
+        let was = match &before {
+            Some(Ok(old)) => format!("{} answers/s", number_json(old.answers_per_s)),
+            Some(Err(error)) => format!("a malformed record ({})", Shown(&error.to_string())),
+            None => String::new(),
+        };
+        lines.push(match (&before, capacity) {
+            (None, Some(new)) => format!(
+                "+ capacity/{shown} {} answers/s",
+                number_json(new.answers_per_s)
+            ),
+            (Some(_), Some(new)) => format!(
+                "~ capacity/{shown} {was} -> {} answers/s",
+                number_json(new.answers_per_s)
+            ),
+            (_, None) => format!("- capacity/{shown} (was {was}; no capacity: no guard)"),
+        });
+        capacities.insert(
+            origin.clone(),
+            json!({
+                "before": before.and_then(Result::ok).map(|old| old.to_json()),
+                "after": capacity.as_ref().map(|new| new.to_json()),
+            }),
+        );
+    }
+    let mut headroom = Value::Null;
+    if let Some(new) = &changes.headroom {
+        let before = state.headroom_record();
+        let was = match &before {
+            Some(Ok(old)) => number_json(old.headroom).to_string(),
+            Some(Err(_)) => "a malformed record".to_string(),
+            None => format!("{} (the default)", number_json(DEFAULT_HEADROOM)),
+        };
+        lines.push(match new {
+            Some(new) => format!("~ capacity-headroom {was} -> {}", number_json(new.headroom)),
+            None => format!(
+                "- capacity-headroom (was {was}; the default {} applies)",
+                number_json(DEFAULT_HEADROOM)
+            ),
+        });
+        headroom = json!({
+            "before": before.and_then(Result::ok).map(|old| old.to_json()),
+            "after": new.as_ref().map(|new| new.to_json()),
+        });
+    }
+    (lines, Value::Object(capacities), headroom)
 }

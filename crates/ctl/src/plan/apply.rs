@@ -3,7 +3,9 @@
 //!
 //! The file is JSON or TOML of the shape
 //! `{"policy": {...}, "regions": {"DE": {"shard": ..., "origins": [...], "weight": {...}}}}`
-//! (both sections optional). Every value is validated before anything is read from etcd;
+//! (both sections optional), and beside the regions the origins' capacities and the
+//! guard's headroom: `"capacities": {"fra-a": 1200}, "capacity_headroom": 0.8` (each
+//! optional: what a file does not name is left alone). Every value is validated before anything is read from etcd;
 //! all failures are reported at once, each naming its field (`regions.DE.weight.fra-a`).
 
 use std::collections::BTreeMap;
@@ -11,16 +13,26 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, FieldError};
+use crate::plan::capacity::{
+    Capacity, DEFAULT_HEADROOM, Headroom, check_headroom, number_json, parse_capacities_section,
+};
 use crate::plan::model::{Changes, State};
 use crate::plan::value::{PolicyValue, RegionValue};
 
 /// The desired state read from a file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Desired {
     /// The policy, when the file has a `policy` section.
     pub policy: Option<PolicyValue>,
     /// geo → value of each region the file names.
     pub regions: BTreeMap<String, RegionValue>,
+    /// origin → capacity (answers/s), when the file has a `capacities` section: the
+    /// capacities are then made to match it (with `--prune`, those not in it are
+    /// cleared); without the section they are left alone.
+    pub capacities: Option<BTreeMap<String, f64>>,
+    /// The capacity guard's headroom, when the file has `capacity_headroom`; without it
+    /// the headroom is left alone (also with `--prune`).
+    pub capacity_headroom: Option<f64>,
 }
 
 /// How a file is written.
@@ -57,7 +69,8 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
     let Value::Object(sections) = document else {
         return Err(Error::invalid(
             "file",
-            "must be an object with `policy` and/or `regions`",
+            "must be an object with `policy`, `regions`, `capacities` and/or \
+             `capacity_headroom`",
         ));
     };
     let mut errors = Vec::new();
@@ -91,9 +104,24 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
                     "must be an object of geo → region",
                 )),
             },
+            "capacities" => match parse_capacities_section(&body) {
+                Ok(capacities) => desired.capacities = Some(capacities),
+                Err(found) => errors.extend(found),
+            },
+            "capacity_headroom" => match body.as_f64() {
+                Some(share) => match check_headroom("capacity_headroom", share) {
+                    Ok(share) => desired.capacity_headroom = Some(share),
+                    Err(error) => errors.push(error),
+                },
+                None => errors.push(FieldError::new(
+                    "capacity_headroom",
+                    "must be a number above 0 and at most 1",
+                )),
+            },
             other => errors.push(FieldError::new(
                 other,
-                "unknown section (the file has `policy` and `regions`)",
+                "unknown section (the file has `policy`, `regions`, `capacities` and \
+                 `capacity_headroom`)",
             )),
         }
     }
@@ -226,6 +254,104 @@ pub fn plan_apply(state: &State, desired: &Desired, prune: bool) -> (Changes, Ve
     (changes, diff)
 }
 
+/// Adds to `changes` (and `diff`) what makes the capacities and the headroom match
+/// `desired`: only what the file names (a file without `capacities` leaves every capacity
+/// alone; with `prune`, a `capacities` section clears the capacities it does not name; the
+/// headroom changes only when the file names it). New records are stamped `by`, `at`.
+pub fn plan_apply_capacities(
+    state: &State,
+    desired: &Desired,
+    prune: bool,
+    (by, at): (&str, &str),
+    changes: &mut Changes,
+    diff: &mut Vec<DiffLine>,
+) {
+    let record = |answers_per_s: f64| Capacity {
+        answers_per_s,
+        by: by.to_owned(),
+        at: at.to_owned(),
+        reason: Some("dwctl apply".into()),
+    };
+    if let Some(wanted) = &desired.capacities {
+        for (origin, answers_per_s) in wanted {
+            let key = format!("capacity/{origin}");
+            let shown = number_json(*answers_per_s);
+            let detail = match state.capacity(origin) {
+                Some(Ok(current)) if current.answers_per_s == *answers_per_s => continue,
+                Some(Ok(current)) => format!(
+                    "answers_per_s: {} -> {shown}",
+                    number_json(current.answers_per_s)
+                ),
+                Some(Err(error)) => {
+                    format!("replaces a malformed record ({error}) with {shown} answers/s")
+                }
+                None => format!("{shown} answers/s"),
+            };
+            let op = if state.capacities.contains_key(origin) {
+                '~'
+            } else {
+                '+'
+            };
+            diff.push(DiffLine { op, key, detail });
+            changes
+                .capacities
+                .insert(origin.clone(), Some(record(*answers_per_s)));
+        }
+        let extra: Vec<&String> = state
+            .capacities
+            .keys()
+            .filter(|origin| !wanted.contains_key(*origin))
+            .collect();
+        if prune {
+            for origin in extra {
+                diff.push(DiffLine {
+                    op: '-',
+                    key: format!("capacity/{origin}"),
+                    detail: "not in the file's capacities (--prune)".into(),
+                });
+                changes.capacities.insert(origin.clone(), None);
+            }
+        } else if !extra.is_empty() {
+            changes.notes.push(format!(
+                "{} capacit(ies) not in the file are kept: {extra:?} (--prune clears them)",
+                extra.len()
+            ));
+        }
+    }
+    if let Some(share) = desired.capacity_headroom {
+        let detail = match state.headroom_record() {
+            Some(Ok(current)) if current.headroom == share => None,
+            Some(Ok(current)) => Some(format!(
+                "headroom: {} -> {}",
+                number_json(current.headroom),
+                number_json(share)
+            )),
+            Some(Err(error)) => Some(format!(
+                "replaces a malformed record ({error}) with {}",
+                number_json(share)
+            )),
+            None => Some(format!(
+                "headroom: {} (the default) -> {}",
+                number_json(DEFAULT_HEADROOM),
+                number_json(share)
+            )),
+        };
+        if let Some(detail) = detail {
+            diff.push(DiffLine {
+                op: '~',
+                key: "capacity-headroom".into(),
+                detail,
+            });
+            changes.headroom = Some(Some(Headroom {
+                headroom: share,
+                by: by.to_owned(),
+                at: at.to_owned(),
+                reason: Some("dwctl apply".into()),
+            }));
+        }
+    }
+}
+
 /// `field: old -> new; ...` for the top-level fields (and weight entries) that differ.
 pub fn describe(old: &Value, new: &Value) -> String {
     let (Value::Object(old), Value::Object(new)) = (old, new) else {
@@ -282,6 +408,95 @@ mod tests {
         assert_eq!(
             parse_desired(json, FileFormat::Json).unwrap(),
             parse_desired(toml, FileFormat::Toml).unwrap()
+        );
+    }
+
+    fn stored(raw: &str) -> crate::plan::model::Entry {
+        crate::plan::model::Entry {
+            raw: raw.as_bytes().to_vec(),
+            mod_revision: 3,
+        }
+    }
+
+    #[test]
+    fn capacities_sit_beside_the_regions_and_only_what_a_file_names_changes() {
+        let json = r#"{"capacities":{"fra-a":1200,"fra-b":800},"capacity_headroom":0.9}"#;
+        let toml = "capacity_headroom = 0.9\n[capacities]\nfra-a = 1200\nfra-b = 800.0\n";
+        let desired = parse_desired(json, FileFormat::Json).unwrap();
+        assert_eq!(desired, parse_desired(toml, FileFormat::Toml).unwrap());
+        let mut state = State::default();
+        state.capacities.insert(
+            "fra-a".into(),
+            stored(r#"{"answers_per_s":1200,"by":"x","at":"y"}"#),
+        );
+        state.capacities.insert(
+            "old".into(),
+            stored(r#"{"answers_per_s":5,"by":"x","at":"y"}"#),
+        );
+        let plan = |desired: &Desired, prune: bool| {
+            let (mut changes, mut diff) = plan_apply(&state, desired, prune);
+            plan_apply_capacities(
+                &state,
+                desired,
+                prune,
+                ("me", "now"),
+                &mut changes,
+                &mut diff,
+            );
+            (changes, diff)
+        };
+        // fra-a is unchanged, fra-b is new, `old` is kept without --prune.
+        let (changes, diff) = plan(&desired, false);
+        let keys: Vec<&str> = diff.iter().map(|line| line.key.as_str()).collect();
+        assert_eq!(keys, ["capacity/fra-b", "capacity-headroom"]);
+        assert_eq!(
+            changes.capacities["fra-b"].as_ref().unwrap().answers_per_s,
+            800.0
+        );
+        assert!(!changes.capacities.contains_key("old"));
+        assert!(
+            changes
+                .notes
+                .iter()
+                .any(|note| note.contains("--prune clears"))
+        );
+        assert_eq!(
+            changes
+                .headroom
+                .as_ref()
+                .unwrap()
+                .as_ref()
+                .unwrap()
+                .headroom,
+            0.9
+        );
+        // --prune clears the capacities the section does not name.
+        let (changes, _) = plan(&desired, true);
+        assert_eq!(changes.capacities["old"], None);
+        // A file without capacities leaves them alone, also with --prune.
+        let regions_only = parse_desired(r#"{"regions":{}}"#, FileFormat::Json).unwrap();
+        let (changes, diff) = plan(&regions_only, true);
+        assert!(
+            changes.capacities.is_empty() && changes.headroom.is_none(),
+            "{diff:?}"
+        );
+    }
+
+    #[test]
+    fn capacity_sections_name_each_bad_field() {
+        assert_eq!(
+            fields(parse_desired(
+                r#"{"capacities":{"fra-a":-1,"b":"x"},"capacity_headroom":1.5}"#,
+                FileFormat::Json
+            )),
+            ["capacities.b", "capacities.fra-a", "capacity_headroom"]
+        );
+        assert_eq!(
+            fields(parse_desired(
+                r#"{"capacity_headroom":"high"}"#,
+                FileFormat::Json
+            )),
+            ["capacity_headroom"]
         );
     }
 

@@ -71,6 +71,7 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         at: request.at.clone(),
         regions: Default::default(),
         stages: Default::default(),
+        predicted: None,
     });
     let mut would_empty = Vec::new();
     for geo in &geos {

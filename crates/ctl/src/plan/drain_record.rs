@@ -16,7 +16,8 @@
 //! - schema 2: `before` and `after` keep only the fields a restore needs (above), so that
 //!   a large unknown field is not copied twice into the drain's transaction; `stages`
 //!   (optional, absent when empty) is reserved for staged rollouts (issue 22): stage id →
-//!   geo → the staged value before and after the drain, in the same shape as `regions`.
+//!   geo → the staged value before and after the drain, in the same shape as `regions`;
+//!   `predicted` (optional): an automatic drain's predicted overloads (see the field).
 //!
 //! A record with a newer schema, or one that does not parse, is *malformed* for this
 //! dwctl: it blocks only the commands about its origin (`drain`, `restore` of it), is named
@@ -66,6 +67,13 @@ pub struct DrainRecord {
     /// puts the origin back into the stages it was drained from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stages: BTreeMap<String, BTreeMap<String, DrainedRegion>>,
+    /// An automatic drain's predicted load (optional, absent in records written before it
+    /// existed and in manual drains, which the capacity guard checked instead):
+    /// `{"made": true, "source", "headroom", "overloads": [{"origin", "predicted",
+    /// "before", "capacity", "limit"}]}`, or `{"made": false, "why"}`. Readers that do not
+    /// know the field ignore it, so the schema stays 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<serde_json::Value>,
 }
 
 /// One region's value around the drain.

@@ -12,6 +12,10 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1536 * 1024;
 
 /// Audit records under the control prefix.
 const AUDIT: &str = "audit/";
+/// Origin capacities, below the control prefix: `capacity/<origin>`.
+pub const CAPACITY: &str = "capacity/";
+/// The capacity guard's headroom, below the control prefix (one key, beside `capacity/`).
+pub const CAPACITY_HEADROOM: &str = "capacity-headroom";
 /// Stage audit records, below the control prefix: `stages/<id>`.
 pub const STAGE_AUDIT: &str = "stages/";
 
@@ -119,11 +123,25 @@ impl Layout {
         format!("{}{REGISTERED}{origin}", self.control)
     }
 
-    /// A key named on the command line: absolute when it starts with `/`, otherwise
-    /// relative to the prefix (`region/DE`).
+    /// Origin capacities (`<control>capacity/`), never under the agents' prefix.
+    pub fn capacities(&self) -> String {
+        format!("{}{CAPACITY}", self.control)
+    }
+    pub fn capacity(&self, origin: &str) -> String {
+        format!("{}{CAPACITY}{origin}", self.control)
+    }
+    pub fn capacity_headroom(&self) -> String {
+        format!("{}{CAPACITY_HEADROOM}", self.control)
+    }
+
+    /// A key named on the command line: absolute when it starts with `/`; `capacity/<origin>`
+    /// and `capacity-headroom` relative to the control prefix (they live there only);
+    /// anything else relative to the prefix (`region/DE`).
     pub fn resolve(&self, key: &str) -> String {
         if key.starts_with('/') {
             key.to_string()
+        } else if key.starts_with(CAPACITY) || key == CAPACITY_HEADROOM {
+            format!("{}{key}", self.control)
         } else {
             format!("{}{key}", self.prefix)
         }

@@ -1,5 +1,5 @@
-//! The routing state as read and the changes a command wants written: plain types, below
-//! `state` (which reads and commits them), the planners (`drain`, `stages`) and the
+//! The routing state (and the capacities beside it) as read and the changes a command
+//! wants written: plain types, below `state` (which reads and commits them), the planners (`drain`, `stages`) and the
 //! commands, so that none of those imports another to name them.
 
 use std::collections::BTreeMap;
@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use etcd_client::KeyValue;
 
 use crate::error::{Error, FieldError};
+use crate::plan::capacity::{Capacity, DEFAULT_HEADROOM, Headroom};
 use crate::plan::drain_record::{DrainRecord, DrainRequest};
 use crate::plan::value::{PolicyValue, RegionValue};
 use dw_routing::stage::Stage;
@@ -42,6 +43,14 @@ pub struct State {
     pub drains: BTreeMap<String, Entry>,
     /// stage id → the stage key (`<prefix>stage/<id>`).
     pub stages: BTreeMap<String, Entry>,
+    /// origin → its capacity record (`<control>capacity/<origin>`).
+    pub capacities: BTreeMap<String, Entry>,
+    /// The guard's headroom record (`<control>capacity-headroom`), when it exists.
+    pub headroom: Option<Entry>,
+    /// Why the capacities could not be read, when they could not (a role made before
+    /// capacities existed may lack the grant: `dwctl auth --apply`). Routing changes go
+    /// ahead without them; writing a capacity fails.
+    pub capacities_unreadable: Option<String>,
 }
 
 impl State {
@@ -69,6 +78,41 @@ impl State {
         self.policy
             .as_ref()
             .map(|entry| PolicyValue::from_stored(&entry.raw))
+    }
+
+    /// The capacity of `origin`, if it has a record: `Err` when the record is malformed.
+    pub fn capacity(&self, origin: &str) -> Option<Result<Capacity, FieldError>> {
+        self.capacities
+            .get(origin)
+            .map(|entry| Capacity::parse(origin, &entry.raw))
+    }
+
+    /// The well-formed capacities, by origin (answers per second).
+    pub fn valid_capacities(&self) -> BTreeMap<String, f64> {
+        self.capacities
+            .iter()
+            .filter_map(|(origin, entry)| {
+                Capacity::parse(origin, &entry.raw)
+                    .ok()
+                    .map(|capacity| (origin.clone(), capacity.answers_per_s))
+            })
+            .collect()
+    }
+
+    /// The headroom record, if the key exists: `Err` when it is malformed.
+    pub fn headroom_record(&self) -> Option<Result<Headroom, FieldError>> {
+        self.headroom
+            .as_ref()
+            .map(|entry| Headroom::parse(&entry.raw))
+    }
+
+    /// The guard's headroom: the record's, or [`DEFAULT_HEADROOM`] when there is none or
+    /// it is malformed.
+    pub fn headroom(&self) -> f64 {
+        match self.headroom_record() {
+            Some(Ok(record)) => record.headroom,
+            _ => DEFAULT_HEADROOM,
+        }
     }
 
     /// The drain record of `origin`, if there is one.
@@ -106,6 +150,11 @@ pub struct Changes {
     pub guard_stages: bool,
     /// How open stages follow this change (see `crate::plan::stage`).
     pub stage_edits: StageEdits,
+    /// origin → new capacity record, or `None` to delete it.
+    pub capacities: BTreeMap<String, Option<Capacity>>,
+    /// The guard's headroom: `Some(Some(_))` writes it, `Some(None)` deletes the key (the
+    /// default applies again), `None` leaves it.
+    pub headroom: Option<Option<Headroom>>,
     /// What the operator should know about the plan (skipped regions, renormalisations).
     pub notes: Vec<String>,
 }
@@ -117,6 +166,8 @@ impl Changes {
             && self.policy.is_none()
             && self.drains.is_empty()
             && self.stages.is_empty()
+            && self.capacities.is_empty()
+            && self.headroom.is_none()
     }
 }
 

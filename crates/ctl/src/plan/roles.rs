@@ -235,6 +235,10 @@ pub fn wanted_roles(
             Grant::prefix(ReadWrite, &format!("{}{REGION}", layout.prefix)),
             Grant::prefix(ReadWrite, &format!("{}{STAGE}", layout.prefix)),
             Grant::prefix(ReadWrite, &format!("{}{DRAINS}", layout.control)),
+            // The capacities and the guard's headroom: read to predict (and record) the
+            // load an automatic drain puts on the other origins; never written.
+            Grant::prefix(Read, &layout.capacities()),
+            Grant::exact(Read, &layout.capacity_headroom()),
         ];
         if registered {
             grants.push(Grant::prefix(
@@ -266,7 +270,7 @@ pub fn wanted_roles(
     ));
     roles.push(role(
         "dw-viewer".into(),
-        "dwctl status, history, route, region get/list, origin list".into(),
+        "dwctl status, history, route, traffic, region get/list, origin list".into(),
         vec![
             routing(),
             Grant::prefix(Read, &layout.control),
@@ -371,6 +375,37 @@ mod tests {
                 "read /dw/routing/ (prefix)"
             ]
         );
+    }
+
+    #[test]
+    fn automation_reads_the_capacities_and_only_the_operator_writes_them() {
+        let roles = wanted_roles(&layout(), &[], &[]).unwrap();
+        let role = |name: &str| roles.iter().find(|role| role.name == name).unwrap();
+        for name in ["dw-health", "dw-rebalance"] {
+            let described: Vec<String> = role(name).grants.iter().map(Grant::describe).collect();
+            assert!(
+                described.contains(&"read /dw/control/capacity/ (prefix)".to_string())
+                    && described.contains(&"read /dw/control/capacity-headroom".to_string()),
+                "{name}: {described:?}"
+            );
+            assert!(
+                !described
+                    .iter()
+                    .any(|grant| grant.contains("capacity") && grant.starts_with("readwrite"))
+            );
+        }
+        let operator: Vec<String> = role("dw-operator")
+            .grants
+            .iter()
+            .map(Grant::describe)
+            .collect();
+        assert!(operator.contains(&"readwrite /dw/control/ (prefix)".to_string()));
+        let viewer: Vec<String> = role("dw-viewer")
+            .grants
+            .iter()
+            .map(Grant::describe)
+            .collect();
+        assert!(viewer.contains(&"read /dw/control/ (prefix)".to_string()));
     }
 
     #[test]

@@ -495,7 +495,7 @@ async fn history_lists_past_values_and_rollback_puts_one_back() {
     assert!(
         refused["error"]["message"]
             .as_str()
-            .is_some_and(|message| message.contains("routing keys only")),
+            .is_some_and(|message| message.contains("rollback writes routing keys")),
         "{refused}"
     );
     assert_eq!(etcd.get(&format!("{CONTROL}note")).await.unwrap().0, "two");

@@ -137,6 +137,7 @@ async fn state_at(etcd: &Etcd, revision: i64) -> State {
         policy: None,
         drains,
         stages: BTreeMap::new(),
+        ..State::default()
     }
 }
 

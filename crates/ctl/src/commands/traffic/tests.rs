@@ -104,6 +104,7 @@ fn says_why_an_origin_gets_no_answers() {
             at: "2026-12-04T05:00:00Z".into(),
             regions: BTreeMap::new(),
             stages: BTreeMap::new(),
+            predicted: None,
         },
     );
     let report = report(&readings(), &state(), &listing, &[]);
@@ -267,4 +268,28 @@ fn text_names_at_most_shown_regions_per_origin() {
             .len(),
         SHOWN_REGIONS + 1
     );
+}
+
+#[test]
+fn capacity_and_share_used_per_origin() {
+    let mut listing = OriginListing::default();
+    listing.capacities.insert("fra-a".into(), 200.0);
+    listing.capacities.insert("nbo-a".into(), 1000.0);
+    listing.headroom = 0.7;
+    let mut report = report(&readings(), &state(), &listing, &[]);
+    // fra-a answers 150/s of 200: 75 % used, above a 70 % guard.
+    let fra = origin(&report, "fra-a");
+    assert_eq!(fra["capacity"]["answers_per_s"], 200);
+    assert_eq!(fra["capacity"]["used"], 0.75);
+    assert_eq!(fra["capacity"]["over_guard"], true);
+    assert_eq!(origin(&report, "nbo-a")["capacity"]["over_guard"], false);
+    assert!(origin(&report, "lis-a")["capacity"].is_null());
+    report["window"] = json!("5m");
+    let text = describe(&report);
+    assert!(
+        text.contains("capacity 200/s, 75% used (the guard refuses above 70%): ABOVE THE GUARD"),
+        "{text}"
+    );
+    assert!(text.contains("capacity 1000/s, 0% used"), "{text}");
+    assert!(text.contains("capacity not set"), "{text}");
 }

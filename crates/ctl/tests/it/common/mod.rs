@@ -193,6 +193,7 @@ impl Etcd {
             .env_remove("DWCTL_PASSWORD_FILE")
             .env_remove("DWCTL_DIAL_TIMEOUT")
             .env_remove("DWCTL_REQUEST_TIMEOUT")
+            .env_remove("DWCTL_PROMETHEUS_URL")
             .args(args);
         command
     }

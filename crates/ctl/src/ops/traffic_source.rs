@@ -1,0 +1,115 @@
+//! Where a plan's load prediction gets its traffic: a file (`--traffic FILE`) or
+//! Prometheus (`--prometheus URL` / `DWCTL_PROMETHEUS_URL`, over `--window`). A missing
+//! source or an unreachable Prometheus is not an error: the change goes ahead as without
+//! capacities, and says why no prediction was made. A file that was given and does not
+//! parse is an error (exit 4): the operator asked for that prediction.
+
+use std::io::Read;
+
+use dw_capacity::{AnswerRow, MAX_TRAFFIC_BYTES, Traffic};
+
+use crate::cli::TrafficSourceArgs;
+use crate::error::Error;
+use crate::prometheus::Prometheus;
+
+/// The answer counter every node serves.
+const ANSWERS: &str = "dw_router_answers_total";
+/// Answers past the nodes' label bounds.
+const OVERFLOW: &str = "dw_router_answers_overflow_total";
+
+/// The traffic to predict with and where it came from, or why there is none.
+pub async fn read_traffic(
+    args: &TrafficSourceArgs,
+) -> Result<Result<(Traffic, String), String>, Error> {
+    if let Some(path) = &args.traffic_file {
+        let shown = path.display().to_string();
+        let bytes = read_bounded(path).map_err(|error| Error::Io {
+            path: shown.clone(),
+            source: error,
+        })?;
+        let traffic = Traffic::parse(&bytes)
+            .map_err(|error| Error::invalid("traffic", format!("{shown}: {error}")))?;
+        return Ok(Ok((traffic, format!("traffic file {shown}"))));
+    }
+    let options = match args.prometheus.options() {
+        Ok(options) => options,
+        Err(Error::Usage(_)) => {
+            return Ok(Err(
+                "no traffic source: give --traffic FILE or --prometheus URL \
+                 (DWCTL_PROMETHEUS_URL)"
+                    .into(),
+            ));
+        }
+        Err(error) => return Ok(Err(format!("Prometheus cannot be asked: {error}"))),
+    };
+    let prometheus = match Prometheus::new(&options) {
+        Ok(prometheus) => prometheus,
+        Err(error) => return Ok(Err(format!("Prometheus cannot be asked: {error}"))),
+    };
+    let window = format!("{}s", args.window.0);
+    let rows = format!("sum by (geo, sticky, step) (rate({ANSWERS}[{window}]))");
+    let overflow = format!("sum(rate({OVERFLOW}[{window}]))");
+    let source = format!("Prometheus {} over {}", prometheus.url(), args.window);
+    let unreachable = |error: Error| format!("{source} did not answer: {error}");
+    let samples = match prometheus.query(&rows).await {
+        Ok(samples) => samples,
+        Err(error) => return Ok(Err(unreachable(error))),
+    };
+    let overflow = match prometheus.query(&overflow).await {
+        Ok(samples) => samples.first().map_or(0.0, |sample| finite(sample.value)),
+        Err(error) => return Ok(Err(unreachable(error))),
+    };
+    let rows: Vec<AnswerRow> = samples
+        .iter()
+        .map(|sample| AnswerRow {
+            geo: sample.label("geo").to_owned(),
+            sticky: sample.label("sticky") == "true",
+            node: None,
+            fail_open: sample.label("step") == "fail_open",
+            rate: finite(sample.value),
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(Err(format!(
+            "{source} has no {ANSWERS}: it does not scrape the dw-agents' /metrics, or no \
+             node counts"
+        )));
+    }
+    match Traffic::from_rows(rows, overflow) {
+        Ok(traffic) => Ok(Ok((traffic, source))),
+        Err(error) => Ok(Err(format!(
+            "{source} answered traffic that cannot be used: {error}"
+        ))),
+    }
+}
+
+/// A rate as a number the prediction takes: Prometheus may answer NaN for 0/0.
+fn finite(value: f64) -> f64 {
+    if value.is_finite() && value >= 0.0 {
+        value
+    } else {
+        0.0
+    }
+}
+
+/// The file's bytes, at most [`MAX_TRAFFIC_BYTES`] (more is refused); only a regular
+/// file is read (a FIFO or a device is refused before it is read, as `apply` does).
+fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    // Checked before opening too: opening a FIFO for reading would wait for a writer.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    file.take(MAX_TRAFFIC_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() > MAX_TRAFFIC_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_TRAFFIC_BYTES} bytes, the largest traffic file read"
+        )));
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,476 @@
+//! The load a planned change makes (pure): the routing table before and after the change,
+//! compiled by `dw-routing` exactly as the edge nodes compile it, each origin's load
+//! predicted on both by `dw-capacity`, and the capacity guard.
+//!
+//! The tables hold current routing as a node in no stage's cohort serves it: a change's
+//! staged values are not predicted (the prediction says so when stages are open). The
+//! math is docs/capacity.md's; the storage and the commands are docs/dwctl.md's
+//! "Capacity, prediction and shedding".
+
+use std::collections::BTreeMap;
+
+use dw_capacity::{Comparison, FittingShed, GuardReport, Load, Overload, Traffic};
+use dw_routing::{Snapshot, Table};
+use serde_json::{Value, json};
+
+use crate::error::Error;
+use crate::output::Shown;
+use crate::plan::capacity::{number_json, percent};
+use crate::plan::model::{Changes, StageEdits, State};
+
+/// Whether a change touches routing at all (regions or the policy): only those are
+/// predicted.
+pub fn changes_routing(changes: &Changes) -> bool {
+    !changes.regions.is_empty() || changes.policy.is_some()
+}
+
+/// The table of `state`'s routing, with `changes` applied when given.
+pub fn table(state: &State, prefix: &str, changes: Option<&Changes>) -> Table {
+    let mut snapshot = Snapshot::new(u64::try_from(state.revision).unwrap_or(0), prefix);
+    let region_prefix = format!("{prefix}{}", dw_routing::keys::REGION);
+    let policy_key = format!("{prefix}{}", dw_routing::keys::POLICY);
+    for (geo, entry) in &state.regions {
+        snapshot.kvs.insert(
+            format!("{region_prefix}{geo}"),
+            String::from_utf8_lossy(&entry.raw).into_owned(),
+        );
+    }
+    if let Some(policy) = &state.policy {
+        snapshot.kvs.insert(
+            policy_key.clone(),
+            String::from_utf8_lossy(&policy.raw).into_owned(),
+        );
+    }
+    if let Some(changes) = changes {
+        for (geo, value) in &changes.regions {
+            let key = format!("{region_prefix}{geo}");
+            match value {
+                Some(value) => {
+                    snapshot.kvs.insert(key, value.encode(""));
+                }
+                None => {
+                    snapshot.kvs.remove(&key);
+                }
+            }
+        }
+        if let Some(policy) = &changes.policy {
+            snapshot.kvs.insert(policy_key, policy.encode(""));
+        }
+    }
+    Table::from_snapshot(&snapshot)
+}
+
+/// A change's predicted load, and what the guard says of it.
+#[derive(Debug, Clone)]
+pub struct Prediction {
+    /// Each origin's load on current routing.
+    pub before: Load,
+    /// Each origin's load after the change.
+    pub after: Load,
+    /// Before and after per origin, and the geos that move.
+    pub comparison: Comparison,
+    /// The guard's findings on `after`.
+    pub guard: GuardReport,
+    /// The capacities judged (answers/s by origin).
+    pub capacities: BTreeMap<String, f64>,
+    /// The headroom used.
+    pub headroom: f64,
+    /// When the guard refuses: the largest part of the change that fits.
+    pub fitting: Option<(String, FittingShed)>,
+    /// Whether open stages were left out of the prediction.
+    pub stages_open: bool,
+}
+
+impl Prediction {
+    /// The overloads the change causes or worsens (what the guard refuses).
+    pub fn refused(&self) -> Vec<&Overload> {
+        self.guard.rising(&self.before).collect()
+    }
+}
+
+/// Predicts `changes` on `state` with `traffic`, and judges the result.
+pub fn predict_change(
+    state: &State,
+    changes: &Changes,
+    prefix: &str,
+    traffic: &Traffic,
+) -> Result<Prediction, Error> {
+    let before = dw_capacity::predict(&table(state, prefix, None), traffic);
+    let after = dw_capacity::predict(&table(state, prefix, Some(changes)), traffic);
+    let comparison = dw_capacity::compare(&before, &after);
+    let capacities = state.valid_capacities();
+    let headroom = state.headroom();
+    let failed =
+        |error: dw_capacity::Error| Error::Failed(format!("the prediction failed: {error}"));
+    let guard = dw_capacity::guard(&after, &capacities, headroom).map_err(failed)?;
+    let mut fitting = None;
+    if guard.rising(&before).next().is_some() {
+        // The origin the change takes load off: the drained one, else the one losing most.
+        let origin = match &changes.stage_edits {
+            StageEdits::Drain(request) => Some(request.origin.clone()),
+            _ => comparison
+                .origins
+                .iter()
+                .filter(|change| change.after < change.before)
+                .max_by(|a, b| (a.before - a.after).total_cmp(&(b.before - b.after)))
+                .map(|change| change.origin.clone()),
+        };
+        if let Some(origin) = origin {
+            let shed =
+                dw_capacity::largest_fitting_shed(&before, &after, &origin, &capacities, headroom)
+                    .map_err(failed)?;
+            fitting = Some((origin, shed));
+        }
+    }
+    Ok(Prediction {
+        before,
+        after,
+        comparison,
+        guard,
+        capacities,
+        headroom,
+        fitting,
+        stages_open: !state.stages.is_empty(),
+    })
+}
+
+/// What an automatic drain records of its predicted load (`predicted` in its drain
+/// record): `{"made": true, "source", "headroom", "overloads": [{"origin", "predicted",
+/// "before", "capacity", "limit"}]}` (the overloads the drain causes or worsens), or
+/// `{"made": false, "why"}`.
+pub fn drain_prediction(
+    state: &State,
+    changes: &Changes,
+    prefix: &str,
+    traffic: &Result<(Traffic, String), String>,
+) -> Value {
+    let (traffic, source) = match traffic {
+        Ok(found) => found,
+        Err(why) => return json!({"made": false, "why": why}),
+    };
+    if let Some(why) = &state.capacities_unreadable {
+        return json!({"made": false, "why": why});
+    }
+    match predict_change(state, changes, prefix, traffic) {
+        Ok(prediction) => json!({
+            "made": true,
+            "source": source,
+            "headroom": prediction.headroom,
+            "overloads": prediction.refused().iter().map(|overload| json!({
+                "origin": overload.origin,
+                "predicted": overload.predicted,
+                "before": prediction.before.of(&overload.origin),
+                "capacity": overload.capacity,
+                "limit": overload.limit,
+            })).collect::<Vec<_>>(),
+        }),
+        Err(error) => json!({"made": false, "why": error.to_string()}),
+    }
+}
+
+fn rate(value: f64) -> String {
+    if value >= 100.0 {
+        format!("{value:.0}/s")
+    } else {
+        format!("{value:.1}/s")
+    }
+}
+
+/// The refusal's message: each origin above its guard, and the largest part that fits.
+pub fn refusal(prediction: &Prediction) -> String {
+    let mut message = format!(
+        "refused, nothing written: the change puts origins above their guard ({}% of \
+         capacity):",
+        percent(prediction.headroom)
+    );
+    for overload in prediction.refused() {
+        message.push_str(&format!(
+            "\n  {}: predicted {} (now {}), capacity {}, guard {}",
+            Shown(&overload.origin),
+            rate(overload.predicted),
+            rate(prediction.before.of(&overload.origin)),
+            rate(overload.capacity),
+            rate(overload.limit),
+        ));
+    }
+    match &prediction.fitting {
+        Some((origin, fitting)) if fitting.percent > 0.0 => message.push_str(&format!(
+            "\nthe largest part that would fit: about {}% of {}'s load ({}% of this change; \
+             bound by {})",
+            number_json((fitting.percent * 10.0).floor() / 10.0),
+            Shown(origin),
+            percent(fitting.fraction_of_plan),
+            Shown(fitting.limited_by.as_deref().unwrap_or("-")),
+        )),
+        Some((origin, _)) => message.push_str(&format!(
+            "\nno part of it fits: taking any load off {} overloads an origin already at its \
+             guard",
+            Shown(origin)
+        )),
+        None => {}
+    }
+    message.push_str(
+        "\n--allow-overload commits it anyway (recorded in an audit record under \
+         <control-prefix>audit/); capacities: `dwctl origin list`",
+    );
+    message
+}
+
+/// The prediction as lines and JSON: each origin whose load changes (before → after, % of
+/// capacity), with `geos` every geo that moves, then the origins the guard cannot judge.
+pub fn render(prediction: &Prediction, source: &str, geos: bool) -> (Vec<String>, Value) {
+    let mut lines = vec![format!(
+        "predicted load ({source}; {} in all, {}% not placeable: other, overflow, fail-open):",
+        rate(prediction.before.total),
+        percent(prediction.before.unplaced_share())
+    )];
+    let of_capacity = |origin: &str, load: f64| {
+        prediction
+            .capacities
+            .get(origin)
+            .map(|capacity| format!("{}%", percent(load / capacity)))
+    };
+    let mut origins = Vec::new();
+    for change in prediction.comparison.changed_origins() {
+        let capacity = prediction.capacities.get(&change.origin);
+        let over = prediction
+            .guard
+            .overloads
+            .iter()
+            .any(|overload| overload.origin == change.origin);
+        lines.push(format!(
+            "  {:<12} {} -> {}  {}{}",
+            Shown(&change.origin).to_string(),
+            rate(change.before),
+            rate(change.after),
+            match capacity {
+                Some(capacity) => format!(
+                    "({} -> {} of {})",
+                    of_capacity(&change.origin, change.before).unwrap_or_default(),
+                    of_capacity(&change.origin, change.after).unwrap_or_default(),
+                    rate(*capacity)
+                ),
+                None => "(no capacity)".into(),
+            },
+            if over { "  ABOVE THE GUARD" } else { "" }
+        ));
+        origins.push(json!({
+            "origin": change.origin,
+            "before": change.before,
+            "after": change.after,
+            "capacity": capacity.map(|capacity| number_json(*capacity)),
+            "used_before": capacity.map(|capacity| change.before / capacity),
+            "used_after": capacity.map(|capacity| change.after / capacity),
+            "above_guard": over,
+        }));
+    }
+    if origins.is_empty() {
+        lines.push("  no origin's load changes".into());
+    }
+    let mut moves = Vec::new();
+    for moved in &prediction.comparison.moves {
+        let mut parts: Vec<String> = moved
+            .plain
+            .iter()
+            .map(|flow| {
+                let name = |origin: &Option<String>| {
+                    origin
+                        .as_deref()
+                        .map_or("fail-open".to_string(), |origin| Shown(origin).to_string())
+                };
+                format!(
+                    "{} {} -> {}",
+                    rate(flow.rate),
+                    name(&flow.from),
+                    name(&flow.to)
+                )
+            })
+            .collect();
+        parts.extend(moved.sticky.iter().map(|change| {
+            format!(
+                "sticky {} {} -> {}",
+                Shown(&change.origin),
+                rate(change.before),
+                rate(change.after)
+            )
+        }));
+        if geos {
+            lines.push(format!(
+                "  geo {}: {}",
+                Shown(if moved.geo.is_empty() {
+                    "(empty)"
+                } else {
+                    &moved.geo
+                }),
+                parts.join("; ")
+            ));
+        }
+        moves.push(json!({
+            "geo": moved.geo,
+            "plain": moved.plain.iter().map(|flow| json!({"from": flow.from, "to": flow.to, "rate": flow.rate})).collect::<Vec<_>>(),
+            "sticky": moved.sticky.iter().map(|change| json!({"origin": change.origin, "before": change.before, "after": change.after})).collect::<Vec<_>>(),
+        }));
+    }
+    if !geos && !moves.is_empty() {
+        lines.push(format!(
+            "  {} geo(s) move (--dry-run lists them)",
+            moves.len()
+        ));
+    }
+    let unjudged: Vec<String> = prediction
+        .guard
+        .without_capacity
+        .iter()
+        .filter(|origin| {
+            prediction
+                .comparison
+                .changed_origins()
+                .any(|change| &change.origin == *origin)
+        })
+        .map(|origin| Shown(origin).to_string())
+        .collect();
+    if !unjudged.is_empty() {
+        lines.push(format!(
+            "  no capacity, not judged by the guard: {} (`dwctl origin capacity`)",
+            unjudged.join(", ")
+        ));
+    }
+    if prediction.stages_open {
+        lines.push(
+            "  open stages are not predicted: this is the load of the nodes outside their \
+             cohorts"
+                .into(),
+        );
+    }
+    let json = json!({
+        "made": true,
+        "source": source,
+        "total": prediction.before.total,
+        "no_route_after": prediction.after.no_route,
+        "unplaced_share": prediction.before.unplaced_share(),
+        "headroom": prediction.headroom,
+        "origins": origins,
+        "moves": moves,
+        "without_capacity": prediction.guard.without_capacity,
+        "overloads": prediction.guard.overloads.iter().map(|overload| json!({
+            "origin": overload.origin, "predicted": overload.predicted,
+            "capacity": overload.capacity, "limit": overload.limit})).collect::<Vec<_>>(),
+        "stages_open": prediction.stages_open,
+    });
+    (lines, json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::drain_record::DrainRequest;
+    use crate::plan::model::Entry;
+
+    fn entry(raw: &str) -> Entry {
+        Entry {
+            raw: raw.as_bytes().to_vec(),
+            mod_revision: 2,
+        }
+    }
+
+    fn state() -> State {
+        let mut state = State {
+            revision: 7,
+            ..State::default()
+        };
+        state.regions.insert(
+            "DE".into(),
+            entry(
+                r#"{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":50,"fra-b":50}}"#,
+            ),
+        );
+        state.capacities.insert(
+            "fra-b".into(),
+            entry(r#"{"answers_per_s":1000,"by":"","at":""}"#),
+        );
+        state
+    }
+
+    fn drain(state: &State) -> Changes {
+        crate::plan::drain::plan_drain(
+            state,
+            &DrainRequest {
+                origin: "fra-a".into(),
+                regions: vec![],
+                reason: "t".into(),
+                source: "cli".into(),
+                by: "t".into(),
+                at: "t".into(),
+                force: false,
+                skip_emptying: false,
+                fleet_limit: None,
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_drain_onto_a_small_origin_is_refused_with_the_part_that_fits() {
+        let state = state();
+        let traffic = Traffic::parse(br#"{"geos":{"DE":{"sticky":1000}}}"#).unwrap();
+        let prediction = predict_change(&state, &drain(&state), "/dw/routing/", &traffic).unwrap();
+        assert!((prediction.after.of("fra-b") - 1000.0).abs() < 1e-6);
+        let refused = prediction.refused();
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].origin, "fra-b");
+        let message = refusal(&prediction);
+        assert!(
+            message.contains("fra-b: predicted 1000/s (now 500/s), capacity 1000/s, guard 800/s"),
+            "{message}"
+        );
+        // 300 of fra-a's 500 fit under fra-b's 800: 60 %.
+        assert!(message.contains("about 60% of fra-a's load"), "{message}");
+        let (lines, json) = render(&prediction, "file t.json", true);
+        assert!(
+            lines.iter().any(|line| line.contains("fra-b")
+                && line.contains("(50% -> 100% of 1000/s)  ABOVE THE GUARD")),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.contains("fra-a") && line.contains("(no capacity)")),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.starts_with("  geo DE: sticky")),
+            "{lines:?}"
+        );
+        assert_eq!(json["overloads"][0]["origin"], "fra-b");
+    }
+
+    #[test]
+    fn a_change_within_the_guard_passes_and_one_without_routing_is_not_predicted() {
+        let mut state = state();
+        state.capacities.insert(
+            "fra-b".into(),
+            entry(r#"{"answers_per_s":2000,"by":"","at":""}"#),
+        );
+        let traffic = Traffic::parse(br#"{"geos":{"DE":1000}}"#).unwrap();
+        let prediction = predict_change(&state, &drain(&state), "/dw/routing/", &traffic).unwrap();
+        assert!(prediction.refused().is_empty());
+        assert!(prediction.fitting.is_none());
+        assert!(!changes_routing(&Changes::default()));
+    }
+
+    #[test]
+    fn an_automatic_drain_records_its_overloads_or_why_none_were_predicted() {
+        let state = state();
+        let changes = drain(&state);
+        let traffic = Traffic::parse(br#"{"geos":{"DE":{"sticky":1000}}}"#).unwrap();
+        let recorded =
+            drain_prediction(&state, &changes, "/dw/routing/", &Ok((traffic, "f".into())));
+        assert_eq!(recorded["made"], true);
+        assert_eq!(recorded["overloads"][0]["origin"], "fra-b");
+        assert_eq!(recorded["overloads"][0]["capacity"], 1000.0);
+        let none = drain_prediction(&state, &changes, "/dw/routing/", &Err("no source".into()));
+        assert_eq!(none, json!({"made": false, "why": "no source"}));
+    }
+}
