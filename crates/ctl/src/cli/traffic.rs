@@ -130,7 +130,7 @@ impl PrometheusArgs {
 #[command(next_help_heading = "Load prediction (docs: \"Capacity, prediction and shedding\")")]
 pub struct TrafficSourceArgs {
     /// Predict from a traffic file instead of Prometheus (JSON: {"geos": {"DE": 120.5,
-    /// "FR": {"plain": 10, "sticky": 5}}}, docs/capacity.md; at most 32 MiB).
+    /// "FR": {"plain": 10, "sticky": 5}}}, /usr/share/doc/dwctl/capacity.md; at most 32 MiB).
     #[arg(long = "traffic", value_name = "FILE", conflicts_with = "url")]
     pub traffic_file: Option<PathBuf>,
     /// The window Prometheus' rates are taken over (30s, 5m, 1h; 10s to 1d).
