@@ -105,19 +105,6 @@ $inFault = function (int $t, ?string $kind = null, ?string $node = null, int $gr
     return false;
 };
 
-// The fault a moment belongs to: the latest one started by then whose window (until 1 s
-// after it healed) covers it.
-$faultAt = function (int $t, int $grace = 1_000_000_000) use ($faults): ?string {
-    $found = null;
-    $latest = -1;
-    foreach ($faults as [$k, $n, $s, $e]) {
-        if ($t >= $s && $t <= $e + $grace && $s > $latest) {
-            [$found, $latest] = [$k, $s];
-        }
-    }
-    return $found;
-};
-
 // The fault whose window (start to heal) meets the moments from $from to $to, the latest
 // started of them; null when none does.
 $faultDuring = function (int $from, int $to) use ($faults): ?string {
@@ -130,6 +117,10 @@ $faultDuring = function (int $from, int $to) use ($faults): ?string {
     }
     return $found;
 };
+
+// The fault a moment belongs to: the latest one started by then whose window (until 1 s
+// after it healed) covers it, i.e. whose window meets the moments from $t - $grace to $t.
+$faultAt = fn (int $t, int $grace = 1_000_000_000): ?string => $faultDuring($t - $grace, $t);
 
 // ---- the writes ----------------------------------------------------------------------------
 $writes = []; // revision => ack ns
