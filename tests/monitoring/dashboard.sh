@@ -63,7 +63,7 @@ YAML
 }
 # prom_value QUERY: the first result's value ("" when none).
 prom_value() {
-  curl -fsS --max-time 2 -G "$PROMETHEUS/api/v1/query" --data-urlencode "query=$1" |
+  curl -fsS --max-time 2 -G "$PROMETHEUS/api/v1/query" --data-urlencode "query=$1" 2>/dev/null |
     php -r '$a = json_decode(stream_get_contents(STDIN), true); echo $a["data"]["result"][0]["value"][1] ?? "", "\n";'
 }
 prom_at_least() { local v; v=$(prom_value "$1") && [[ -n $v ]] && php -r "exit((float) '$v' >= $2 ? 0 : 1);"; }
@@ -87,7 +87,14 @@ if stack_until "4 targets up" prom_at_least 'count(up{job=~"dw-agent|dw-fleet"} 
   grep -q '^  ok .*panel' "$STACK_DIR/dashboard.out" || check "dashboard: at least one panel query evaluated" false
 else
   check "dashboard: Prometheus scrapes 2 agents and the fleet exporter" false
-  tail -n 20 "$STACK_DIR"/logs/*.log
+  # What the summary shows first: the wait that gave up is above (stack: gave up ...), then
+  # which processes are gone (one that could not bind its port exits at once).
+  for name in etcd agent1 agent2 exporter fixture prometheus; do
+    stack_alive "$name" || echo "  FAIL dashboard: $name is not running (logs/$name.log)"
+  done
+  echo "       up: $(prom_value 'count(up == 1)') of $(prom_value 'count(up)') targets," \
+    "current nodes: $(prom_value 'max(dw_fleet_nodes{status="current"})')"
+  for log in prometheus exporter agent1 agent2 fixture etcd; do tail -n 12 "$STACK_DIR/logs/$log.log"; done
 fi
 # php/status.php on a real agent's heartbeat (the userland twin: php -n): 200 while the
 # agent watches, 503 once etcd is gone (the agent's heartbeat says stale within a second).

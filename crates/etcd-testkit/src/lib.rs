@@ -28,13 +28,47 @@ use std::time::{Duration, Instant};
 
 use etcd_client::Client;
 
-/// A loopback port nobody listened on a moment ago.
+/// A loopback port nobody listened on a moment ago, below the kernel's ephemeral range
+/// (`/proc/sys/net/ipv4/ip_local_port_range`) when it can be: a port of that range,
+/// released by `bind(0)`, can be handed to another process's outgoing connection (a client
+/// of a test running beside this one) before the etcd member binds it, and the member
+/// then fails to start. Below the range only another listener can take it. Up to
+/// [`FREE_PORT_TRIES`] ports of the 12,000 under the range's start are tried (spread by
+/// pid, a clock and a counter), then `bind(0)`.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    let low = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(0);
+    if low > 13_024 {
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.subsec_nanos());
+        let mut state = std::process::id().wrapping_mul(2_654_435_761)
+            ^ clock
+            ^ CALLS.fetch_add(1, Ordering::Relaxed).wrapping_mul(40_503)
+            | 1;
+        for _ in 0..FREE_PORT_TRIES {
+            // xorshift32: spread, not secrecy.
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let port = (low - 12_000 + state % 12_000) as u16;
+            if StdListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
     StdListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap()
 }
+
+/// How many ports under the ephemeral range [`free_port`] tries before `bind(0)`.
+pub const FREE_PORT_TRIES: usize = 64;
 
 /// Sends `signal` to process `pid`.
 pub fn signal(pid: u32, signal: i32) {
