@@ -12,12 +12,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::error::{Error, FieldError};
-use crate::plan::capacity::{
+use crate::capacity::{
     Capacity, DEFAULT_HEADROOM, Headroom, check_headroom, number_json, parse_capacities_section,
 };
-use crate::plan::model::{Changes, State};
-use crate::plan::value::{PolicyValue, RegionValue};
+use crate::model::{Changes, State};
+use crate::value::{PolicyValue, RegionValue};
+use crate::{Error, FieldError};
 
 /// The desired state read from a file.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -85,7 +85,7 @@ pub fn parse_desired(text: &str, format: FileFormat) -> Result<Desired, Error> {
                 Value::Object(regions) => {
                     for (geo, value) in regions {
                         let path = format!("regions.{geo}");
-                        if let Some(reason) = crate::plan::value::geo_error(&geo) {
+                        if let Some(reason) = crate::value::geo_error(&geo) {
                             errors.push(FieldError::new(path, reason));
                             continue;
                         }
@@ -411,8 +411,8 @@ mod tests {
         );
     }
 
-    fn stored(raw: &str) -> crate::plan::model::Entry {
-        crate::plan::model::Entry {
+    fn stored(raw: &str) -> crate::model::Entry {
+        crate::model::Entry {
             raw: raw.as_bytes().to_vec(),
             mod_revision: 3,
         }

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::error::FieldError;
+use crate::FieldError;
 
 /// The guard's headroom when `<control>capacity-headroom` is absent: refuse a change that
 /// puts an origin above 80 % of its capacity.

@@ -6,16 +6,18 @@
 //! when a region is as the drain left it; when the region changed since, it re-adds the
 //! origin with its previous share and renormalises the others around it, and says so.
 
-use crate::error::{Error, FieldError};
-use crate::plan::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
-pub use crate::plan::drain_record::{DrainRequest, FleetLimit};
-use crate::plan::model::{Changes, StageEdits, State};
-use crate::plan::value::RegionValue;
-use crate::plan::weights::renormalise;
+use crate::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
+pub use crate::drain_record::{DrainRequest, FleetLimit};
+use crate::model::{Changes, StageEdits, State};
+use crate::value::RegionValue;
+use crate::weights::renormalise;
+use crate::{Error, FieldError};
 
 /// What the weights of a region sum to after a drain or a restore.
 pub const WEIGHT_TOTAL: u32 = 100;
 
+/// Refuses (`field` named) an origin name that is empty or holds a `/`: it names keys
+/// (`drains/<origin>`), one segment each.
 pub fn check_origin_name(field: &str, origin: &str) -> Result<(), Error> {
     if origin.is_empty() {
         return Err(Error::invalid(field, "must not be empty"));
@@ -316,8 +318,8 @@ pub(crate) fn readd(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::commit::Entry;
-    use crate::plan::weights::tests::named;
+    use crate::model::Entry;
+    use crate::weights::tests::named;
 
     fn state(regions: &[(&str, &str)]) -> State {
         State {

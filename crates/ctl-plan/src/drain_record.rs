@@ -28,8 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
-use crate::plan::value::RegionValue;
+use crate::Error;
+use crate::value::RegionValue;
 
 /// Who drained: an operator with the CLI.
 pub const SOURCE_CLI: &str = "cli";
@@ -148,7 +148,7 @@ pub struct DrainRequest {
     pub regions: Vec<String>,
     /// Why, as the drain record keeps it.
     pub reason: String,
-    /// `cli`, `rebalance` or `health` (see [`crate::DrainRecord`]).
+    /// `cli`, `rebalance` or `health` (see [`DrainRecord`]).
     pub source: String,
     /// Who asked (the operator, or `rebalance:<host>`).
     pub by: String,

@@ -4,7 +4,7 @@
 pub use dw_routing::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
 use dw_routing::keys::{DRAINS, ORIGIN, POLICY, REGION, REGISTERED, ROLLOUTS, STAGE};
 
-use crate::error::Error;
+use crate::Error;
 
 /// What etcd's `--max-request-bytes` is by default (1.5 MiB): dwctl's default for its own
 /// `--max-request-bytes`, since a client cannot read the server's setting.

@@ -1,15 +1,14 @@
 //! The routing state (and the capacities beside it) as read and the changes a command
-//! wants written: plain types, below `state` (which reads and commits them), the planners (`drain`, `stages`) and the
+//! wants written: plain types, below dwctl's `ops::commit` (which reads and commits them,
+//! filling each [`Entry`] from etcd's key-value), the planners (`drain`, `stage`) and the
 //! commands, so that none of those imports another to name them.
 
 use std::collections::BTreeMap;
 
-use etcd_client::KeyValue;
-
-use crate::error::{Error, FieldError};
-use crate::plan::capacity::{Capacity, DEFAULT_HEADROOM, Headroom};
-use crate::plan::drain_record::{DrainRecord, DrainRequest};
-use crate::plan::value::{PolicyValue, RegionValue};
+use crate::capacity::{Capacity, DEFAULT_HEADROOM, Headroom};
+use crate::drain_record::{DrainRecord, DrainRequest};
+use crate::value::{PolicyValue, RegionValue};
+use crate::{Error, FieldError};
 use dw_routing::stage::Stage;
 
 /// A key's raw value and the revision it was last modified at.
@@ -19,15 +18,6 @@ pub struct Entry {
     pub raw: Vec<u8>,
     /// The revision of its last change (what a guarded write compares).
     pub mod_revision: i64,
-}
-
-impl Entry {
-    pub(crate) fn from_kv(kv: &KeyValue) -> Entry {
-        Entry {
-            raw: kv.value().to_vec(),
-            mod_revision: kv.mod_revision(),
-        }
-    }
 }
 
 /// Regions, policy and drain records as of one etcd revision.
@@ -148,7 +138,7 @@ pub struct Changes {
     pub guards: BTreeMap<String, i64>,
     /// Also guard that no stage key changed since the read.
     pub guard_stages: bool,
-    /// How open stages follow this change (see `crate::plan::stage`).
+    /// How open stages follow this change (see `crate::stage`).
     pub stage_edits: StageEdits,
     /// origin → new capacity record, or `None` to delete it.
     pub capacities: BTreeMap<String, Option<Capacity>>,

@@ -1,12 +1,13 @@
 //! One node as dwctl judges it from its report (`dw_node_report::NodeReport`): live or
-//! gone, believed or not, serving a revision or not. Pure: `crate::ops::fleet` reads the
+//! gone, believed or not, serving a revision or not. Pure: dwctl's `ops::fleet` reads the
 //! reports and their leases from etcd and fills in what only etcd knows.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::output::Shown;
+use crate::Error;
+use crate::shown::Shown;
 
 /// One node's last report.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +42,10 @@ pub struct NodeReport {
 }
 
 impl NodeReport {
-    pub(crate) fn parse(id: &str, live: bool, value: &[u8]) -> NodeReport {
+    /// The node `id` as its report's bytes say, `live` when the report itself (not only
+    /// its `-seen/` record) is there; a report that is no JSON is the state `unreadable`,
+    /// with why in `reason`.
+    pub fn parse(id: &str, live: bool, value: &[u8]) -> NodeReport {
         let (raw, report) = match serde_json::from_slice::<Value>(value) {
             Ok(raw) => {
                 let report = dw_node_report::NodeReport::from_value(&raw);
@@ -76,18 +80,18 @@ impl NodeReport {
     }
 
     /// The lease the report says it lives on (schema 1 on; older reports name none).
-    pub(crate) fn named_lease(&self) -> Option<i64> {
+    pub fn named_lease(&self) -> Option<i64> {
         self.report.lease
     }
 
     /// Whether the node counts as serving `revision`: live, trustworthy, not in conflict
     /// with another agent over its report, and at it.
-    pub(crate) fn serves(&self, revision: i64) -> bool {
+    pub fn serves(&self, revision: i64) -> bool {
         self.live && self.untrusted.is_none() && self.state != CONFLICT && is_at(self, revision)
     }
 
     /// The state shown: `gone`, `missing`, `untrusted`, or what the node reported.
-    pub(crate) fn shown_state(&self) -> &str {
+    pub fn shown_state(&self) -> &str {
         match (&self.untrusted, self.live) {
             (_, false) => "gone",
             (Some(_), _) if self.state == MISSING => MISSING,
@@ -96,13 +100,15 @@ impl NodeReport {
         }
     }
 
-    pub(crate) fn matches(&self, selector: &BTreeMap<String, String>) -> bool {
+    /// Whether the node carries every label of `selector` ([`parse_selector`]).
+    pub fn matches(&self, selector: &BTreeMap<String, String>) -> bool {
         selector
             .iter()
             .all(|(k, v)| self.labels.get(k).is_some_and(|have| have == v))
     }
 
-    pub(crate) fn labels_text(&self) -> String {
+    /// Its labels as `k=v,k2=v2` (each shown escaped), `-` when it has none.
+    pub fn labels_text(&self) -> String {
         if self.labels.is_empty() {
             return "-".into();
         }
@@ -115,7 +121,25 @@ impl NodeReport {
 }
 
 /// The state of a node whose report vanished while the lease its seen record names lives.
-pub(crate) const MISSING: &str = "missing";
+pub const MISSING: &str = "missing";
+
+/// Parses `k=v,k2=v2` (`--labels`) into a label selector; empty items are skipped. A
+/// usage error (exit 2) naming the item when one has no `=` or an empty label name.
+pub fn parse_selector(text: &str) -> Result<BTreeMap<String, String>, Error> {
+    let mut selector = BTreeMap::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((key, value)) = item.split_once('=') else {
+            return Err(Error::Usage(format!(
+                "--labels {item:?}: expected key=value"
+            )));
+        };
+        if key.trim().is_empty() {
+            return Err(Error::Usage(format!("--labels {item:?}: empty label name")));
+        }
+        selector.insert(key.trim().to_owned(), value.trim().to_owned());
+    }
+    Ok(selector)
+}
 
 /// The state an agent reports while another agent instance writes its report too (two
 /// agents with one node id, schema 2): lagging, whatever its revision says.

@@ -4,8 +4,8 @@
 //! (`dw_router.fallback_shard` / `dw_router.fallback_origin`). A warning, not a refusal:
 //! the keys may legitimately come in a later change (docs/dwctl.md, "apply").
 
-use crate::plan::model::{Changes, State};
-use crate::plan::value::PolicyValue;
+use crate::model::{Changes, State};
+use crate::value::PolicyValue;
 
 /// The policy's geos, `default` first then `failover` in order, with the defaults of
 /// `dw_routing::Policy` where a field is absent.

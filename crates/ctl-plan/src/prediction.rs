@@ -13,10 +13,10 @@ use dw_capacity::{Comparison, FittingShed, GuardReport, Load, Overload, Traffic}
 use dw_routing::{Snapshot, Table};
 use serde_json::{Value, json};
 
-use crate::error::Error;
-use crate::output::Shown;
-use crate::plan::capacity::{number_json, percent};
-use crate::plan::model::{Changes, StageEdits, State};
+use crate::Error;
+use crate::capacity::{number_json, percent};
+use crate::model::{Changes, StageEdits, State};
+use crate::shown::Shown;
 
 /// Whether a change touches routing at all (regions or the policy): only those are
 /// predicted.
@@ -363,8 +363,8 @@ pub fn render(prediction: &Prediction, source: &str, geos: bool) -> (Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::drain_record::DrainRequest;
-    use crate::plan::model::Entry;
+    use crate::drain_record::DrainRequest;
+    use crate::model::Entry;
 
     fn entry(raw: &str) -> Entry {
         Entry {
@@ -392,7 +392,7 @@ mod tests {
     }
 
     fn drain(state: &State) -> Changes {
-        crate::plan::drain::plan_drain(
+        crate::drain::plan_drain(
             state,
             &DrainRequest {
                 origin: "fra-a".into(),

@@ -1,5 +1,5 @@
 //! Where a health probe goes (`--probe origin=URL`, `health`'s probes): the URL parsed,
-//! no I/O (the probe itself is `crate::ops::probe`).
+//! no I/O (the probe itself is dwctl's `ops::probe`).
 
 /// Where a probe goes: `http://host[:port][/path]`.
 #[derive(Debug, Clone, PartialEq, Eq)]

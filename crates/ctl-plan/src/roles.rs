@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use dw_routing::keys::{DRAINS, ORIGIN, REGION, REGISTERED, STAGE, seen_prefix};
 
-use crate::error::Error;
-use crate::plan::keys::Layout;
+use crate::Error;
+use crate::keys::Layout;
 
 /// The most node ids, and the most origin ids, one run takes (each is a role and a user).
 pub const MAX_NAMES: usize = 10_000;
@@ -77,7 +77,7 @@ impl Grant {
     pub fn prefix(access: Access, prefix: &str) -> Grant {
         Grant {
             key: prefix.as_bytes().to_vec(),
-            range_end: dw_etcd::prefix_range_end(prefix.as_bytes()),
+            range_end: dw_routing::keys::prefix_range_end(prefix.as_bytes()),
             access,
         }
     }
@@ -97,7 +97,7 @@ impl Grant {
         let key = String::from_utf8_lossy(&self.key);
         let range = if self.range_end.is_empty() {
             String::new()
-        } else if self.range_end == dw_etcd::prefix_range_end(&self.key) {
+        } else if self.range_end == dw_routing::keys::prefix_range_end(&self.key) {
             " (prefix)".to_owned()
         } else {
             format!(" (to {})", String::from_utf8_lossy(&self.range_end))

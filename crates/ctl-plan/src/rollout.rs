@@ -28,9 +28,9 @@ use serde::{Deserialize, Serialize};
 
 use dw_routing::stage::Stage;
 
-use crate::error::{Error, FieldError};
-use crate::plan::probe_target::ProbeTarget;
-use crate::plan::stage::parse_percent;
+use crate::probe_target::ProbeTarget;
+use crate::stage::parse_percent;
+use crate::{Error, FieldError};
 
 /// The progress record's schema version; a reader refuses any other.
 pub const ROLLOUT_SCHEMA: u64 = 1;
@@ -253,7 +253,7 @@ pub fn check_matches(recorded: Option<&str>, given: Option<&str>) -> Result<(), 
         (Some(recorded), _) => Err(Error::Usage(format!(
             "this rollout runs the check {:?}: give it again with --check (dwctl never runs a \
              command read from etcd)",
-            crate::output::escape(recorded)
+            crate::shown::escape(recorded)
         ))),
         (None, Some(_)) => Err(Error::Usage(
             "this rollout has no --check; resume it without one".into(),
@@ -370,7 +370,7 @@ mod tests {
     }
 
     fn stage(points: u16) -> Stage {
-        crate::plan::rollout_gate::sample_stage(points)
+        crate::rollout_gate::sample_stage(points)
     }
 
     #[test]

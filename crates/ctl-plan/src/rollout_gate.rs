@@ -1,4 +1,4 @@
-//! The judgments of a rollout step (`crate::plan::rollout` has the rules): does every live node
+//! The judgments of a rollout step (`crate::rollout` has the rules): does every live node
 //! of the cohort serve the stage, does a node reject a staged key ([`judge`]), and is a
 //! probed origin unhealthy by the health checker's rules ([`Streaks`]). `stage show` and
 //! `stage create --dry-run` use the same [`judge`] and [`is_member`], so that a node
@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use dw_routing::stage::{Node, Stage};
 
-use crate::plan::node_report::NodeReport;
-use crate::plan::streak::Streak;
+use crate::node_report::NodeReport;
+use crate::streak::Streak;
 
 /// What one look at the node reports says about a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -147,7 +147,7 @@ impl Streaks {
 }
 
 /// A stage `s1` of `points` (of 10,000) moving DE to fra-a and ams-a, for unit tests here
-/// and in `crate::plan::rollout`.
+/// and in `crate::rollout`.
 #[cfg(test)]
 pub(crate) fn sample_stage(points: u16) -> Stage {
     Stage::parse(

@@ -24,14 +24,14 @@ use serde_json::{Value, json};
 
 use dw_routing::stage::{COHORT_POINTS, Cohort, Stage};
 
-use crate::error::Error;
-use crate::output::escape as shown;
-use crate::plan::drain::{plan_drain, readd};
-use crate::plan::drain_record::DrainRequest;
-use crate::plan::drain_record::DrainedRegion;
-use crate::plan::keys::Layout;
-use crate::plan::model::{Changes, Entry, StageEdits, State};
-use crate::plan::value::RegionValue;
+use crate::Error;
+use crate::drain::{plan_drain, readd};
+use crate::drain_record::DrainRequest;
+use crate::drain_record::DrainedRegion;
+use crate::keys::Layout;
+use crate::model::{Changes, Entry, StageEdits, State};
+use crate::shown::escape as shown;
+use crate::value::RegionValue;
 
 /// The open stages of `state`, read; an unreadable one as an error.
 pub fn open_stages(state: &State) -> Vec<(String, Result<Stage, Error>)> {
@@ -318,10 +318,9 @@ fn restore_stages(state: &State, changes: &mut Changes, origin: &str) -> Result<
                 }
                 Some(current) => readd(&current, &drained.before, origin).0,
             };
-            stage.kvs.insert(
-                key,
-                Some(restored.encode(&crate::plan::clock::now_rfc3339())),
-            );
+            stage
+                .kvs
+                .insert(key, Some(restored.encode(&crate::clock::now_rfc3339())));
             changes.notes.push(format!(
                 "stage {}: {origin} is back in its staged region/{geo}",
                 shown(id)
@@ -373,7 +372,7 @@ pub fn parse_cohort(cohort: Option<&str>, nodes: &[String], labels: &str) -> Res
             .map(|node| node.trim().to_owned())
             .filter(|node| !node.is_empty())
             .collect(),
-        labels: crate::input::parse_selector(labels)?,
+        labels: crate::node_report::parse_selector(labels)?,
     };
     cohort
         .check()
@@ -459,8 +458,8 @@ pub fn audit(
     let record = json!({
         "action": action,
         "stage": id,
-        "by": crate::plan::clock::operator(),
-        "at": crate::plan::clock::now_rfc3339(),
+        "by": crate::clock::operator(),
+        "at": crate::clock::now_rfc3339(),
         "reason": reason,
         "before": before.map_or(Value::Null, |s| serde_json::to_value(s).unwrap_or(Value::Null)),
         "after": after.map_or(Value::Null, |s| serde_json::to_value(s).unwrap_or(Value::Null)),

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::FieldError;
+use crate::FieldError;
 
 /// The policy's known pick modes (docs/routing.md).
 pub const PICK_MODES: [&str; 2] = ["legacy", "rendezvous"];

@@ -3,41 +3,7 @@
 use std::fmt;
 use std::process::ExitCode;
 
-/// One field of an input that failed validation: `field` is a dotted path into the input
-/// (`weight.fra-a`, `regions.DE.shard`, `meta`), `reason` says what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
-    /// Dotted path of the field.
-    pub field: String,
-    /// What is wrong with it.
-    pub reason: String,
-}
-
-impl FieldError {
-    /// The error of `field`.
-    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        FieldError {
-            field: field.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// The same error, its field path put under `parent` (`weight` under `regions.DE`).
-    pub fn within(self, parent: &str) -> Self {
-        let field = if self.field.is_empty() {
-            parent.to_string()
-        } else {
-            format!("{parent}.{}", self.field)
-        };
-        FieldError { field, ..self }
-    }
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}`: {}", self.field, self.reason)
-    }
-}
+pub use dw_ctl_plan::FieldError;
 
 /// Exit code 6: the write committed, but `--wait` could not follow the fleet (no read
 /// permission on the nodes prefix, etcd unreachable after the commit, ...).
@@ -229,6 +195,18 @@ impl From<dw_etcd::Error> for Error {
             dw_etcd::Error::Etcd { source, .. } => Error::Etcd(source),
             // Still an etcd failure (exit 1, kind "etcd"), as when the client said so.
             other => Error::Etcd(etcd_client::Error::InvalidArgs(other.to_string())),
+        }
+    }
+}
+
+/// A plan's refusal is dwctl's error of the same kind: same message, same exit code.
+impl From<dw_ctl_plan::Error> for Error {
+    fn from(error: dw_ctl_plan::Error) -> Self {
+        match error {
+            dw_ctl_plan::Error::Invalid(fields) => Error::Invalid(fields),
+            dw_ctl_plan::Error::Usage(message) => Error::Usage(message),
+            dw_ctl_plan::Error::NotFound(what) => Error::NotFound(what),
+            dw_ctl_plan::Error::Failed(message) => Error::Failed(message),
         }
     }
 }

@@ -1,7 +1,6 @@
 //! What commands read besides etcd: values given inline or in a file (or stdin), bounded
 //! and refused when not a regular file, and JSON objects given as flags.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 
 use serde_json::Value;
@@ -115,21 +114,4 @@ pub fn json_object_arg(field: &str, text: &str) -> Result<serde_json::Map<String
             "--{field} is not valid JSON: {error}"
         ))),
     }
-}
-
-/// Parses `k=v,k2=v2` into a label selector.
-pub fn parse_selector(text: &str) -> Result<BTreeMap<String, String>, Error> {
-    let mut selector = BTreeMap::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((key, value)) = item.split_once('=') else {
-            return Err(Error::Usage(format!(
-                "--labels {item:?}: expected key=value"
-            )));
-        };
-        if key.trim().is_empty() {
-            return Err(Error::Usage(format!("--labels {item:?}: empty label name")));
-        }
-        selector.insert(key.trim().to_owned(), value.trim().to_owned());
-    }
-    Ok(selector)
 }

@@ -23,11 +23,13 @@
 //! The code, in layers (docs/ARCHITECTURE.md has the map): `cli` (clap definitions),
 //! `commands` (one module per subcommand: arguments, an op, the outcome printed), `daemons`
 //! (the long-running commands), `ops` (all I/O against etcd; every transaction is built in
-//! `ops::commit`) and `plan` (pure: state in, changes out). Beside them: [`Context`],
-//! `output`, `input`, `progress`, `shutdown`, `error`. `scripts/check-modules` checks
-//! that nothing imports upward and that no other file builds a transaction:
+//! `ops::commit`), all above the pure planner, a crate of its own (`dw-ctl-plan`,
+//! crates/ctl-plan: state in, changes out; no etcd client, no tokio, no clap), named
+//! `plan` here. Beside them: [`Context`], `output`, `input`, `progress`, `shutdown`,
+//! `error`. `scripts/check-modules` checks that nothing imports upward and that no other
+//! file builds a transaction:
 //!
-//! Layers (scripts/check-modules): plan < ops < daemons < commands
+//! Layers (scripts/check-modules): ops < daemons < commands
 //! Transactions (scripts/check-modules): ops::commit
 //!
 //! The planners need no etcd. A drain, for instance, renormalises what the other origins
@@ -50,8 +52,9 @@ mod error;
 mod input;
 mod ops;
 mod output;
-mod plan;
-mod policy_geos;
+// The pure planner (crates/ctl-plan) under its layer's name: `crate::plan::drain` is
+// `dw_ctl_plan::drain`.
+use dw_ctl_plan as plan;
 mod progress;
 pub mod prometheus;
 mod routing_weights;

@@ -189,18 +189,9 @@ pub fn is_retryable(error: &etcd_client::Error) -> bool {
     }
 }
 
-/// The end of the key range holding every key that starts with `prefix` (etcd's rule:
-/// increment the last byte that is not 0xff and cut after it; all 0xff means "to the end").
-pub fn prefix_range_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
-}
+/// The end of the key range holding every key that starts with `prefix` (the rule is
+/// `dw_routing::keys`', shared with dwctl's pure planner).
+pub use dw_routing::keys::prefix_range_end;
 
 /// Reads the PEM files and checks that they hold what their flags say, so that a wrong
 /// file is named at startup instead of failing every TLS handshake.
@@ -249,13 +240,6 @@ fn read_certificates(flag: &'static str, path: &Path) -> Result<Vec<u8>, Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefix_range_end_follows_etcd() {
-        assert_eq!(prefix_range_end(b"/dw/routing/"), b"/dw/routing0");
-        assert_eq!(prefix_range_end(b"a\xff"), b"b");
-        assert_eq!(prefix_range_end(b"\xff\xff"), b"\0");
-    }
 
     #[test]
     fn tls_files_are_checked_up_front() {

@@ -44,9 +44,31 @@ pub fn seen_prefix(nodes_prefix: &str) -> String {
     format!("{}-seen/", nodes_prefix.trim_end_matches('/'))
 }
 
+/// The end of the etcd key range holding every key that starts with `prefix` (etcd's
+/// rule: increment the last byte that is not 0xff and cut after it; all 0xff means "to
+/// the end"). Here, pure, so that dwctl's planner (roles' grants) and `dw-etcd`'s reads
+/// share it.
+pub fn prefix_range_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefix_range_end_follows_etcd() {
+        assert_eq!(prefix_range_end(b"/dw/routing/"), b"/dw/routing0");
+        assert_eq!(prefix_range_end(b"a\xff"), b"b");
+        assert_eq!(prefix_range_end(b"\xff\xff"), b"\0");
+    }
 
     #[test]
     fn seen_records_lie_next_to_the_live_reports() {

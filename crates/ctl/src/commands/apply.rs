@@ -11,7 +11,7 @@ use crate::ops::run::Predictor;
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::{FileFormat, parse_desired, plan_apply, plan_apply_capacities};
 use crate::plan::clock::{now_rfc3339, operator};
-use crate::policy_geos::unkeyed_policy_geos_note;
+use crate::plan::policy_geos::unkeyed_policy_geos_note;
 
 /// Runs `dwctl apply`.
 pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {

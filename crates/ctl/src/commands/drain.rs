@@ -28,6 +28,6 @@ pub async fn run(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {
     };
     let mut client = context.etcd.connect().await?;
     let title = format!("drain {}", args.origin);
-    let plan = |state: &State| plan_drain(state, &request);
+    let plan = |state: &State| Ok(plan_drain(state, &request)?);
     run_plan(context, &mut client, &title, args.dry_run, plan).await
 }

@@ -9,8 +9,8 @@ use crate::input::read_input;
 use crate::ops::commit::{Changes, read_state};
 use crate::ops::run::run_plan;
 use crate::output::{Outcome, Shown};
+use crate::plan::policy_geos::unkeyed_policy_geos_note;
 use crate::plan::value::PolicyValue;
-use crate::policy_geos::unkeyed_policy_geos_note;
 
 /// Runs `dwctl policy get|set`.
 pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, Error> {

@@ -12,6 +12,6 @@ use crate::plan::drain::plan_restore;
 pub async fn run(context: &Context, args: RestoreArgs) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
     let title = format!("restore {}", args.origin);
-    let plan = |state: &State| plan_restore(state, &args.origin, None);
+    let plan = |state: &State| Ok(plan_restore(state, &args.origin, None)?);
     run_plan(context, &mut client, &title, args.dry_run, plan).await
 }

@@ -56,7 +56,11 @@ fn default_id() -> String {
 }
 
 fn cohort_of(args: &CohortArgs) -> Result<Cohort, Error> {
-    parse_cohort(args.cohort.as_deref(), &args.nodes, &args.labels)
+    Ok(parse_cohort(
+        args.cohort.as_deref(),
+        &args.nodes,
+        &args.labels,
+    )?)
 }
 
 /// The stage a file describes against `state`: the keys that differ from it.

@@ -82,7 +82,7 @@ pub async fn command(
             ));
             continue;
         };
-        if let Err(Error::Invalid(found)) = check_origin_name(&field, origin) {
+        if let Err(crate::plan::Error::Invalid(found)) = check_origin_name(&field, origin) {
             errors.extend(found);
             continue;
         }
@@ -320,8 +320,8 @@ async fn act(
             &config.retry,
             &now_rfc3339(),
             |state| match plan_restore(state, origin, Some(SOURCE_HEALTH)) {
-                Err(Error::Invalid(_)) => Ok(Default::default()),
-                other => other,
+                Err(crate::plan::Error::Invalid(_)) => Ok(Default::default()),
+                other => Ok(other?),
             },
         )
         .await?;

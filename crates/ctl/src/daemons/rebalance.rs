@@ -357,7 +357,7 @@ async fn restore(
 async fn transact_unless_invalid(
     config: &RebalanceConfig,
     client: &mut Client,
-    mut plan: impl FnMut(&State) -> Result<Changes, Error>,
+    mut plan: impl FnMut(&State) -> Result<Changes, crate::plan::Error>,
 ) -> Result<Committed, Error> {
     transact(
         client,
@@ -365,8 +365,8 @@ async fn transact_unless_invalid(
         &config.retry,
         &now_rfc3339(),
         |state| match plan(state) {
-            Err(Error::Invalid(_)) => Ok(Changes::default()),
-            other => other,
+            Err(crate::plan::Error::Invalid(_)) => Ok(Changes::default()),
+            other => Ok(other?),
         },
     )
     .await

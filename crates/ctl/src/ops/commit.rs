@@ -59,14 +59,14 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
         kvs.iter()
             .filter_map(|kv| {
                 let name = strip(kv.key(), &prefix)?;
-                (!name.is_empty()).then(|| (name.to_string(), Entry::from_kv(kv)))
+                (!name.is_empty()).then(|| (name.to_string(), entry(kv)))
             })
             .collect::<BTreeMap<_, _>>()
     };
     Ok(State {
         revision,
         regions: by_name(&regions.kvs, layout.regions()),
-        policy: policy.kvs().first().map(Entry::from_kv),
+        policy: policy.kvs().first().map(entry),
         drains: by_name(&drains.kvs, layout.drains()),
         stages: by_name(&stages.kvs, layout.stages()),
         capacities: capacities
@@ -76,9 +76,17 @@ pub async fn read_state(client: &mut Client, layout: &Layout) -> Result<State, E
         headroom: capacities
             .as_ref()
             .ok()
-            .and_then(|(_, headroom)| headroom.as_ref().map(Entry::from_kv)),
+            .and_then(|(_, headroom)| headroom.as_ref().map(entry)),
         capacities_unreadable: capacities.err(),
     })
+}
+
+/// A key's value and `mod_revision`, as the plans read them.
+fn entry(kv: &KeyValue) -> Entry {
+    Entry {
+        raw: kv.value().to_vec(),
+        mod_revision: kv.mod_revision(),
+    }
 }
 
 /// The capacity records and the headroom record at `revision`. A role without the grant

@@ -16,7 +16,6 @@ use dw_routing::keys::seen_prefix;
 
 use crate::context::Context;
 use crate::error::Error;
-pub use crate::input::parse_selector;
 use crate::ops::lease::lease_lives;
 pub use crate::ops::revision::routing_revision;
 use crate::output::{Outcome, OutputFormat, Shown};
@@ -24,6 +23,7 @@ use crate::plan::drain_record::DrainRecord;
 use crate::plan::keys::Layout;
 use crate::plan::node_report::MISSING;
 pub use crate::plan::node_report::NodeReport;
+pub use crate::plan::node_report::parse_selector;
 use crate::plan::wait::{Wait, needed};
 
 /// The exit code of `status` when a live node lags, and of `--wait` on time-out.

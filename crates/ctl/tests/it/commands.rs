@@ -547,6 +547,7 @@ async fn conflicts_are_retried_then_reported_with_exit_code_3() {
                 fleet_limit: None,
             },
         )
+        .map_err(dwctl::Error::from)
     })
     .await;
     assert_eq!(plans, 3, "one plan per attempt");
