@@ -384,6 +384,18 @@ async fn malformed_drain_records(
     client: &mut Client,
     layout: &Layout,
 ) -> Result<BTreeMap<String, String>, Error> {
+    Ok(read_drain_records(client, layout)
+        .await?
+        .into_iter()
+        .filter_map(|(origin, record)| record.err().map(|error| (origin, error.to_string())))
+        .collect())
+}
+
+/// Every drain record (paged), by origin, parsed or with why it does not parse.
+pub async fn read_drain_records(
+    client: &mut Client,
+    layout: &Layout,
+) -> Result<Vec<(String, Result<DrainRecord, Error>)>, Error> {
     let mut kv = dw_etcd::kv_client(client);
     let drains = dw_etcd::read_prefix_pages(
         &mut kv,
@@ -397,9 +409,7 @@ async fn malformed_drain_records(
         .iter()
         .filter_map(|kv| {
             let origin = crate::plan::keys::strip(kv.key(), &layout.drains())?;
-            DrainRecord::parse(origin, kv.value())
-                .err()
-                .map(|error| (origin.to_owned(), error.to_string()))
+            Some((origin.to_owned(), DrainRecord::parse(origin, kv.value())))
         })
         .collect())
 }
