@@ -206,8 +206,8 @@ fn searched(
     }
     for geo in &plan.blocked {
         notes.push(format!(
-            "region {geo} left alone: {origin} is its last origin with weight (--spill can \
-             add origins)"
+            "region {geo} left alone: {origin} is its last origin with weight (list \
+             another origin there to shed it)"
         ));
     }
     Ok((values, Some(plan.achieved_percent), notes))
