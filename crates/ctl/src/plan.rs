@@ -1,7 +1,8 @@
 //! The pure part of dwctl: state in, changes out. No etcd client, no runtime, no clap:
 //! the model of the routing state ([`model`]) and its values ([`value`], [`weights`]), the
 //! key layout ([`keys`]), origin capacities and the guard's headroom ([`capacity`]),
-//! drains and their records ([`drain`], [`drain_record`]), how open stages follow a write
+//! drains and their records ([`drain`], [`drain_record`]), sheds and spills ([`shed`],
+//! [`shed_record`]), how open stages follow a write
 //! ([`stage`]), `apply`'s desired state ([`apply`]), a rollout's schedule and its gate
 //! ([`rollout`], [`rollout_gate`]), the health checker's streak rule ([`streak`]), the
 //! etcd roles ([`roles`]), `--wait`'s arguments ([`wait`]) and the clock text written
@@ -22,6 +23,8 @@ pub(crate) mod probe_target;
 pub(crate) mod roles;
 pub(crate) mod rollout;
 pub(crate) mod rollout_gate;
+pub(crate) mod shed;
+pub(crate) mod shed_record;
 pub(crate) mod stage;
 pub(crate) mod streak;
 pub(crate) mod value;

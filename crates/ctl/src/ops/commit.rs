@@ -128,8 +128,10 @@ pub async fn read_capacities(
 /// origin back into one of them (a `set`, an `apply`, a `rollback`), the operator has
 /// overridden the drain there: that region leaves the record, in the same transaction, and
 /// a record left with no region is deleted. So at every revision, no region named in a
-/// (well-formed) drain record lists the drained origin. A malformed record is left alone
-/// with a note: it must not block changes about other origins.
+/// (well-formed) drain record as drained lists the drained origin. Regions a shed changed
+/// (their recorded `after` lists the origin) are left alone: `restore` sets them back. A
+/// malformed record is left alone with a note: it must not block changes about other
+/// origins.
 pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(), Error> {
     let touched: BTreeSet<String> = changes.regions.keys().cloned().collect();
     let mut candidates: BTreeMap<String, DrainRecord> = BTreeMap::new();
@@ -157,7 +159,12 @@ pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(
     }
     for (origin, mut record) in candidates {
         let before = record.regions.len();
+        // A shed region lists the origin on purpose: it is left alone.
+        let shed = record.shed_regions();
         record.regions.retain(|geo, _| {
+            if shed.contains(geo) {
+                return true;
+            }
             let lists = match changes.regions.get(geo) {
                 Some(new_value) => new_value.as_ref().is_some_and(|value| value.lists(&origin)),
                 None => matches!(state.region(geo), Some(Ok(value)) if value.lists(&origin)),

@@ -256,7 +256,15 @@ pub async fn status(
             .map(|node| node_line(node, &nodes, target, now)),
     );
     lines.push(summary.clone());
-    let malformed = malformed_drain_records(&mut client, &context.layout).await?;
+    let (malformed, shed) = drain_records(&mut client, &context.layout).await?;
+    for (origin, label) in &shed {
+        lines.push(format!(
+            "note: {} is {} (`dwctl origin list`; `dwctl restore {}` undoes it)",
+            Shown(origin),
+            Shown(label),
+            Shown(origin)
+        ));
+    }
     for (origin, error) in &malformed {
         lines.push(format!(
             "warning: the drain record of {} is malformed ({}); repair it with `dwctl drain --repair {}`",
@@ -276,6 +284,7 @@ pub async fn status(
             "gone": nodes.len() - live,
             "summary": summary,
             "malformed_drain_records": malformed,
+            "shed_origins": shed,
         }),
     };
     if current < live {
@@ -378,17 +387,27 @@ pub async fn wait_after(
     }
 }
 
-/// The drain records that do not parse, by origin, with why: `status` names them, since
-/// each blocks the commands about its origin until `dwctl drain --repair`.
-async fn malformed_drain_records(
+/// Malformed and shed origins, by origin: the records that do not parse, with why
+/// (`status` names them, since each blocks the commands about its origin until `dwctl
+/// drain --repair`), and the records with a shed, with what it is (`shed 40%`).
+async fn drain_records(
     client: &mut Client,
     layout: &Layout,
-) -> Result<BTreeMap<String, String>, Error> {
-    Ok(read_drain_records(client, layout)
-        .await?
-        .into_iter()
-        .filter_map(|(origin, record)| record.err().map(|error| (origin, error.to_string())))
-        .collect())
+) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), Error> {
+    let mut malformed = BTreeMap::new();
+    let mut shed = BTreeMap::new();
+    for (origin, record) in read_drain_records(client, layout).await? {
+        match record {
+            Err(error) => {
+                malformed.insert(origin, error.to_string());
+            }
+            Ok(record) if record.shed.is_some() => {
+                shed.insert(origin, record.state_label());
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok((malformed, shed))
 }
 
 /// Every drain record (paged), by origin, parsed or with why it does not parse.

@@ -7,7 +7,8 @@
 //! origin with its previous share and renormalises the others around it, and says so.
 
 use crate::error::{Error, FieldError};
-use crate::plan::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
+use crate::plan::drain_record::record_region;
+use crate::plan::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord};
 pub use crate::plan::drain_record::{DrainRequest, FleetLimit};
 use crate::plan::model::{Changes, StageEdits, State};
 use crate::plan::value::RegionValue;
@@ -72,6 +73,7 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         regions: Default::default(),
         stages: Default::default(),
         predicted: None,
+        shed: None,
     });
     let mut would_empty = Vec::new();
     for geo in &geos {
@@ -118,9 +120,9 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
                     weight: weights.into_iter().collect(),
                     extra: current.extra.clone(),
                 };
-                record
-                    .regions
-                    .insert(geo.clone(), DrainedRegion::minimal(&current, Some(&after)));
+                // A region a shed changed keeps its value from before the shed.
+                let entry = record_region(record.regions.get(geo), &current, Some(&after));
+                record.regions.insert(geo.clone(), entry);
                 changes.regions.insert(geo.clone(), Some(after));
             }
             None if request.force => {
@@ -129,9 +131,8 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
                      deleted (--force), routing falls back to the policy's default and failover"
                 ));
                 changes.regions.insert(geo.clone(), None);
-                record
-                    .regions
-                    .insert(geo.clone(), DrainedRegion::minimal(&current, None));
+                let entry = record_region(record.regions.get(geo), &current, None);
+                record.regions.insert(geo.clone(), entry);
             }
             None if request.skip_emptying => {
                 changes.notes.push(format!(
@@ -192,8 +193,9 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         changes.guard_drains = true;
     }
     // An older record that this drain extends is written back in the current schema (its
-    // regions as they were: schema 2 reads whole values too).
-    record.schema = DRAIN_RECORD_SCHEMA;
+    // regions as they were: schema 2 reads whole values too); a shed record whose shed
+    // regions are all drained now becomes a drain's.
+    record.settle_schema();
     changes.drains.insert(origin.to_string(), Some(record));
     Ok(changes)
 }
@@ -227,6 +229,11 @@ pub fn plan_restore(
         return Ok(changes);
     }
     for (geo, drained) in &record.regions {
+        // A shed region's recorded `after` still lists the origin.
+        let shed = drained
+            .after
+            .as_ref()
+            .is_some_and(|after| after.lists(origin));
         match state.region(geo) {
             None if drained.after.is_none() => {
                 changes
@@ -242,7 +249,7 @@ pub fn plan_restore(
             Some(Err(error)) => changes.notes.push(format!(
                 "region {geo} left alone: its value is invalid now ({error})"
             )),
-            Some(Ok(current)) if current.lists(origin) => {
+            Some(Ok(current)) if !shed && current.lists(origin) => {
                 changes
                     .notes
                     .push(format!("region {geo} already lists {origin}"));
@@ -259,12 +266,36 @@ pub fn plan_restore(
                         ..current
                     }
                 } else {
-                    let (value, share) = readd(&current, &drained.before, origin);
+                    // Origins the change added (a spill) leave with it; a shed origin is
+                    // set back to its share from before.
+                    let added: Vec<String> = drained
+                        .after
+                        .iter()
+                        .flat_map(|after| after.origins.iter())
+                        .filter(|name| {
+                            *name != origin && !drained.before.lists(name) && current.lists(name)
+                        })
+                        .cloned()
+                        .collect();
+                    let mut base = current.clone();
+                    base.origins
+                        .retain(|name| name != origin && !added.contains(name));
+                    base.weight
+                        .retain(|name, _| name != origin && !added.contains(name));
+                    let (value, share) = readd(&base, &drained.before, origin);
+                    let what = if shed { "shed" } else { "drain" };
+                    let verb = if shed { "set" } else { "re-added" };
                     changes.notes.push(format!(
-                        "region {geo} changed since the drain: re-added {origin} with weight \
+                        "region {geo} changed since the {what}: {verb} {origin} with weight \
                          {share} and renormalised the others to {}",
                         WEIGHT_TOTAL - share
                     ));
+                    if !added.is_empty() {
+                        changes.notes.push(format!(
+                            "region {geo}: took out the origins the {what} added ({})",
+                            added.join(", ")
+                        ));
+                    }
                     value
                 };
                 changes.regions.insert(geo.clone(), Some(restored));
