@@ -6,7 +6,10 @@
 //! when a region is as the drain left it; when the region changed since, it re-adds the
 //! origin with its previous share and renormalises the others around it, and says so.
 
-use crate::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::drain_record::record_region;
+use crate::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord};
 pub use crate::drain_record::{DrainRequest, FleetLimit};
 use crate::model::{Changes, StageEdits, State};
 use crate::value::RegionValue;
@@ -74,6 +77,7 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         regions: Default::default(),
         stages: Default::default(),
         predicted: None,
+        shed: None,
     });
     let mut would_empty = Vec::new();
     for geo in &geos {
@@ -120,9 +124,9 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
                     weight: weights.into_iter().collect(),
                     extra: current.extra.clone(),
                 };
-                record
-                    .regions
-                    .insert(geo.clone(), DrainedRegion::minimal(&current, Some(&after)));
+                // A region a shed changed keeps its value from before the shed.
+                let entry = record_region(record.regions.get(geo), &current, Some(&after));
+                record.regions.insert(geo.clone(), entry);
                 changes.regions.insert(geo.clone(), Some(after));
             }
             None if request.force => {
@@ -131,9 +135,8 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
                      deleted (--force), routing falls back to the policy's default and failover"
                 ));
                 changes.regions.insert(geo.clone(), None);
-                record
-                    .regions
-                    .insert(geo.clone(), DrainedRegion::minimal(&current, None));
+                let entry = record_region(record.regions.get(geo), &current, None);
+                record.regions.insert(geo.clone(), entry);
             }
             None if request.skip_emptying => {
                 changes.notes.push(format!(
@@ -194,8 +197,9 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         changes.guard_drains = true;
     }
     // An older record that this drain extends is written back in the current schema (its
-    // regions as they were: schema 2 reads whole values too).
-    record.schema = DRAIN_RECORD_SCHEMA;
+    // regions as they were: schema 2 reads whole values too); a shed record whose shed
+    // regions are all drained now becomes a drain's.
+    record.settle_schema();
     changes.drains.insert(origin.to_string(), Some(record));
     Ok(changes)
 }
@@ -229,6 +233,11 @@ pub fn plan_restore(
         return Ok(changes);
     }
     for (geo, drained) in &record.regions {
+        // A shed region's recorded `after` still lists the origin.
+        let shed = drained
+            .after
+            .as_ref()
+            .is_some_and(|after| after.lists(origin));
         match state.region(geo) {
             None if drained.after.is_none() => {
                 changes
@@ -244,7 +253,7 @@ pub fn plan_restore(
             Some(Err(error)) => changes.notes.push(format!(
                 "region {geo} left alone: its value is invalid now ({error})"
             )),
-            Some(Ok(current)) if current.lists(origin) => {
+            Some(Ok(current)) if !shed && current.lists(origin) => {
                 changes
                     .notes
                     .push(format!("region {geo} already lists {origin}"));
@@ -261,12 +270,36 @@ pub fn plan_restore(
                         ..current
                     }
                 } else {
-                    let (value, share) = readd(&current, &drained.before, origin);
+                    // Origins the change added (a spill) leave with it; a shed origin is
+                    // set back to its share from before.
+                    let added: Vec<String> = drained
+                        .after
+                        .iter()
+                        .flat_map(|after| after.origins.iter())
+                        .filter(|name| {
+                            *name != origin && !drained.before.lists(name) && current.lists(name)
+                        })
+                        .cloned()
+                        .collect();
+                    let mut base = current.clone();
+                    base.origins
+                        .retain(|name| name != origin && !added.contains(name));
+                    base.weight
+                        .retain(|name, _| name != origin && !added.contains(name));
+                    let (value, share) = readd(&base, &drained.before, origin);
+                    let what = if shed { "shed" } else { "drain" };
+                    let verb = if shed { "set" } else { "re-added" };
                     changes.notes.push(format!(
-                        "region {geo} changed since the drain: re-added {origin} with weight \
+                        "region {geo} changed since the {what}: {verb} {origin} with weight \
                          {share} and renormalised the others to {}",
                         WEIGHT_TOTAL - share
                     ));
+                    if !added.is_empty() {
+                        changes.notes.push(format!(
+                            "region {geo}: took out the origins the {what} added ({})",
+                            added.join(", ")
+                        ));
+                    }
                     value
                 };
                 changes.regions.insert(geo.clone(), Some(restored));
@@ -313,6 +346,68 @@ pub(crate) fn readd(
         },
         share,
     )
+}
+
+/// Keeps drain records true to the regions they name.
+///
+/// A drain record says "this origin was taken out of these regions". When a write puts the
+/// origin back into one of them (a `set`, an `apply`, a `rollback`), the operator has
+/// overridden the drain there: that region leaves the record, in the same transaction, and
+/// a record left with no region is deleted. So at every revision, no region named in a
+/// (well-formed) drain record as drained lists the drained origin. Regions a shed changed
+/// (their recorded `after` lists the origin) are left alone: `restore` sets them back. A
+/// malformed record is left alone with a note: it must not block changes about other
+/// origins.
+pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(), Error> {
+    let touched: BTreeSet<String> = changes.regions.keys().cloned().collect();
+    let mut candidates: BTreeMap<String, DrainRecord> = BTreeMap::new();
+    for origin in state.drains.keys() {
+        if changes.drains.contains_key(origin) {
+            continue;
+        }
+        match state.drain_record(origin) {
+            Ok(Some(record)) if record.regions.keys().any(|geo| touched.contains(geo)) => {
+                candidates.insert(origin.clone(), record);
+            }
+            Ok(_) => {}
+            // A malformed record blocks only the commands about its origin: this change
+            // goes ahead, and says that record could not be kept in step.
+            Err(_) => changes.notes.push(format!(
+                "the drain record of {origin} is malformed and was not checked against this \
+                 change; repair it with `dwctl drain --repair {origin}`"
+            )),
+        }
+    }
+    for (origin, record) in &changes.drains {
+        if let Some(record) = record {
+            candidates.insert(origin.clone(), record.clone());
+        }
+    }
+    for (origin, mut record) in candidates {
+        let before = record.regions.len();
+        // A shed region lists the origin on purpose: it is left alone.
+        let shed = record.shed_regions();
+        record.regions.retain(|geo, _| {
+            if shed.contains(geo) {
+                return true;
+            }
+            let lists = match changes.regions.get(geo) {
+                Some(new_value) => new_value.as_ref().is_some_and(|value| value.lists(&origin)),
+                None => matches!(state.region(geo), Some(Ok(value)) if value.lists(&origin)),
+            };
+            if lists {
+                changes.notes.push(format!(
+                    "region {geo} lists {origin} again: it leaves {origin}'s drain record"
+                ));
+            }
+            !lists
+        });
+        if record.regions.len() != before {
+            let update = (!record.regions.is_empty()).then_some(record);
+            changes.drains.insert(origin, update);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

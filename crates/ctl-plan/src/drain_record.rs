@@ -18,6 +18,10 @@
 //!   (optional, absent when empty) is reserved for staged rollouts (issue 22): stage id →
 //!   geo → the staged value before and after the drain, in the same shape as `regions`;
 //!   `predicted` (optional): an automatic drain's predicted overloads (see the field).
+//! - schema 3: a record with a shed in it (`shed`, [`crate::shed_record`]): the
+//!   regions where the origin is shed keep an `after` that still lists it. Written only
+//!   while the record has shed regions, so that older dwctls, which would reconcile them
+//!   away, read it as malformed instead; drains alone stay schema 2.
 //!
 //! A record with a newer schema, or one that does not parse, is *malformed* for this
 //! dwctl: it blocks only the commands about its origin (`drain`, `restore` of it), is named
@@ -29,6 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::shed_record::{SHED_RECORD_SCHEMA, ShedInfo};
 use crate::value::RegionValue;
 
 /// Who drained: an operator with the CLI.
@@ -38,7 +43,8 @@ pub const SOURCE_REBALANCE: &str = "rebalance";
 /// Who drained: `dwctl health`, after failed probes.
 pub const SOURCE_HEALTH: &str = "health";
 
-/// The schema this dwctl writes (and the newest it reads).
+/// The schema of a drain's record (a record with a shed in it is
+/// [`crate::shed_record::SHED_RECORD_SCHEMA`], the newest this dwctl reads).
 pub const DRAIN_RECORD_SCHEMA: u32 = 2;
 
 fn schema_one() -> u32 {
@@ -46,7 +52,7 @@ fn schema_one() -> u32 {
 }
 
 /// What a drain took, kept under the control prefix so that `restore` can give it back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DrainRecord {
     /// The record's schema: 1 when absent (records written before it existed).
     #[serde(default = "schema_one")]
@@ -74,6 +80,10 @@ pub struct DrainRecord {
     /// know the field ignore it, so the schema stays 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<serde_json::Value>,
+    /// How much the origin's sheds took (schema 3; absent in a drain's record): the
+    /// regions whose `after` still lists the origin are shed, the others drained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shed: Option<ShedInfo>,
 }
 
 /// One region's value around the drain.
@@ -117,12 +127,26 @@ impl DrainRecord {
         };
         let record: DrainRecord =
             serde_json::from_slice(raw).map_err(|error| malformed(error.to_string()))?;
-        if record.schema == 0 || record.schema > DRAIN_RECORD_SCHEMA {
+        if record.schema == 0 || record.schema > SHED_RECORD_SCHEMA {
             return Err(malformed(format!(
-                "schema {} is not one this dwctl reads (1 to {DRAIN_RECORD_SCHEMA}); a newer \
+                "schema {} is not one this dwctl reads (1 to {SHED_RECORD_SCHEMA}); a newer \
                  dwctl wrote it",
                 record.schema
             )));
+        }
+        if let Some(shed) = &record.shed {
+            if record.schema < SHED_RECORD_SCHEMA {
+                return Err(malformed(format!(
+                    "it has a `shed` but schema {}; a shed is schema {SHED_RECORD_SCHEMA}",
+                    record.schema
+                )));
+            }
+            if !(shed.percent.is_finite() && shed.percent > 0.0 && shed.percent <= 100.0) {
+                return Err(malformed(format!(
+                    "its shed percent {} is not above 0 and at most 100",
+                    shed.percent
+                )));
+            }
         }
         if record.origin != origin {
             return Err(malformed(format!(
@@ -136,6 +160,82 @@ impl DrainRecord {
     /// Compact JSON.
     pub fn encode(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl DrainRecord {
+    /// The geos where the origin is shed, not drained: its recorded `after` still lists
+    /// it. Reconcile leaves these alone.
+    pub fn shed_regions(&self) -> BTreeSet<String> {
+        if self.shed.is_none() {
+            return BTreeSet::new();
+        }
+        self.regions
+            .iter()
+            .filter(|(_, region)| {
+                region
+                    .after
+                    .as_ref()
+                    .is_some_and(|after| after.lists(&self.origin))
+            })
+            .map(|(geo, _)| geo.clone())
+            .collect()
+    }
+
+    /// Sets the schema the record is written in: without shed regions the `shed` field
+    /// goes and it is a drain's (schema 2); with them schema 3.
+    pub fn settle_schema(&mut self) {
+        if self.shed.is_some() && self.shed_regions().is_empty() {
+            self.shed = None;
+        }
+        self.schema = if self.shed.is_some() {
+            SHED_RECORD_SCHEMA
+        } else {
+            DRAIN_RECORD_SCHEMA
+        };
+    }
+
+    /// What `status` and `origin list` call the origin: `drained`, `shed 40%`, or both
+    /// (`shed 40%, drained in 2 regions`).
+    pub fn state_label(&self) -> String {
+        let shed = self.shed_regions();
+        match &self.shed {
+            None => "drained".into(),
+            Some(info) => {
+                let percent = crate::capacity::number_json((info.percent * 10.0).round() / 10.0);
+                let drained = self.regions.len() - shed.len();
+                if drained == 0 {
+                    format!("shed {percent}%")
+                } else {
+                    format!("shed {percent}%, drained in {drained} region(s)")
+                }
+            }
+        }
+    }
+}
+
+/// What a record keeps of a region a drain or shed changes: the value before the
+/// *first* change (`previous`'s, when the record already has the region), `after` as now
+/// written. A deleted key keeps the whole value (unknown fields too) so that restore can
+/// recreate it.
+pub fn record_region(
+    previous: Option<&DrainedRegion>,
+    current: &RegionValue,
+    after: Option<&RegionValue>,
+) -> DrainedRegion {
+    let fresh = DrainedRegion::minimal(current, after);
+    match previous {
+        None => fresh,
+        Some(previous) => DrainedRegion {
+            before: match after {
+                Some(_) => previous.before.clone(),
+                None => RegionValue {
+                    extra: current.extra.clone(),
+                    ..previous.before.clone()
+                },
+            },
+            after: fresh.after,
+        },
     }
 }
 
@@ -191,12 +291,70 @@ mod tests {
 
     #[test]
     fn newer_schemas_and_foreign_records_are_malformed() {
-        let newer = SCHEMA_ONE.replacen('{', r#"{"schema":3,"#, 1);
+        let newer = SCHEMA_ONE.replacen('{', r#"{"schema":4,"#, 1);
         let error = DrainRecord::parse("fra-a", newer.as_bytes()).unwrap_err();
-        assert!(error.to_string().contains("schema 3"), "{error}");
+        assert!(error.to_string().contains("schema 4"), "{error}");
         assert!(error.to_string().contains("--repair fra-a"), "{error}");
         assert!(DrainRecord::parse("fra-b", SCHEMA_ONE.as_bytes()).is_err());
         assert!(DrainRecord::parse("fra-a", b"garbage").is_err());
+    }
+
+    /// A shed record as this dwctl writes it: DE shed (its `after` lists fra-a), AT
+    /// drained.
+    const SCHEMA_THREE: &str = r#"{"schema":3,"origin":"fra-a","reason":"INC-2","source":"cli","by":"ops@host","at":"2026-01-02T00:00:00Z","regions":{"DE":{"before":{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":50,"fra-b":50}},"after":{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":300,"fra-b":700}}},"AT":{"before":{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":1,"fra-b":1}},"after":{"shard":"eu-1","origins":["fra-b"],"weight":{"fra-b":100}}}},"shed":{"percent":40,"steps":[{"percent":40,"achieved":39.5,"reason":"INC-2","source":"cli","by":"ops@host","at":"2026-01-02T00:00:00Z"}]}}"#;
+
+    #[test]
+    fn shed_records_are_schema_three_and_name_their_shed_regions() {
+        let record = DrainRecord::parse("fra-a", SCHEMA_THREE.as_bytes()).unwrap();
+        assert_eq!(record.schema, 3);
+        let shed = record.shed.as_ref().unwrap();
+        assert_eq!(shed.percent, 40.0);
+        assert_eq!(shed.steps[0].achieved, Some(39.5));
+        assert!(shed.steps[0].regions.is_empty());
+        assert_eq!(
+            record.shed_regions().into_iter().collect::<Vec<_>>(),
+            ["DE"]
+        );
+        assert_eq!(record.state_label(), "shed 40%, drained in 1 region(s)");
+        // It round-trips exactly.
+        let again = DrainRecord::parse("fra-a", record.encode().as_bytes()).unwrap();
+        assert_eq!(again, record);
+        // A drain's record says drained and names no shed region.
+        let drain = DrainRecord::parse("fra-a", SCHEMA_ONE.as_bytes()).unwrap();
+        assert!(drain.shed_regions().is_empty());
+        assert_eq!(drain.state_label(), "drained");
+        // A `shed` in a schema-2 record, or a percent out of range, is malformed.
+        let two = SCHEMA_THREE.replacen(r#""schema":3"#, r#""schema":2"#, 1);
+        let error = DrainRecord::parse("fra-a", two.as_bytes()).unwrap_err();
+        assert!(error.to_string().contains("schema 2"), "{error}");
+        for bad in ["0", "100.5", "-1"] {
+            let broken = SCHEMA_THREE.replacen(
+                r#""percent":40,"steps""#,
+                &format!(r#""percent":{bad},"steps""#),
+                1,
+            );
+            assert!(
+                DrainRecord::parse("fra-a", broken.as_bytes()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_schema_follows_the_shed_regions() {
+        let mut record = DrainRecord::parse("fra-a", SCHEMA_THREE.as_bytes()).unwrap();
+        record.settle_schema();
+        assert_eq!(record.schema, 3);
+        // Once DE is drained too, it is a drain's record: schema 2, no `shed`.
+        let drained_de = record.regions["AT"].after.clone();
+        record.regions.get_mut("DE").unwrap().after = drained_de;
+        record.settle_schema();
+        assert_eq!((record.schema, record.shed.is_none()), (2, true));
+        assert!(!record.encode().contains("shed"));
+        // An old record read and written back stays a drain's.
+        let mut old = DrainRecord::parse("fra-a", SCHEMA_ONE.as_bytes()).unwrap();
+        old.settle_schema();
+        assert_eq!(old.schema, 2);
     }
 
     #[test]

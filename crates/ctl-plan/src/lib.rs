@@ -11,7 +11,8 @@
 //! The modules: the model of the routing state and of a change ([`model`]) and its values
 //! ([`value`], [`weights`]), the key layout ([`keys`]), origin capacities and the guard's
 //! headroom ([`capacity`]) and the load a change predicts ([`prediction`]), drains and
-//! their records ([`drain`], [`drain_record`]), how open stages follow a write
+//! their records ([`drain`], [`drain_record`]), sheds and spills ([`shed`],
+//! [`shed_record`]), how open stages follow a write
 //! ([`stage`]), `apply`'s desired state ([`apply`]) and the policy geos it warns about
 //! ([`policy_geos`]), a rollout's schedule and its gate ([`rollout`], [`rollout_gate`]),
 //! a node's report as dwctl judges it ([`node_report`]), the health checker's streak rule
@@ -76,6 +77,8 @@ pub mod probe_target;
 pub mod roles;
 pub mod rollout;
 pub mod rollout_gate;
+pub mod shed;
+pub mod shed_record;
 pub mod shown;
 pub mod stage;
 pub mod streak;

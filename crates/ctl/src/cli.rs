@@ -49,6 +49,7 @@ Exit codes:
 Examples:
   dwctl region list
   dwctl drain fra-a --reason 'INC-123: 502s from fra-a'
+  dwctl shed fra-a 40 --traffic traffic.json --dry-run   # move 40 % of fra-a's load
   dwctl restore fra-a
   dwctl apply routing.toml --dry-run
   dwctl drain fra-a --wait=30s --quorum 95
@@ -164,16 +165,28 @@ A drain record that does not parse (or has a schema this dwctl does not read) bl
 it (guarded on its revision) and writes an audit record with what it held under \
 <control-prefix>audit/; the regions are not touched: check them with `dwctl region list`.
 
+--spill (with traffic and capacities): where the origins left in a region cannot take the \
+load within their guard, origins from the region's next steps in the chain (its \
+country's, its continent bucket's, policy.default's, each failover's) that already serve \
+the region's shard are added with the least weight that keeps every origin within its \
+guard; the output names each. Refused (exit 4) without traffic or without any capacity. \
+`restore` takes them out again.
+
 Examples:
   dwctl drain fra-a --reason 'INC-123: 502s'
   dwctl drain fra-a --region DE --region AT --dry-run
+  dwctl drain fra-a --spill --traffic traffic.json --dry-run
   dwctl drain --repair fra-a --reason 'INC-124: record truncated by hand'")]
     Drain(DrainArgs),
-    /// Reverse a recorded drain.
+    /// Move about PERCENT % of an origin's predicted load to the other origins of its regions.
+    #[command(after_help = SHED_HELP)]
+    Shed(ShedArgs),
+    /// Reverse a recorded drain or shed.
     #[command(after_help = "\
-Regions the drain left untouched since get their exact previous weights back. A region \
-that changed since gets the origin re-added with its previous share, the others \
-renormalised around it, and the output says so.
+Regions the drain or shed left untouched since get their exact previous weights back \
+(spill origins go with them). A region that changed since gets the origin re-added (or, \
+after a shed, set back) with its previous share, the others renormalised around it, and \
+the output says so.
 
 Example:
   dwctl restore fra-a")]
@@ -227,16 +240,18 @@ Example:
     #[command(after_help = "\
 Each probe is an HTTP GET (plain http://); a 2xx or 3xx answer within --probe-timeout is a \
 success. After --fail-after consecutive failures the origin is drained (reason \
-`health-check`), after --recover-after consecutive successes its health drain is \
-restored. Never more than --max-drained-fraction of the probed origins are drained at once \
+`health-check`), or with --on-fail shed:PERCENT shed by that percent (the gentle \
+alternative for origins that are slow rather than down); after --recover-after \
+consecutive successes its health drain or shed is restored. Never more than --max-drained-fraction of the probed origins are drained at once \
 (drains by anyone count), so a probe-side outage cannot empty the fleet.
 
 With --traffic FILE or a Prometheus (--prometheus, DWCTL_PROMETHEUS_URL) each drain's \
 predicted load is recorded in its drain record (`predicted`: the origins it puts above \
 their capacity guard); the drain proceeds whatever it says.
 
-Example:
-  dwctl health --probe fra-a=http://10.1.0.1/healthz --probe fra-b=http://10.1.0.2/healthz")]
+Examples:
+  dwctl health --probe fra-a=http://10.1.0.1/healthz --probe fra-b=http://10.1.0.2/healthz
+  dwctl health --probe fra-a=http://10.1.0.1/healthz --on-fail shed:50 --traffic t.json")]
     Health(HealthArgs),
     /// The etcd roles and users each component needs (least privilege); --apply makes them.
     #[command(after_help = AUTH_HELP)]
@@ -480,8 +495,64 @@ pub struct DrainArgs {
     #[arg(long)]
     pub force: bool,
     /// Remove the origin's malformed drain record (with an audit record); drains nothing.
-    #[arg(long, conflicts_with_all = ["regions", "force", "dry_run"])]
+    #[arg(long, conflicts_with_all = ["regions", "force", "dry_run", "spill"])]
     pub repair: bool,
+    /// Add origins from the next steps of the chain where the others cannot take the load
+    /// within their guard (needs traffic and capacities).
+    #[arg(long)]
+    pub spill: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+    #[command(flatten)]
+    pub predict: PredictArgs,
+}
+
+const SHED_HELP: &str = "\
+A shed lowers the origin's weight in its regions instead of taking it out. Every weight \
+change rehashes a region's non-sticky geos (legacy pick), so with traffic (--traffic FILE \
+or --prometheus URL) dwctl searches the weights, with the routing code the nodes run, \
+whose predicted load comes closest to PERCENT % of the origin's load from the selected \
+regions, and says what it achieves (plain geos move whole, so the achieved percent may \
+differ by up to the largest geo's share). Without traffic each region's share of the \
+origin is lowered by PERCENT % (exact for sticky traffic under rendezvous), and the \
+output says no load was predicted. The capacity guard judges where the load lands (exit \
+9, nothing written; --allow-overload commits anyway, audited; --spill adds origins).
+
+What it changed is kept in the origin's drain record (<control-prefix>drains/<origin>, \
+schema 3): `dwctl restore ORIGIN` gives every region back its exact weights from before \
+the first shed. A second shed sheds from what the first left (30 then 30 is 51 %); a \
+drain after a shed keeps the values from before the shed. A write to a shed region \
+meanwhile does not take it out of the record. `dwctl origin list` shows `shed N%`. \
+PERCENT is above 0 and at most 100 (`40`, `12.5`, `40%`); 100 is exactly `dwctl drain`. \
+Regions an open stage stages are refused (exit 4).
+
+Examples:
+  dwctl shed fra-a 40 --traffic traffic.json --dry-run
+  dwctl shed fra-a 40 --reason 'INC-7: fra-a slow' --prometheus http://prometheus:9090
+  dwctl shed fra-a 30 --region DE --region AT
+  dwctl shed fra-a 60 --spill --dry-run
+  dwctl restore fra-a";
+
+#[derive(Debug, Args)]
+pub struct ShedArgs {
+    /// The origin whose load to lower.
+    pub origin: String,
+    /// Percent of its predicted load to move: above 0, at most 100 (100 is a drain).
+    #[arg(value_parser = crate::plan::shed_record::parse_percent, allow_hyphen_values = true)]
+    pub percent: f64,
+    /// Only these regions (repeat, or comma-separate); PERCENT is of their load.
+    #[arg(long = "region", value_name = "GEO", value_delimiter = ',')]
+    pub regions: Vec<String>,
+    /// Show what would change and the predicted load, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Why, for the record (incident id, symptom).
+    #[arg(long, default_value = "manual shed")]
+    pub reason: String,
+    /// Add origins from the next steps of the chain where the others cannot take the load
+    /// within their guard (needs traffic and capacities).
+    #[arg(long)]
+    pub spill: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
     #[command(flatten)]
@@ -607,9 +678,13 @@ pub struct HealthArgs {
     /// Consecutive successes before its drain is restored.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub recover_after: u32,
-    /// Most of the probed origins that may be drained at once (0..1).
+    /// Most of the probed origins that may be drained at once (0..1; sheds count).
     #[arg(long, default_value_t = 0.5)]
     pub max_drained_fraction: f64,
+    /// What a failing origin gets: `drain`, or `shed:PERCENT` (e.g. shed:50) to move that
+    /// share of its load and keep it serving the rest.
+    #[arg(long, value_name = "drain|shed:PERCENT", default_value = "drain", value_parser = crate::plan::shed_record::parse_on_fail)]
+    pub on_fail: crate::plan::shed_record::OnFail,
     /// Where the predicted load of each drain (recorded in its drain record) reads its
     /// traffic; none: drains are recorded without a prediction.
     #[command(flatten)]
@@ -649,6 +724,7 @@ impl Command {
             Command::Policy(PolicyCommand::Set { predict, .. }) => Some(*predict.clone()),
             Command::Apply(args) => Some(args.predict.clone()),
             Command::Drain(args) => Some(args.predict.clone()),
+            Command::Shed(args) => Some(args.predict.clone()),
             Command::Restore(args) => Some(args.predict.clone()),
             Command::Rollback(args) => Some(args.predict.clone()),
             Command::Stage(StageCommand::Promote { predict, .. }) => Some(*predict.clone()),
@@ -664,6 +740,7 @@ impl Command {
             Command::Policy(PolicyCommand::Set { wait, .. }) => wait.get(),
             Command::Apply(args) => args.wait.get(),
             Command::Drain(args) => args.wait.get(),
+            Command::Shed(args) => args.wait.get(),
             Command::Restore(args) => args.wait.get(),
             Command::Rollback(args) => args.wait.get(),
             Command::Stage(

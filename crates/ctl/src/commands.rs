@@ -14,6 +14,7 @@ mod repair;
 mod restore;
 mod rollout;
 mod route;
+mod shed;
 mod stage;
 mod traffic;
 
@@ -94,6 +95,7 @@ async fn run_one(
         Command::Policy(command) => policy::run(context, command).await,
         Command::Apply(args) => apply::run(context, args).await,
         Command::Drain(args) => drain::run(context, args).await,
+        Command::Shed(args) => shed::run(context, args).await,
         Command::Restore(args) => restore::run(context, args).await,
         Command::Stage(command) => stage::run(context, command).await,
         Command::Rollout(args) => rollout::run(context, args, shutdown).await,

@@ -70,6 +70,24 @@ pub fn free_port() -> u16 {
 /// How many ports under the ephemeral range [`free_port`] tries before `bind(0)`.
 pub const FREE_PORT_TRIES: usize = 64;
 
+/// Polls `check` every `every` until it returns `Some`, and returns that; panics naming
+/// `what` once `limit` has passed. The one polling wait of the agent's and dwctl's tests
+/// (each wraps it with its own cadence).
+pub async fn eventually<T, F, Fut>(limit: Duration, every: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(every).await;
+    }
+}
+
 /// Sends `signal` to process `pid`.
 pub fn signal(pid: u32, signal: i32) {
     // SAFETY: kill(2) has no memory effects; a stale pid only yields ESRCH.

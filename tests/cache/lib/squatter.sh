@@ -20,11 +20,9 @@ stack_stop_litespeed
 # saw that once, at load 9); a purge that truly landed stays counted. settled_landed reads
 # up to 5 scrapes 100 ms apart and gives the first that equals EXPECTED, else the last.
 landed() {
-  curl -fsS --max-time 5 "http://$STACK_AGENT_METRICS/metrics" |
-    awk -v r="dw_agent_purge_requests_total" -v f="dw_agent_purge_failures_total" '
-      $1 == r || index($1, r "{") == 1 {sent += $NF}
-      $1 == f || index($1, f "{") == 1 {failed += $NF}
-      END {printf "%d\n", sent - failed}'
+  local text
+  text=$(metrics_text)
+  echo $(($(metric_sum dw_agent_purge_requests_total "$text") - $(metric_sum dw_agent_purge_failures_total "$text")))
 }
 settled_landed() { # EXPECTED
   local i now

@@ -4,11 +4,12 @@ use crate::cli::DrainArgs;
 use crate::context::Context;
 use crate::error::Error;
 use crate::ops::commit::State;
-use crate::ops::run::run_plan;
+use crate::ops::run::run_plan_with_traffic;
 use crate::output::Outcome;
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain::{DrainRequest, plan_drain};
 use crate::plan::drain_record::SOURCE_CLI;
+use crate::plan::shed::add_spill;
 
 /// Runs `dwctl drain`.
 pub async fn run(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {
@@ -28,6 +29,13 @@ pub async fn run(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {
     };
     let mut client = context.etcd.connect().await?;
     let title = format!("drain {}", args.origin);
-    let plan = |state: &State| Ok(plan_drain(state, &request)?);
-    run_plan(context, &mut client, &title, args.dry_run, plan).await
+    let prefix = context.layout.prefix.clone();
+    let plan = |state: &State, traffic: Result<&dw_capacity::Traffic, String>| {
+        let mut changes = plan_drain(state, &request)?;
+        if args.spill {
+            add_spill(state, &prefix, traffic, &request.origin, &mut changes)?;
+        }
+        Ok(changes)
+    };
+    run_plan_with_traffic(context, &mut client, &title, args.dry_run, plan).await
 }

@@ -223,7 +223,8 @@ pub fn report(
             };
             let drained = listing.drains.get(origin).map(|record| {
                 json!({"reason": record.reason, "by": record.by, "at": record.at,
-                       "source": record.source, "regions": record.regions.keys().collect::<Vec<_>>()})
+                       "source": record.source, "regions": record.regions.keys().collect::<Vec<_>>(),
+                       "state": record.state_label()})
             });
             let malformed_drain = listing.malformed_drains.get(origin);
             let in_stages: Vec<Value> = stages
@@ -524,7 +525,8 @@ pub fn describe(json: &Value) -> String {
         }
         if let Some(drain) = etcd["drained"].as_object() {
             out.push_str(&format!(
-                "  drained by {} at {} ({}): {}\n",
+                "  {} by {} at {} ({}): {}\n",
+                Shown(drain["state"].as_str().unwrap_or("drained")),
                 Shown(drain["by"].as_str().unwrap_or("")),
                 Shown(drain["at"].as_str().unwrap_or("")),
                 Shown(drain["source"].as_str().unwrap_or("")),

@@ -11,10 +11,16 @@
 //! (`dw-viewer`, from `dwctl auth`).
 //!
 //! It also serves each region's configured weights (`dw_routing_weight{region,origin}`,
-//! [`crate::routing_weights`]), for dashboards and alerts that compare weight with traffic.
+//! [`crate::routing_weights`]), for dashboards and alerts that compare weight with traffic,
+//! and the overloads that automatic drains (`dwctl health`, `dwctl rebalance`) went ahead
+//! with: such a drain always drains, and records the load it predicted for each origin over
+//! the capacity guard's limit in its drain record (`predicted`). Each is
+//! `dw_fleet_predicted_overload_ratio{origin,drained}`, predicted load over capacity, while
+//! the record stays (until `dwctl restore`); the alert `DwOriginPredictedOverload` reads it.
 //!
 //! Limits: at most [`MAX_NODES`] nodes are exported (the rest are counted in
-//! `dw_fleet_nodes_not_exported`); the port is served by `dw_http_guard` (as dw-agent's
+//! `dw_fleet_nodes_not_exported`), at most [`MAX_OVERLOADS`] overload series (the rest in
+//! `dw_fleet_predicted_overloads_not_exported`); the port is served by `dw_http_guard` (as dw-agent's
 //! `/metrics`): at most [`MAX_CONNECTIONS`] connections, a new one beyond evicting the
 //! oldest still sending its request head, [`HEAD_TIMEOUT`] for the head and
 //! [`REQUEST_TIMEOUT`] in all, heads of at most [`MAX_REQUEST_HEAD`] bytes.
@@ -39,13 +45,19 @@ use tokio::sync::RwLock;
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::ops::fleet::{NodeReport, lag_revisions, lag_seconds, now_ms, read_fleet};
+use crate::ops::fleet::{
+    NodeReport, lag_revisions, lag_seconds, now_ms, read_drain_records, read_fleet,
+};
 use crate::output::{Outcome, Shown};
+use crate::plan::drain_record::DrainRecord;
 use crate::routing_weights::{RegionWeights, read_weights};
 use crate::shutdown::Shutdown;
 
 /// The most nodes one reading exports (series per node: about six).
 pub const MAX_NODES: usize = 20_000;
+/// The most predicted-overload series one reading exports (one per drained origin and
+/// overloaded origin).
+pub const MAX_OVERLOADS: usize = 10_000;
 /// The most connections held at once; one more evicts the oldest still sending its head.
 pub const MAX_CONNECTIONS: usize = 64;
 /// How long a client has to send its whole request head.
@@ -64,16 +76,92 @@ fn node_state(node: &NodeReport) -> String {
 
 type NodeLabels = Vec<(String, String)>;
 
-/// One reading of etcd: the head revision, the (selected) node reports, the regions'
-/// weights and how many regions did not parse.
-type Reading = (i64, Vec<NodeReport>, Vec<RegionWeights>, usize);
+/// One reading of etcd.
+#[derive(Debug, Default)]
+struct Reading {
+    /// The routing prefix's head revision.
+    target: i64,
+    /// The (selected) node reports.
+    nodes: Vec<NodeReport>,
+    /// Every region's weights.
+    weights: Vec<RegionWeights>,
+    /// How many regions did not parse.
+    unreadable: usize,
+    /// The overloads automatic drains recorded, in drain-record order.
+    overloads: Vec<RecordedOverload>,
+}
+
+/// One overload an automatic drain went ahead with: draining `drained` was predicted to
+/// bring `origin` to `predicted` requests per second against its `capacity`.
+#[derive(Debug, Clone, PartialEq)]
+struct RecordedOverload {
+    drained: String,
+    origin: String,
+    predicted: f64,
+    capacity: f64,
+}
+
+/// The overloads `drained`'s record says its drain predicted: none when the drain made no
+/// prediction (`"made": false`, a manual drain, an older record) and none for an entry
+/// without a positive capacity or a finite load (the record is etcd's data: a bad entry is
+/// left out, never exported as infinity).
+fn recorded_overloads(drained: &str, record: &DrainRecord) -> Vec<RecordedOverload> {
+    let Some(predicted) = &record.predicted else {
+        return Vec::new();
+    };
+    if predicted.get("made") != Some(&serde_json::Value::Bool(true)) {
+        return Vec::new();
+    }
+    let Some(overloads) = predicted.get("overloads").and_then(|o| o.as_array()) else {
+        return Vec::new();
+    };
+    overloads
+        .iter()
+        .filter_map(|overload| {
+            let origin = overload.get("origin")?.as_str()?;
+            let load = overload.get("predicted")?.as_f64()?;
+            let capacity = overload.get("capacity")?.as_f64()?;
+            (capacity > 0.0 && load.is_finite() && load >= 0.0).then(|| RecordedOverload {
+                drained: drained.to_owned(),
+                origin: origin.to_owned(),
+                predicted: load,
+                capacity,
+            })
+        })
+        .collect()
+}
+
+/// The predicted-overload series: one per recorded overload, at most [`MAX_OVERLOADS`].
+fn register_overloads(registry: &mut Registry, overloads: &[RecordedOverload]) {
+    let ratio = Family::<NodeLabels, Gauge<f64, AtomicU64>>::default();
+    registry.register(
+        "dw_fleet_predicted_overload_ratio",
+        "An automatic drain's predicted load of an origin over its capacity, while the drain record stays (origin: the overloaded one, drained: the drained one)",
+        ratio.clone(),
+    );
+    for overload in overloads.iter().take(MAX_OVERLOADS) {
+        ratio
+            .get_or_create(&vec![
+                ("origin".to_owned(), overload.origin.clone()),
+                ("drained".to_owned(), overload.drained.clone()),
+            ])
+            .set(overload.predicted / overload.capacity);
+    }
+    let left_out = Gauge::<i64, AtomicI64>::default();
+    left_out.set(i64::try_from(overloads.len().saturating_sub(MAX_OVERLOADS)).unwrap_or(i64::MAX));
+    registry.register(
+        "dw_fleet_predicted_overloads_not_exported",
+        "Predicted-overload series left out (over the exporter's limit)",
+        left_out,
+    );
+}
 
 /// One complete reading of the fleet, rendered.
 fn render(reading: &Reading, now: u64, errors: u64, up: bool) -> String {
-    let (target, nodes, weights, unreadable) = reading;
-    let (target, nodes) = (*target, &nodes[..]);
+    let (target, nodes) = (reading.target, &reading.nodes[..]);
     let mut registry = Registry::default();
-    crate::routing_weights::register(&mut registry, weights, *unreadable);
+    crate::routing_weights::register(&mut registry, &reading.weights, reading.unreadable);
+    register_overloads(&mut registry, &reading.overloads);
     let head = Gauge::<i64, AtomicI64>::default();
     head.set(target);
     registry.register(
@@ -186,7 +274,20 @@ async fn read(context: &Context, selector: &BTreeMap<String, String>) -> Result<
     let mut client = context.etcd.connect().await?;
     let (target, nodes) = read_fleet(&mut client, &context.layout, selector).await?;
     let (weights, unreadable) = read_weights(&mut client, &context.layout).await?;
-    Ok((target, nodes, weights, unreadable))
+    // A malformed record is `dwctl status`'s to name (it blocks its origin's commands).
+    let overloads = read_drain_records(&mut client, &context.layout)
+        .await?
+        .iter()
+        .filter_map(|(drained, record)| Some(recorded_overloads(drained, record.as_ref().ok()?)))
+        .flatten()
+        .collect();
+    Ok(Reading {
+        target,
+        nodes,
+        weights,
+        unreadable,
+        overloads,
+    })
 }
 
 /// The state the HTTP side serves from.
@@ -245,7 +346,7 @@ pub async fn serve(
         .map_err(|error| Error::Failed(format!("--serve {addr}: cannot listen: {error}")))?;
     let bound = listener.local_addr().unwrap_or(addr);
     let exported = Arc::new(Exported {
-        text: RwLock::new(render(&(0, Vec::new(), Vec::new(), 0), now_ms(), 0, false)),
+        text: RwLock::new(render(&Reading::default(), now_ms(), 0, false)),
     });
     reporter.event(
         "listening",
@@ -278,7 +379,7 @@ pub async fn serve(
         ))
     };
     let mut errors = 0u64;
-    let mut last_good: Reading = (0, Vec::new(), Vec::new(), 0);
+    let mut last_good = Reading::default();
     let mut failing = false;
     loop {
         let reading = tokio::time::timeout(
@@ -361,7 +462,16 @@ mod tests {
             node("evil\"}\nx 1", true, Some(10), "ok"),
             node("edge-3", false, Some(7), "ok"),
         ];
-        let text = render(&(10, nodes.to_vec(), Vec::new(), 0), 5_000, 2, true);
+        let text = render(
+            &Reading {
+                target: 10,
+                nodes: nodes.to_vec(),
+                ..Reading::default()
+            },
+            5_000,
+            2,
+            true,
+        );
         assert!(text.contains("dw_fleet_routing_revision 10\n"), "{text}");
         assert!(
             text.contains("dw_fleet_nodes{status=\"live\"} 3\n"),
@@ -400,7 +510,16 @@ mod tests {
         let nodes: Vec<NodeReport> = (0..MAX_NODES + 3)
             .map(|i| node(&format!("n{i}"), true, Some(1), "ok"))
             .collect();
-        let text = render(&(1, nodes, Vec::new(), 0), 5_000, 0, true);
+        let text = render(
+            &Reading {
+                target: 1,
+                nodes,
+                ..Reading::default()
+            },
+            5_000,
+            0,
+            true,
+        );
         assert_eq!(
             text.lines()
                 .filter(|l| l.starts_with("dw_fleet_node_revision{"))
@@ -413,5 +532,95 @@ mod tests {
             &text[text.len() - 400..]
         );
         assert!(text.contains("dw_fleet_nodes{status=\"live\"} 20003\n"));
+    }
+
+    fn record_with(predicted: serde_json::Value) -> DrainRecord {
+        let raw = serde_json::json!({
+            "schema": 2, "origin": "fra-a", "reason": "probe failed", "source": "health",
+            "by": "health@edge", "at": "2026-12-04T00:00:00Z",
+            "regions": {}, "predicted": predicted,
+        });
+        DrainRecord::parse("fra-a", raw.to_string().as_bytes()).expect("a drain record")
+    }
+
+    #[test]
+    fn exports_the_overloads_an_automatic_drain_recorded() {
+        let record = record_with(serde_json::json!({
+            "made": true, "source": "prometheus", "headroom": 0.8,
+            "overloads": [
+                {"origin": "fra-b", "predicted": 1200.0, "before": 700.0, "capacity": 1000.0, "limit": 800.0},
+                {"origin": "ams\"-a", "predicted": 900.0, "before": 100.0, "capacity": 1000.0, "limit": 800.0},
+                {"origin": "zero", "predicted": 5.0, "capacity": 0.0},
+                {"origin": "no-load", "capacity": 10.0},
+            ],
+        }));
+        let overloads = recorded_overloads("fra-a", &record);
+        assert_eq!(overloads.len(), 2, "{overloads:?}");
+        let text = render(
+            &Reading {
+                overloads,
+                ..Reading::default()
+            },
+            0,
+            0,
+            true,
+        );
+        assert!(
+            text.contains(
+                "dw_fleet_predicted_overload_ratio{origin=\"fra-b\",drained=\"fra-a\"} 1.2\n"
+            ),
+            "{text}"
+        );
+        // Label values from etcd are escaped by the encoder.
+        assert!(text.contains("origin=\"ams\\\"-a\""), "{text}");
+        assert!(
+            text.contains("dw_fleet_predicted_overloads_not_exported 0\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_drain_without_a_made_prediction_exports_nothing() {
+        for predicted in [
+            serde_json::json!({"made": false, "why": "no traffic source"}),
+            serde_json::json!({"made": "yes", "overloads": [{"origin": "x", "predicted": 2.0, "capacity": 1.0}]}),
+            serde_json::json!({"made": true}),
+        ] {
+            assert!(recorded_overloads("fra-a", &record_with(predicted)).is_empty());
+        }
+    }
+
+    #[test]
+    fn exports_at_most_max_overloads() {
+        let overload = RecordedOverload {
+            drained: "d".into(),
+            origin: "o".into(),
+            predicted: 2.0,
+            capacity: 1.0,
+        };
+        let overloads: Vec<RecordedOverload> = (0..MAX_OVERLOADS + 2)
+            .map(|i| RecordedOverload {
+                origin: format!("o{i}"),
+                ..overload.clone()
+            })
+            .collect();
+        let text = render(
+            &Reading {
+                overloads,
+                ..Reading::default()
+            },
+            0,
+            0,
+            true,
+        );
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("dw_fleet_predicted_overload_ratio{"))
+            .count();
+        assert_eq!(series, MAX_OVERLOADS);
+        assert!(
+            text.contains("dw_fleet_predicted_overloads_not_exported 2\n"),
+            "{text}"
+        );
     }
 }

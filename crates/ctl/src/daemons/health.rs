@@ -2,7 +2,8 @@
 //!
 //! Every `interval`, each origin is probed ([`crate::ops::probe`]). After `fail_after`
 //! consecutive failures it is drained (source `health`, regions it would empty are left
-//! alone); after `recover_after` consecutive successes its health drain is restored. Drains
+//! alone), or with `--on-fail shed:PERCENT` shed by that percent
+//! ([`crate::plan::shed`]); after `recover_after` consecutive successes its health drain is restored. Drains
 //! made by people or by `rebalance` are never restored here. At most
 //! `floor(max_drained_fraction * probed origins)` of the probed origins are drained at once,
 //! counting every drain record: the check is made on the state the drain is planned from,
@@ -28,6 +29,8 @@ use crate::ops::probe::{ProbeTarget, probe};
 use crate::output::{Outcome, Reporter, Shown};
 use crate::plan::drain_record::SOURCE_HEALTH;
 use crate::plan::keys::Layout;
+use crate::plan::shed::{ShedRequest, plan_shed};
+use crate::plan::shed_record::OnFail;
 use crate::plan::streak::{Streak, Turn};
 use crate::shutdown::Shutdown;
 
@@ -57,6 +60,8 @@ pub struct HealthConfig {
     /// Where a drain's predicted load reads its traffic (recorded in the drain record);
     /// `None`: drains are recorded without a prediction.
     pub traffic: Option<TrafficSourceArgs>,
+    /// What a failing origin gets: a drain, or a shed of some percent of its load.
+    pub on_fail: OnFail,
 }
 
 impl HealthConfig {
@@ -140,6 +145,7 @@ pub async fn command(
         recover_after: args.recover_after,
         max_drained_fraction: args.max_drained_fraction,
         traffic: Some(*args.traffic),
+        on_fail: args.on_fail,
     };
     run(&config, context.reporter(), shutdown).await?;
     Ok(Outcome {
@@ -373,7 +379,22 @@ async fn act(
             &config.retry,
             &now_rfc3339(),
             |state| {
-                let mut changes = plan_drain(state, &request)?;
+                let mut changes = match config.on_fail {
+                    OnFail::Drain => plan_drain(state, &request)?,
+                    OnFail::Shed(percent) => plan_shed(
+                        state,
+                        &config.layout.prefix,
+                        traffic
+                            .as_ref()
+                            .map(|(traffic, _)| traffic)
+                            .map_err(Clone::clone),
+                        &ShedRequest {
+                            drain: request.clone(),
+                            percent,
+                            spill: false,
+                        },
+                    )?,
+                };
                 record_drain_prediction(
                     &config.layout.prefix,
                     &traffic,
@@ -385,10 +406,14 @@ async fn act(
             },
         )
         .await;
+        let done = match config.on_fail {
+            OnFail::Drain => "drained",
+            OnFail::Shed(_) => "shed",
+        };
         let (event, text, fields) = match result {
             Ok(committed) => match committed.revision {
                 Some(revision) => (
-                    "drained",
+                    done,
                     format!("{origin} at revision {revision}: {}", request.reason),
                     json!({"origin": origin, "revision": revision, "regions": committed.changes.regions.keys().collect::<Vec<_>>(), "notes": committed.changes.notes}),
                 ),
@@ -417,10 +442,10 @@ async fn act(
             }
             Err(other) => return Err(other),
         };
-        if event == "drained" || reported.get(origin) != Some(&text) {
+        if event == done || reported.get(origin) != Some(&text) {
             reporter.event(event, &text, fields);
         }
-        if event == "drained" {
+        if event == done {
             known.drained.insert(origin.clone());
             known.ours.insert(origin.clone());
             reported.remove(origin);

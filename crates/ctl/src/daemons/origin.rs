@@ -318,7 +318,7 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
             "ttl": ttl,
             "meta": live.map(|(value, _)| serde_json::from_slice::<Value>(value).unwrap_or_else(|_| Value::from(String::from_utf8_lossy(value).into_owned()))),
             "registered": listing.registered.contains(id),
-            "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>()})),
+            "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>(), "state": record.state_label(), "shed_percent": record.shed.as_ref().map(|shed| shed.percent), "shed_regions": record.shed_regions()})),
             "malformed_drain_record": listing.malformed_drains.get(id),
             "capacity": listing.capacities.get(id).map(|capacity| number_json(*capacity)),
             "malformed_capacity_record": listing.malformed_capacities.get(id),
@@ -341,7 +341,8 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
             (_, Some(error)) => format!("  MALFORMED DRAIN RECORD: {}", Shown(error)),
             (Value::Null, None) => String::new(),
             (record, None) => format!(
-                "  drained by {}: {}",
+                "  {} by {}: {}",
+                Shown(record["state"].as_str().unwrap_or("drained")),
                 Shown(record["source"].as_str().unwrap_or("?")),
                 Shown(record["reason"].as_str().unwrap_or("?"))
             ),

@@ -8,13 +8,13 @@
 //! fails the guards and [`transact`] starts over from a fresh read, after a jittered,
 //! growing pause, a bounded number of times.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp};
 
 use crate::error::{Error, FieldError};
-use crate::plan::drain_record::DrainRecord;
+pub use crate::plan::drain::reconcile_drain_records;
 pub use crate::plan::keys::DEFAULT_MAX_REQUEST_BYTES;
 use crate::plan::keys::{Layout, strip};
 pub use crate::plan::model::{Changes, Entry, State};
@@ -128,61 +128,6 @@ pub async fn read_capacities(
         Err(error) => return Err(error.into()),
     };
     Ok(Ok((capacities, headroom)))
-}
-
-/// Keeps drain records true to the regions they name.
-///
-/// A drain record says "this origin was taken out of these regions". When a write puts the
-/// origin back into one of them (a `set`, an `apply`, a `rollback`), the operator has
-/// overridden the drain there: that region leaves the record, in the same transaction, and
-/// a record left with no region is deleted. So at every revision, no region named in a
-/// (well-formed) drain record lists the drained origin. A malformed record is left alone
-/// with a note: it must not block changes about other origins.
-pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(), Error> {
-    let touched: BTreeSet<String> = changes.regions.keys().cloned().collect();
-    let mut candidates: BTreeMap<String, DrainRecord> = BTreeMap::new();
-    for origin in state.drains.keys() {
-        if changes.drains.contains_key(origin) {
-            continue;
-        }
-        match state.drain_record(origin) {
-            Ok(Some(record)) if record.regions.keys().any(|geo| touched.contains(geo)) => {
-                candidates.insert(origin.clone(), record);
-            }
-            Ok(_) => {}
-            // A malformed record blocks only the commands about its origin: this change
-            // goes ahead, and says that record could not be kept in step.
-            Err(_) => changes.notes.push(format!(
-                "the drain record of {origin} is malformed and was not checked against this \
-                 change; repair it with `dwctl drain --repair {origin}`"
-            )),
-        }
-    }
-    for (origin, record) in &changes.drains {
-        if let Some(record) = record {
-            candidates.insert(origin.clone(), record.clone());
-        }
-    }
-    for (origin, mut record) in candidates {
-        let before = record.regions.len();
-        record.regions.retain(|geo, _| {
-            let lists = match changes.regions.get(geo) {
-                Some(new_value) => new_value.as_ref().is_some_and(|value| value.lists(&origin)),
-                None => matches!(state.region(geo), Some(Ok(value)) if value.lists(&origin)),
-            };
-            if lists {
-                changes.notes.push(format!(
-                    "region {geo} lists {origin} again: it leaves {origin}'s drain record"
-                ));
-            }
-            !lists
-        });
-        if record.regions.len() != before {
-            let update = (!record.regions.is_empty()).then_some(record);
-            changes.drains.insert(origin, update);
-        }
-    }
-    Ok(())
 }
 
 /// The largest value dwctl writes to one key: 1 MiB (1,048,576 bytes), checked on the

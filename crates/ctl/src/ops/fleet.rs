@@ -256,7 +256,15 @@ pub async fn status(
             .map(|node| node_line(node, &nodes, target, now)),
     );
     lines.push(summary.clone());
-    let malformed = malformed_drain_records(&mut client, &context.layout).await?;
+    let (malformed, shed) = drain_records(&mut client, &context.layout).await?;
+    for (origin, label) in &shed {
+        lines.push(format!(
+            "note: {} is {} (`dwctl origin list`; `dwctl restore {}` undoes it)",
+            Shown(origin),
+            Shown(label),
+            Shown(origin)
+        ));
+    }
     for (origin, error) in &malformed {
         lines.push(format!(
             "warning: the drain record of {} is malformed ({}); repair it with `dwctl drain --repair {}`",
@@ -276,6 +284,7 @@ pub async fn status(
             "gone": nodes.len() - live,
             "summary": summary,
             "malformed_drain_records": malformed,
+            "shed_origins": shed,
         }),
     };
     if current < live {
@@ -378,12 +387,34 @@ pub async fn wait_after(
     }
 }
 
-/// The drain records that do not parse, by origin, with why: `status` names them, since
-/// each blocks the commands about its origin until `dwctl drain --repair`.
-async fn malformed_drain_records(
+/// Malformed and shed origins, by origin: the records that do not parse, with why
+/// (`status` names them, since each blocks the commands about its origin until `dwctl
+/// drain --repair`), and the records with a shed, with what it is (`shed 40%`).
+async fn drain_records(
     client: &mut Client,
     layout: &Layout,
-) -> Result<BTreeMap<String, String>, Error> {
+) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), Error> {
+    let mut malformed = BTreeMap::new();
+    let mut shed = BTreeMap::new();
+    for (origin, record) in read_drain_records(client, layout).await? {
+        match record {
+            Err(error) => {
+                malformed.insert(origin, error.to_string());
+            }
+            Ok(record) if record.shed.is_some() => {
+                shed.insert(origin, record.state_label());
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok((malformed, shed))
+}
+
+/// Every drain record (paged), by origin, parsed or with why it does not parse.
+pub async fn read_drain_records(
+    client: &mut Client,
+    layout: &Layout,
+) -> Result<Vec<(String, Result<DrainRecord, Error>)>, Error> {
     let mut kv = dw_etcd::kv_client(client);
     let drains = dw_etcd::read_prefix_pages(
         &mut kv,
@@ -397,9 +428,8 @@ async fn malformed_drain_records(
         .iter()
         .filter_map(|kv| {
             let origin = crate::plan::keys::strip(kv.key(), &layout.drains())?;
-            DrainRecord::parse(origin, kv.value())
-                .err()
-                .map(|error| (origin.to_owned(), error.to_string()))
+            let record = DrainRecord::parse(origin, kv.value()).map_err(Error::from);
+            Some((origin.to_owned(), record))
         })
         .collect())
 }

@@ -30,9 +30,24 @@ pub async fn run_plan<F>(
 where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
+    run_plan_with_traffic(context, client, title, dry_run, |state, _| plan(state)).await
+}
+
+/// [`run_plan`] for a plan that searches with the traffic the prediction reads (`shed`,
+/// `--spill`): it gets the traffic, or why there is none.
+pub async fn run_plan_with_traffic<F>(
+    context: &Context,
+    client: &mut etcd_client::Client,
+    title: &str,
+    dry_run: bool,
+    mut plan: F,
+) -> Result<Outcome, Error>
+where
+    F: FnMut(&State, Result<&Traffic, String>) -> Result<Changes, Error>,
+{
     let mut predictor = Predictor::new(context, title).await?;
     let mut guarded = |state: &State| {
-        let mut changes = plan(state)?;
+        let mut changes = plan(state, predictor.traffic())?;
         predictor.check(context, state, &mut changes)?;
         Ok(changes)
     };
@@ -89,6 +104,15 @@ impl Predictor {
             title: title.to_owned(),
             last: None,
         })
+    }
+
+    /// The traffic read, or why there is none.
+    pub fn traffic(&self) -> Result<&Traffic, String> {
+        match &self.traffic {
+            None => Err("this command reads no traffic".into()),
+            Some(Ok((traffic, _))) => Ok(traffic),
+            Some(Err(why)) => Err(why.clone()),
+        }
     }
 
     /// Predicts `changes` on `state` and applies the guard.

@@ -94,6 +94,26 @@ async fn serves_the_fleet_view_and_its_own_failures() {
         metrics.contains("dw_routing_regions_unreadable 0\n"),
         "{metrics}"
     );
+    // An automatic drain that went ahead against its prediction (as `dwctl health` records
+    // it): the overload is served until the record goes.
+    etcd.put(
+        "/dw/control/drains/fra-a",
+        r#"{"schema":2,"origin":"fra-a","reason":"probe failed","source":"health","by":"health@edge","at":"2026-12-04T00:00:00Z","regions":{},"predicted":{"made":true,"source":"prometheus","headroom":0.8,"overloads":[{"origin":"fra-b","predicted":1200.0,"before":700.0,"capacity":1000.0,"limit":800.0}]}}"#,
+    )
+    .await;
+    eventually(
+        Duration::from_secs(10),
+        "the predicted overload",
+        || async {
+            get(&addr, "/metrics")
+                .1
+                .contains(
+                    "dw_fleet_predicted_overload_ratio{origin=\"fra-b\",drained=\"fra-a\"} 1.2\n",
+                )
+                .then_some(())
+        },
+    )
+    .await;
     assert!(get(&addr, "/other").0.contains("404"));
 
     // A forged report on no lease (as a careless operator or another node would write it):

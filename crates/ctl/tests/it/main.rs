@@ -20,5 +20,6 @@ mod report_trust;
 mod rollout;
 mod scale;
 mod security;
+mod shed;
 mod stages;
 mod usage;

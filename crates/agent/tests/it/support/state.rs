@@ -64,20 +64,18 @@ pub fn read_snapshot(path: &Path) -> Option<Snapshot> {
     }))
 }
 
-/// Polls `check` until it returns true, or panics after [`EVENTUALLY`].
+/// Polls `check` every 20 ms until it returns true, or panics after [`EVENTUALLY`]
+/// (`dw_etcd_testkit::eventually`, the polling wait dwctl's tests share).
 pub async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = Instant::now() + EVENTUALLY;
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    dw_etcd_testkit::eventually(EVENTUALLY, Duration::from_millis(20), what, || {
+        let done = check();
+        async move { done.await.then_some(()) }
+    })
+    .await
 }
 
 /// Waits until the snapshot file holds exactly what etcd holds now (after writes stop).

@@ -105,6 +105,7 @@ fn says_why_an_origin_gets_no_answers() {
             regions: BTreeMap::new(),
             stages: BTreeMap::new(),
             predicted: None,
+            shed: None,
         },
     );
     let report = report(&readings(), &state(), &listing, &[]);

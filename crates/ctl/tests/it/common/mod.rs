@@ -9,7 +9,7 @@ pub mod rollout;
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dw_etcd_testkit::Cluster;
 #[allow(unused_imports)]
@@ -252,18 +252,12 @@ pub fn drain_key(origin: &str) -> String {
     format!("{CONTROL}drains/{origin}")
 }
 
-/// Polls `check` every 100 ms until it returns `Some`, or panics after `limit`.
-pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
+/// Polls `check` every 100 ms until it returns `Some`, or panics after `limit`
+/// (`dw_etcd_testkit::eventually`, the polling wait the agent's tests share).
+pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    dw_etcd_testkit::eventually(limit, Duration::from_millis(100), what, check).await
 }
