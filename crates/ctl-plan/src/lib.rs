@@ -3,8 +3,8 @@
 //! dwctl reads the routing state from etcd at one revision, asks a planner of this crate
 //! what to write, and commits the answer in one guarded transaction (dwctl's
 //! `ops::commit`). Everything here is a function of what it is given: no etcd client, no
-//! async runtime, no clap, no I/O beyond the clock ([`clock`]). `scripts/check-modules`
-//! keeps it so, from this line:
+//! async runtime, no clap, no I/O beyond [`clock`]'s (the time, the operator's name and
+//! the host's). `scripts/check-modules` keeps it so, from this line:
 //!
 //! Dependencies (scripts/check-modules): none of etcd-client tokio clap
 //!

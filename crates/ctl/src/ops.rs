@@ -1,6 +1,6 @@
 //! Doing it against etcd: every read and every transaction of dwctl, below the commands
-//! (which parse arguments and print) and above the pure plans (`crate::plan`). Never a
-//! clap type here.
+//! (which parse arguments and print) and above the pure plans (`crate::plan`, the crate
+//! dw-ctl-plan). Never a clap type here.
 //!
 //! - [`commit`]: the one write path. Reads the state at one revision, runs a plan (a pure
 //!   function of it), follows up open stages and drain records, checks the request's size,
