@@ -234,3 +234,47 @@ Recover (docs/dwctl.md, \"etcd's quota\"):
 pub(crate) fn is_nospace(error: &etcd_client::Error) -> bool {
     error.to_string().contains(NOSPACE)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan's refusal reaches the user as it did when the planner lived in dwctl: the
+    /// same kind, exit code and message (docs/dwctl.md and the integration tests assert
+    /// them).
+    #[test]
+    fn a_plan_error_keeps_its_kind_exit_code_and_message() {
+        let cases = [
+            (
+                dw_ctl_plan::Error::invalid("weight.fra-a", "must be an integer"),
+                "validation",
+                4,
+            ),
+            (
+                dw_ctl_plan::Error::Usage("--labels \"x\": expected key=value".into()),
+                "usage",
+                2,
+            ),
+            (
+                dw_ctl_plan::Error::NotFound("stage s1".into()),
+                "not-found",
+                1,
+            ),
+            (
+                dw_ctl_plan::Error::Failed("malformed drain record".into()),
+                "failed",
+                1,
+            ),
+        ];
+        for (planned, kind, code) in cases {
+            let message = planned.to_string();
+            let error = Error::from(planned);
+            assert_eq!((error.kind(), error.exit_code()), (kind, code), "{message}");
+            assert_eq!(error.to_string(), message);
+        }
+        let Error::Invalid(fields) = Error::from(dw_ctl_plan::Error::invalid("meta", "bad")) else {
+            panic!("not a validation error");
+        };
+        assert_eq!(fields, [FieldError::new("meta", "bad")]);
+    }
+}
