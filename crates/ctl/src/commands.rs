@@ -8,6 +8,7 @@ mod auth;
 mod capacity;
 mod drain;
 pub(crate) mod history;
+mod origin;
 mod policy;
 mod region;
 mod repair;
@@ -99,12 +100,7 @@ async fn run_one(
         Command::Restore(args) => restore::run(context, args).await,
         Command::Stage(command) => stage::run(context, command).await,
         Command::Rollout(args) => rollout::run(context, args, shutdown).await,
-        Command::Origin(crate::cli::OriginCommand::Capacity(args)) => {
-            capacity::run(context, args).await
-        }
-        Command::Origin(command) => {
-            crate::daemons::origin::command(context, command, shutdown).await
-        }
+        Command::Origin(command) => origin::run(context, command, shutdown).await,
         Command::Rebalance(args) => {
             crate::daemons::rebalance::command(context, args, shutdown).await
         }

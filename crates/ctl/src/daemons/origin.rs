@@ -1,5 +1,5 @@
-//! Origins on leases: `origin register` (a long-running keep-alive), `origin list`,
-//! `origin forget`.
+//! The origin registration daemon behind `origin register` (a long-running keep-alive),
+//! and the reads `origin list` and `rebalance` share (`commands::origin` is the command).
 //!
 //! An origin's key `<prefix>origin/<id>` lives on a lease; when the process stops renewing
 //! it, etcd deletes the key and `rebalance` drains the origin. Registering also writes a
@@ -17,37 +17,16 @@ use etcd_client::{Client, EventType, WatchOptions};
 use crate::ops::commit::{RecordWrite, write};
 use serde_json::{Map, Value, json};
 
-use crate::cli::OriginCommand;
-use crate::context::Context;
 use crate::error::Error;
 use crate::plan::clock::now_rfc3339;
-use crate::plan::drain::check_origin_name;
 use dw_etcd::{Backoff, EtcdOptions};
 
 use crate::daemons::sessions::Sessions;
-use crate::input::json_object_arg;
-use crate::output::{Outcome, Reporter, Shown, listing_text};
-use crate::plan::capacity::{Capacity, DEFAULT_HEADROOM, Headroom, number_json, percent};
+use crate::output::Reporter;
+use crate::plan::capacity::{Capacity, DEFAULT_HEADROOM, Headroom};
 use crate::plan::drain_record::DrainRecord;
 use crate::plan::keys::{Layout, strip};
 use crate::shutdown::Shutdown;
-
-/// The largest `--meta` accepted, in bytes of its JSON text as written to etcd: every
-/// node's agent copies it into its snapshot, and every publication re-writes it.
-pub const MAX_META_BYTES: usize = 4096;
-
-/// Parses `--meta` and checks its size (its JSON text as it is written, compact).
-fn meta_arg(text: &str) -> Result<Map<String, Value>, Error> {
-    let meta = json_object_arg("meta", text)?;
-    let size = Value::Object(meta.clone()).to_string().len();
-    if size > MAX_META_BYTES {
-        return Err(Error::Usage(format!(
-            "--meta is {size} bytes as JSON; at most {MAX_META_BYTES} are accepted (it is \
-             copied into every node's snapshot): keep only what the origin needs to be found"
-        )));
-    }
-    Ok(meta)
-}
 
 /// What `origin register` keeps alive.
 #[derive(Debug, Clone)]
@@ -62,52 +41,6 @@ pub struct RegisterConfig {
     pub ttl: i64,
     /// The key's value.
     pub meta: Map<String, Value>,
-}
-
-pub async fn command(
-    context: &Context,
-    command: OriginCommand,
-    shutdown: Shutdown,
-) -> Result<Outcome, Error> {
-    match command {
-        OriginCommand::Register { id, ttl, meta } => {
-            check_origin_name("id", &id)?;
-            let config = RegisterConfig {
-                etcd: context.etcd.clone(),
-                layout: context.layout.clone(),
-                id: id.clone(),
-                ttl,
-                meta: meta_arg(&meta)?,
-            };
-            register(&config, context.reporter(), shutdown).await?;
-            Ok(Outcome {
-                text: String::new(),
-                json: json!({"origin": id, "stopped": true}),
-            })
-        }
-        OriginCommand::List => list(context).await,
-        // A plan like every routing change: `commands::capacity` runs it.
-        OriginCommand::Capacity(_) => Err(Error::Failed(
-            "`origin capacity` is run by the command dispatcher".into(),
-        )),
-        OriginCommand::Forget { id } => {
-            check_origin_name("id", &id)?;
-            let mut client = context.etcd.connect().await?;
-            let deleted = client
-                .delete(context.layout.registration(&id), None)
-                .await?
-                .deleted();
-            if deleted == 0 {
-                return Err(Error::NotFound(format!("no registered origin `{id}`")));
-            }
-            Ok(Outcome {
-                text: format!(
-                    "forgot {id}: rebalance no longer drains it when its key vanishes (until it registers again)"
-                ),
-                json: json!({"origin": id, "forgotten": true}),
-            })
-        }
-    }
 }
 
 /// How a registration session ended.
@@ -286,93 +219,6 @@ pub async fn registered_lease(
     }))
 }
 
-/// Live origins (with their lease's remaining ttl), registered origins that are down, and
-/// drained origins (registered or not), with who drained them and why.
-async fn list(context: &Context) -> Result<Outcome, Error> {
-    let mut client = context.etcd.connect().await?;
-    let listing = list_origins(&mut client, &context.layout).await?;
-    let mut rows = Vec::new();
-    let ids: BTreeSet<&String> = listing
-        .live
-        .keys()
-        .chain(listing.registered.iter())
-        .chain(listing.drains.keys())
-        .chain(listing.malformed_drains.keys())
-        .chain(listing.capacities.keys())
-        .chain(listing.malformed_capacities.keys())
-        .collect();
-    for id in ids {
-        let live = listing.live.get(id);
-        let ttl = match live {
-            Some((_, lease)) if *lease != 0 => client
-                .lease_time_to_live(*lease, None)
-                .await
-                .ok()
-                .map(|response| response.ttl()),
-            _ => None,
-        };
-        let drained = listing.drains.get(id);
-        rows.push(json!({
-            "origin": id,
-            "live": live.is_some(),
-            "ttl": ttl,
-            "meta": live.map(|(value, _)| serde_json::from_slice::<Value>(value).unwrap_or_else(|_| Value::from(String::from_utf8_lossy(value).into_owned()))),
-            "registered": listing.registered.contains(id),
-            "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>(), "state": record.state_label(), "shed_percent": record.shed.as_ref().map(|shed| shed.percent), "shed_regions": record.shed_regions()})),
-            "malformed_drain_record": listing.malformed_drains.get(id),
-            "capacity": listing.capacities.get(id).map(|capacity| number_json(*capacity)),
-            "malformed_capacity_record": listing.malformed_capacities.get(id),
-        }));
-    }
-    let lines = rows.iter().map(|row| {
-        let state = if row["live"].as_bool() == Some(true) {
-            format!(
-                "live (ttl {}s)",
-                row["ttl"]
-                    .as_i64()
-                    .map_or("?".to_string(), |ttl| ttl.to_string())
-            )
-        } else if row["registered"].as_bool() == Some(true) {
-            "DOWN (registered before, key gone)".to_string()
-        } else {
-            "not registered".to_string()
-        };
-        let drained = match (&row["drained"], row["malformed_drain_record"].as_str()) {
-            (_, Some(error)) => format!("  MALFORMED DRAIN RECORD: {}", Shown(error)),
-            (Value::Null, None) => String::new(),
-            (record, None) => format!(
-                "  {} by {}: {}",
-                Shown(record["state"].as_str().unwrap_or("drained")),
-                Shown(record["source"].as_str().unwrap_or("?")),
-                Shown(record["reason"].as_str().unwrap_or("?"))
-            ),
-        };
-        let capacity = match (&row["capacity"], row["malformed_capacity_record"].as_str()) {
-            (_, Some(error)) => format!("  MALFORMED CAPACITY RECORD: {}", Shown(error)),
-            (Value::Null, None) => "  capacity not set".to_string(),
-            (capacity, None) => format!("  capacity {capacity} answers/s"),
-        };
-        format!(
-            "{:<12} {state}{capacity}{drained}",
-            Shown(row["origin"].as_str().unwrap_or_default()).to_string()
-        )
-    });
-    let mut text = listing_text(lines, "no origins");
-    match &listing.capacities_unreadable {
-        Some(why) => text.push_str(&format!("\ncapacities not shown: {}", Shown(why))),
-        None => text.push_str(&format!(
-            "\ncapacity guard: refuses a change above {}% of an origin's capacity \
-             (`dwctl origin capacity --headroom`)",
-            percent(listing.headroom)
-        )),
-    }
-    Ok(Outcome {
-        text,
-        json: json!({"origins": rows, "capacity_headroom": number_json(listing.headroom),
-                     "capacities_unreadable": listing.capacities_unreadable}),
-    })
-}
-
 /// Origins as etcd knows them at one revision.
 #[derive(Debug, Clone)]
 pub struct OriginListing {
@@ -505,37 +351,5 @@ fn lease_lost_or(error: Error) -> Result<SessionEnd, Error> {
         Ok(SessionEnd::LeaseLost)
     } else {
         Err(error)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn meta_is_bounded_at_its_edge() {
-        // {"a":"…"} is 8 bytes around the string.
-        let sized = |bytes: usize| format!("{{\"a\":\"{}\"}}", "x".repeat(bytes - 8));
-        assert_eq!(
-            Value::Object(meta_arg(&sized(MAX_META_BYTES)).unwrap())
-                .to_string()
-                .len(),
-            MAX_META_BYTES
-        );
-        let refused = meta_arg(&sized(MAX_META_BYTES + 1))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            refused.contains("4097 bytes") && refused.contains("at most 4096"),
-            "{refused}"
-        );
-        // Whitespace in the argument does not count: the size is what is written.
-        assert!(
-            meta_arg(&format!(
-                "{{ \"a\" : \"{}\" }}",
-                "x".repeat(MAX_META_BYTES - 8)
-            ))
-            .is_ok()
-        );
     }
 }
