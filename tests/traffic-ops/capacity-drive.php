@@ -5,7 +5,8 @@
  *   php capacity-drive.php SNAPSHOT N SECONDS KEYS OUT
  * Request i: geo GEOS[i % 5]; every other request carries a sticky key out of KEYS
  * distinct ones ('k' . (intdiv(i, 2) % KEYS)). The mix is the same whatever N, so shares of
- * geos are stationary across runs. Writes OUT (JSON): answers per origin and the total.
+ * geos are stationary across runs. Writes OUT (JSON): answers per origin, the total and the
+ * seconds the answers took (`elapsed`: the measured rate is total / elapsed).
  */
 [, $snapshot, $n, $seconds, $keys, $out] = $argv;
 $n = (int) $n; $seconds = (float) $seconds; $keys = (int) $keys;
@@ -29,4 +30,5 @@ for ($i = 0; $i < $n; $i++) {
     }
 }
 ksort($byOrigin);
-file_put_contents($out, json_encode(['total' => $n, 'origins' => $byOrigin]) . "\n");
+$elapsed = (hrtime(true) - $start) / 1e9;
+file_put_contents($out, json_encode(['total' => $n, 'elapsed' => $elapsed, 'origins' => $byOrigin]) . "\n");
