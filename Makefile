@@ -43,7 +43,7 @@ down:
 all: build
 
 help:
-	@echo "make demo       build, run the whole stack (etcd, dw-agent, OpenLiteSpeed + lsphp; nginx + php-fpm without LiteSpeed), route, drain, restore"
+	@echo "make demo       build, run the whole stack (etcd, dw-agent, OpenLiteSpeed + lsphp; nginx + php-fpm without LiteSpeed), route, drain, restore, stage, a drain refused for overload and a 40 % shed measured"
 	@echo "make up / down  start the stack and leave it running (prints the URL) / stop it"
 	@echo "make            build the extension (target/release/libdw_router.so) and binaries"
 	@echo "make test       every test suite, and the phpt suite on PHP 8.5; ends with 'N passed, N failed'"
