@@ -40,18 +40,49 @@ pub async fn run_plan_with_traffic<F>(
     client: &mut etcd_client::Client,
     title: &str,
     dry_run: bool,
-    mut plan: F,
+    plan: F,
 ) -> Result<Outcome, Error>
 where
     F: FnMut(&State, Result<&Traffic, String>) -> Result<Changes, Error>,
 {
-    let mut predictor = Predictor::new(context, title).await?;
+    let predictor = Predictor::new(context, title).await?;
+    let ran = run_checked(context, client, predictor, dry_run, plan).await?;
+    let mut outcome = committed_outcome(title, &ran.committed, ran.request_bytes);
+    ran.predictor.report(&mut outcome, dry_run);
+    Ok(outcome)
+}
+
+/// A plan previewed or committed by [`run_checked`], for a command that words its own
+/// outcome (`apply`, the stage commands).
+pub struct Ran {
+    /// What was committed, or on a dry run what would be (`revision` `None`, 0 attempts).
+    pub committed: Committed,
+    /// On a dry run: the request's size and the limit (`--max-request-bytes`).
+    pub request_bytes: Option<(usize, usize)>,
+    /// The prediction of the last attempt, to add to the outcome ([`Predictor::report`]).
+    pub predictor: Predictor,
+}
+
+/// The one preview-or-commit branch of a plan: on every attempt it plans, predicts and
+/// applies the capacity guard (`predictor`, which has read the traffic); a dry run
+/// previews (the size check included), otherwise the plan is committed in one guarded,
+/// retried transaction ([`transact`]).
+pub async fn run_checked<F>(
+    context: &Context,
+    client: &mut etcd_client::Client,
+    mut predictor: Predictor,
+    dry_run: bool,
+    mut plan: F,
+) -> Result<Ran, Error>
+where
+    F: FnMut(&State, Result<&Traffic, String>) -> Result<Changes, Error>,
+{
     let mut guarded = |state: &State| {
         let mut changes = plan(state, predictor.traffic())?;
         predictor.check(context, state, &mut changes)?;
         Ok(changes)
     };
-    let mut outcome = if dry_run {
+    let (committed, request_bytes) = if dry_run {
         let (state, changes) = preview(client, &context.layout, &mut guarded).await?;
         let bytes = request_bytes(&context.layout, &state, &changes)?;
         let committed = Committed {
@@ -60,16 +91,18 @@ where
             changes,
             attempts: 0,
         };
-        let limit = context.layout.max_request_bytes;
-        committed_outcome(title, &committed, Some((bytes, limit)))
+        (committed, Some((bytes, context.layout.max_request_bytes)))
     } else {
         let updated = now_rfc3339();
         let committed =
             transact(client, &context.layout, &context.retry, &updated, guarded).await?;
-        committed_outcome(title, &committed, None)
+        (committed, None)
     };
-    predictor.report(&mut outcome, dry_run);
-    Ok(outcome)
+    Ok(Ran {
+        committed,
+        request_bytes,
+        predictor,
+    })
 }
 
 /// A plan's load prediction and capacity guard: reads the traffic once (a file or

@@ -9,12 +9,12 @@ use tokio::time::Instant;
 
 use dw_routing::stage::Stage;
 
-use super::{cohort_flag, stage};
 use crate::context::Context;
 use crate::error::{EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, Error};
 use crate::ops::bake_checks::{probe_round, run_check};
 use crate::ops::commit::{RecordWrite, write};
 use crate::ops::fleet::read_nodes;
+use crate::ops::stage::{self, Widening};
 use crate::output::{Outcome, Reporter, escape as shown};
 use crate::plan::clock::now_rfc3339;
 use crate::plan::model::Entry;
@@ -193,7 +193,14 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         let reason = format!("rollout {}: {}", self.step_text(), self.record.reason);
-        match stage::widen(self.context, self.id(), &cohort_flag(points), &reason).await {
+        match stage::widen(
+            self.context,
+            self.id(),
+            &Widening::to_points(points),
+            &reason,
+        )
+        .await
+        {
             Ok(_) => Ok(()),
             Err(Error::NotFound(_)) => Err(self.closed_outside().await),
             Err(error) => Err(self.stopped(error).await),
@@ -514,7 +521,7 @@ impl<'a> Driver<'a> {
             Err(Error::NotFound(_)) => return Err(self.closed_outside().await),
             Err(error) => return Err(self.stopped(error).await),
         };
-        let revision = promoted.json["revision"].clone();
+        let revision = promoted.committed.revision.map_or(Value::Null, Value::from);
         self.finish(RolloutState::Promoted, "promoted").await;
         let steps = self.record.plan.steps.len();
         Ok(Outcome {
