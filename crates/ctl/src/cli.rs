@@ -727,7 +727,11 @@ impl Command {
             Command::Shed(args) => Some(args.predict.clone()),
             Command::Restore(args) => Some(args.predict.clone()),
             Command::Rollback(args) => Some(args.predict.clone()),
-            Command::Stage(StageCommand::Promote { predict, .. }) => Some(*predict.clone()),
+            Command::Stage(
+                StageCommand::Create { predict, .. }
+                | StageCommand::Widen { predict, .. }
+                | StageCommand::Promote { predict, .. },
+            ) => Some(*predict.clone()),
             _ => None,
         }
     }

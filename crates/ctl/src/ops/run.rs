@@ -14,8 +14,10 @@ use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::node_report::NodeReport;
 use crate::plan::prediction::{
-    Prediction, changes_routing, drain_prediction, predict_change, refusal, render,
+    Prediction, changes_routing, drain_prediction, predict_change, predict_stage, refusal, render,
+    writes_stage,
 };
 
 /// Previews or commits a plan and reports it, with its load prediction and the capacity
@@ -119,6 +121,9 @@ pub struct Predictor {
     title: String,
     /// The last attempt's prediction, or why none was made.
     last: Option<Result<Prediction, String>>,
+    /// The node reports a change that writes a stage is predicted with (its cohort's
+    /// members, [`Predictor::with_nodes`]).
+    nodes: Vec<NodeReport>,
 }
 
 impl Predictor {
@@ -136,7 +141,19 @@ impl Predictor {
                 .is_some_and(|args| args.allow_overload),
             title: title.to_owned(),
             last: None,
+            nodes: Vec::new(),
         })
+    }
+
+    /// Whether the command reads traffic (it has prediction flags).
+    pub fn reads_traffic(&self) -> bool {
+        self.traffic.is_some()
+    }
+
+    /// The node reports to judge a stage's cohort by (`stage create`, `stage widen`).
+    pub fn with_nodes(mut self, nodes: Vec<NodeReport>) -> Predictor {
+        self.nodes = nodes;
+        self
     }
 
     /// The traffic read, or why there is none.
@@ -159,7 +176,10 @@ impl Predictor {
         let Some(traffic) = &self.traffic else {
             return Ok(());
         };
-        if !changes_routing(changes) {
+        // A routing change is predicted on current routing; one that writes a stage (and
+        // no routing) on its cohort's nodes.
+        let staged = !changes_routing(changes) && writes_stage(changes);
+        if !changes_routing(changes) && !staged {
             return Ok(());
         }
         let (traffic, _) = match traffic {
@@ -173,7 +193,18 @@ impl Predictor {
             self.last = Some(Err(why.clone()));
             return Ok(());
         }
-        let prediction = predict_change(state, changes, &context.layout.prefix, traffic)?;
+        let prediction = if staged {
+            match predict_stage(state, changes, &context.layout.prefix, traffic, &self.nodes) {
+                Ok(Some(prediction)) => prediction,
+                Ok(None) => return Ok(()),
+                Err(why) => {
+                    self.last = Some(Err(why));
+                    return Ok(());
+                }
+            }
+        } else {
+            predict_change(state, changes, &context.layout.prefix, traffic)?
+        };
         let refused = prediction.refused();
         if !refused.is_empty() {
             if !self.allow_overload {

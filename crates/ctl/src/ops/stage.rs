@@ -95,7 +95,7 @@ pub async fn create(context: &Context, request: &CreateRequest<'_>) -> Result<Cr
     let plan = |state: &State, _: Result<&Traffic, String>| {
         plan_create(context, state, request.desired, &template, &mut diff)
     };
-    let predictor = Predictor::new(context, &format!("stage create {id}")).await?;
+    let predictor = predictor(context, &mut client, &format!("stage create {id}")).await?;
     let ran = run_checked(context, &mut client, predictor, request.dry_run, plan).await?;
     let stage = ran
         .committed
@@ -190,6 +190,21 @@ fn plan_create(
     Ok(changes)
 }
 
+/// The prediction of a stage action: the traffic the command's flags name, and the node
+/// reports its cohort is judged by (read only when there is traffic to predict with).
+async fn predictor(
+    context: &Context,
+    client: &mut etcd_client::Client,
+    title: &str,
+) -> Result<Predictor, Error> {
+    let predictor = Predictor::new(context, title).await?;
+    if !predictor.reads_traffic() {
+        return Ok(predictor);
+    }
+    let nodes = read_nodes(client, &context.layout.nodes).await?;
+    Ok(predictor.with_nodes(nodes))
+}
+
 /// The live nodes (by their reports) in the stage's cohort.
 pub fn members(stage: &Stage, nodes: &[NodeReport]) -> Vec<String> {
     nodes
@@ -235,9 +250,10 @@ where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
     let mut client = context.etcd.connect().await?;
-    // A promote writes the staged values as current routing: predicted and guarded like
-    // any routing change (widen and abort change no current routing: nothing predicted).
-    let predictor = Predictor::new(context, &format!("stage {action} {id}")).await?;
+    // A widen is predicted on the cohort's nodes; a promote writes the staged values as
+    // current routing: predicted and guarded like any routing change (abort closes the
+    // stage: never refused, nothing predicted).
+    let predictor = predictor(context, &mut client, &format!("stage {action} {id}")).await?;
     let ran = run_checked(context, &mut client, predictor, false, |state, _| {
         plan(state)
     })
