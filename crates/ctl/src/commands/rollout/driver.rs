@@ -203,6 +203,7 @@ impl<'a> Driver<'a> {
         {
             Ok(_) => Ok(()),
             Err(Error::NotFound(_)) => Err(self.closed_outside().await),
+            Err(Error::Overload(refusal)) => Err(self.refused(&refusal).await),
             Err(error) => Err(self.stopped(error).await),
         }
     }
@@ -501,6 +502,39 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// The capacity guard refused the step's widen or the promote (nothing written): the
+    /// rollout stops there as after a timed-out step, resumable, the stage as it is (its
+    /// cohort the last passed step's), and the command exits 9 with the refusal.
+    async fn refused(&mut self, refusal: &str) -> Error {
+        let at = self.step_text();
+        let what = if self.record.step >= self.record.plan.steps.len() {
+            "the promote"
+        } else {
+            "the step's widen"
+        };
+        self.finish(
+            RolloutState::Stopped,
+            &format!("the capacity guard refused {what} at {at}"),
+        )
+        .await;
+        let text = format!(
+            "{at}: the capacity guard refused {what}, nothing written; the stage stays as it is"
+        );
+        self.event(
+            "refused",
+            &text,
+            json!({"step": self.record.step + 1, "refusal": refusal}),
+        );
+        Error::Overload(format!(
+            "rollout {} stopped at {at}: {refusal}\nThe stage stays as it is (its cohort is the \
+             last passed step's). Once the load fits (a capacity raised, traffic moved), {}; \
+             give the traffic source again (--traffic or --prometheus) for the resumed steps to \
+             be guarded, or --allow-overload to go on above the guard",
+            self.id(),
+            self.resume_hint()
+        ))
+    }
+
     /// An error that stops the rollout without a verdict (etcd, a promote conflict).
     async fn stopped(&mut self, error: Error) -> Error {
         let text = format!("{error}");
@@ -519,6 +553,7 @@ impl<'a> Driver<'a> {
         let promoted = match stage::promote(self.context, self.id(), false, &reason).await {
             Ok(promoted) => promoted,
             Err(Error::NotFound(_)) => return Err(self.closed_outside().await),
+            Err(Error::Overload(refusal)) => return Err(self.refused(&refusal).await),
             Err(error) => return Err(self.stopped(error).await),
         };
         let revision = promoted.committed.revision.map_or(Value::Null, Value::from);
