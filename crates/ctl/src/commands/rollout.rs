@@ -198,6 +198,7 @@ async fn start(context: &Context, args: RolloutArgs, shutdown: Shutdown) -> Resu
         json!({"id": id, "revision": created.revision, "diff": diff,
                "plan": driver.record.plan}),
     );
+    driver.predicted(&created.predictor);
     driver.drive().await
 }
 

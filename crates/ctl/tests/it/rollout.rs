@@ -422,6 +422,12 @@ async fn a_step_the_capacity_guard_refuses_stops_the_rollout_resumably() {
     assert_eq!(run.code, 9, "{}\n{}", run.stdout, run.stderr);
     let stopped = events(&run.stdout);
     assert_eq!(named(&stopped, "step-passed").len(), 1, "{}", run.stdout);
+    // The creation (step 1's cohort) was predicted and shown, within the guard.
+    let predicted = named(&stopped, "predicted");
+    assert_eq!(predicted.len(), 1, "{}", run.stdout);
+    assert_eq!(predicted[0]["step"], 1);
+    assert_eq!(predicted[0]["prediction"]["made"], true);
+    assert_eq!(predicted[0]["prediction"]["staged"]["share_after"], 0.5);
     let refused = named(&stopped, "refused");
     assert_eq!(refused.len(), 1, "{}", run.stdout);
     assert_eq!(refused[0]["step"], 2);
@@ -462,6 +468,11 @@ async fn a_step_the_capacity_guard_refuses_stops_the_rollout_resumably() {
     let run = etcd.dwctl(&["--output", "json", "rollout", "resume", "de-move", &traffic]);
     fleet.stop().await;
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    assert_eq!(events(&run.stdout).last().unwrap()["event"], "promoted");
+    let resumed = events(&run.stdout);
+    assert_eq!(resumed.last().unwrap()["event"], "promoted");
+    // The step's widen and the promote were predicted, each shown.
+    let predicted = named(&resumed, "predicted");
+    assert_eq!(predicted.len(), 2, "{}", run.stdout);
+    assert!(predicted.iter().all(|event| event["step"] == 2));
     assert_eq!(record(&etcd, "de-move").await.unwrap()["state"], "promoted");
 }

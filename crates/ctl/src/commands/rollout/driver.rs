@@ -14,6 +14,7 @@ use crate::error::{EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, Error};
 use crate::ops::bake_checks::{probe_round, run_check};
 use crate::ops::commit::{RecordWrite, write};
 use crate::ops::fleet::read_nodes;
+use crate::ops::run::Predictor;
 use crate::ops::stage::{self, Widening};
 use crate::output::{Outcome, Reporter, escape as shown};
 use crate::plan::clock::now_rfc3339;
@@ -98,6 +99,25 @@ impl<'a> Driver<'a> {
                 .or_insert_with(|| Value::from(self.record.id.clone()));
         }
         self.reporter.event(event, text, fields);
+    }
+
+    /// Prints the load a stage action was predicted to make (a `predicted` event: its
+    /// summary on one line, the prediction in JSON), when a prediction was made.
+    pub(super) fn predicted(&mut self, predictor: &Predictor) {
+        let mut outcome = Outcome {
+            text: String::new(),
+            json: json!({}),
+        };
+        predictor.report(&mut outcome, false);
+        if outcome.json["prediction"]["made"] != true {
+            return;
+        }
+        let summary: Vec<&str> = outcome.text.lines().map(str::trim).collect();
+        let text = format!("{}: {}", self.step_text(), summary.join("; "));
+        // The promote is the last step's (the record's step is past it by then).
+        let step = self.record.step.min(self.record.plan.steps.len() - 1) + 1;
+        let fields = json!({"step": step, "prediction": outcome.json["prediction"]});
+        self.event("predicted", &text, fields);
     }
 
     /// Writes the progress record, guarded on its last revision.
@@ -201,7 +221,10 @@ impl<'a> Driver<'a> {
         )
         .await
         {
-            Ok(_) => Ok(()),
+            Ok(widened) => {
+                self.predicted(&widened.predictor);
+                Ok(())
+            }
             Err(Error::NotFound(_)) => Err(self.closed_outside().await),
             Err(Error::Overload(refusal)) => Err(self.refused(&refusal).await),
             Err(error) => Err(self.stopped(error).await),
@@ -556,6 +579,7 @@ impl<'a> Driver<'a> {
             Err(Error::Overload(refusal)) => return Err(self.refused(&refusal).await),
             Err(error) => return Err(self.stopped(error).await),
         };
+        self.predicted(&promoted.predictor);
         let revision = promoted.committed.revision.map_or(Value::Null, Value::from);
         self.finish(RolloutState::Promoted, "promoted").await;
         let steps = self.record.plan.steps.len();
