@@ -9,9 +9,9 @@
 //! - [`Traffic`]: the input, from Prometheus rows ([`Traffic::from_rows`]) or a JSON file
 //!   ([`Traffic::parse`]); the lines no table can place (`other`, overflow, fail-open
 //!   answers) are kept apart ([`Unplaced`]).
-//! - [`predict`], [`predict_edited`], [`predict_nodes`]: a [`Load`] per origin and per
-//!   geo. Plain traffic goes wholly where [`dw_routing::Table::resolve`] sends the geo;
-//!   sticky traffic splits by [`dw_routing::pick_shares`].
+//! - [`predict`], [`predict_edited`], [`predict_nodes`], [`predict_share`]: a [`Load`] per
+//!   origin and per geo. Plain traffic goes wholly where [`dw_routing::Table::resolve`]
+//!   sends the geo; sticky traffic splits by [`dw_routing::pick_shares`].
 //! - [`compare`]: each origin before and after, and every geo that moves.
 //! - [`guard`]: the origins a load puts above `headroom` × capacity;
 //!   [`largest_fitting_shed`] (linear estimate) and [`largest_shed_within_guard`] (the
@@ -65,7 +65,7 @@ pub use crate::{
         DEFAULT_HEADROOM, FittingShed, GuardReport, Overload, check_guard_inputs, guard,
         largest_fitting_shed,
     },
-    predict::{GeoLoad, Load, NodeTables, predict, predict_edited, predict_nodes},
+    predict::{GeoLoad, Load, NodeTables, predict, predict_edited, predict_nodes, predict_share},
     shed::{SHARE_STEPS, ShedPlan, ShedRequest, largest_shed_within_guard, shed, shed_from},
     spill::{SpillPlan, SpillRequest, SpilledOrigin, WEIGHT_STEPS, spill},
     traffic::{

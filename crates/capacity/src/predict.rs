@@ -176,6 +176,50 @@ pub fn predict_nodes(tables: &NodeTables<'_>, traffic: &Traffic) -> Result<Load,
     Ok(load)
 }
 
+/// Predicts the load of a fleet where a `share` of the nodes (0 to 1) runs `staged` and the
+/// rest `fleet`, from fleet totals: each node is assumed to see the fleet's mix, so
+/// `staged` gets `share` of every geo and `fleet` the rest; the result says so
+/// ([`Load::assumed_fleet_mix`], when `share` is above 0). What a stage's cohort given as
+/// a share of the fleet does when the traffic has no per-node rates.
+///
+/// ```
+/// use dw_capacity::{Traffic, predict_share};
+/// use dw_routing::Table;
+///
+/// let fleet = Table::parse(br#"{"format":1,"revision":1,"prefix":"/dw/routing/","kvs":{
+///     "/dw/routing/region/US":"{\"shard\":\"s\",\"origins\":[\"a\"],\"weight\":{\"a\":1}}"}}"#)?;
+/// let staged = Table::parse(br#"{"format":1,"revision":1,"prefix":"/dw/routing/","kvs":{
+///     "/dw/routing/region/US":"{\"shard\":\"s\",\"origins\":[\"b\"],\"weight\":{\"b\":1}}"}}"#)?;
+/// let traffic = Traffic::parse(br#"{"geos":{"US":100}}"#)?;
+/// let load = predict_share(&fleet, &staged, 0.25, &traffic)?;
+/// assert_eq!((load.of("a"), load.of("b")), (75.0, 25.0));
+/// assert!(load.assumed_fleet_mix);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn predict_share(
+    fleet: &Table,
+    staged: &Table,
+    share: f64,
+    traffic: &Traffic,
+) -> Result<Load, Error> {
+    if !(0.0..=1.0).contains(&share) {
+        return Err(Error::invalid(
+            "share",
+            format!("{share} is not a share of the fleet (0 to 1)"),
+        ));
+    }
+    let mut load = Load::default();
+    if share < 1.0 {
+        View::new(fleet).predict_into(traffic.geos(), 1.0 - share, &mut load);
+    }
+    if share > 0.0 {
+        View::new(staged).predict_into(traffic.geos(), share, &mut load);
+    }
+    load.assumed_fleet_mix = share > 0.0;
+    load.finish(traffic.unplaced());
+    Ok(load)
+}
+
 impl Load {
     fn finish(&mut self, unplaced: &Unplaced) {
         self.unplaced = *unplaced;
@@ -489,6 +533,34 @@ mod tests {
                 String::from_utf8_lossy(hash_key(&table, geo.as_bytes())),
                 route.hash_key,
                 "{geo:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_share_of_the_fleet_runs_the_staged_table() {
+        let fleet = table(
+            "",
+            &[("US", r#"{"shard":"s","origins":["a"],"weight":{"a":1}}"#)],
+        );
+        let staged = table(
+            "",
+            &[("US", r#"{"shard":"s","origins":["b"],"weight":{"b":1}}"#)],
+        );
+        let totals = Traffic::parse(br#"{"geos":{"US":{"plain":10,"sticky":30}}}"#).unwrap();
+        let load = predict_share(&fleet, &staged, 0.2, &totals).unwrap();
+        assert!((load.of("a") - 32.0).abs() < 1e-9 && (load.of("b") - 8.0).abs() < 1e-9);
+        assert!(load.assumed_fleet_mix);
+        assert!((load.total - 40.0).abs() < 1e-9);
+        // The edges: nobody and everybody.
+        let none = predict_share(&fleet, &staged, 0.0, &totals).unwrap();
+        assert_eq!(none, predict(&fleet, &totals));
+        let all = predict_share(&fleet, &staged, 1.0, &totals).unwrap();
+        assert_eq!((all.of("a"), all.of("b")), (0.0, 40.0));
+        for bad in [-0.01, 1.01, f64::NAN] {
+            assert!(
+                predict_share(&fleet, &staged, bad, &totals).is_err(),
+                "{bad}"
             );
         }
     }

@@ -43,7 +43,8 @@ Exit codes:
   7, 8  rollout: a gate failed and the stage was aborted / a step timed out (stage kept)
   9  the capacity guard refused the change: its predicted load puts an origin above
      headroom x capacity (the origins, loads and the part that fits are named); nothing
-     written; --allow-overload commits it anyway, audited
+     written; --allow-overload commits it anyway, audited (rollout: stopped at that
+     step, resumable)
   130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
 
 Examples:
@@ -727,7 +728,17 @@ impl Command {
             Command::Shed(args) => Some(args.predict.clone()),
             Command::Restore(args) => Some(args.predict.clone()),
             Command::Rollback(args) => Some(args.predict.clone()),
-            Command::Stage(StageCommand::Promote { predict, .. }) => Some(*predict.clone()),
+            Command::Stage(
+                StageCommand::Create { predict, .. }
+                | StageCommand::Widen { predict, .. }
+                | StageCommand::Promote { predict, .. },
+            ) => Some(*predict.clone()),
+            Command::Rollout(args) => match &args.command {
+                Some(crate::cli::rollout::RolloutCommand::Resume { predict, .. }) => {
+                    Some(*predict.clone())
+                }
+                None => Some(*args.predict.clone()),
+            },
             _ => None,
         }
     }

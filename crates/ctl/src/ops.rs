@@ -5,7 +5,10 @@
 //! - [`commit`]: the one write path. Reads the state at one revision, runs a plan (a pure
 //!   function of it), follows up open stages and drain records, checks the request's size,
 //!   commits in one guarded transaction, retries on conflict.
-//! - [`run`]: previews or commits a plan and reports each key it changes (`--dry-run`).
+//! - [`run`]: previews or commits a plan and reports each key it changes (`--dry-run`);
+//!   `run_checked` is that one branch for a command that words its own outcome.
+//! - [`stage`]: the stage operations (create, widen, promote, abort) from plain requests,
+//!   for `dwctl stage` and the rollout driver.
 //! - [`fleet`] and [`revision`]: the node reports and the routing revision they are
 //!   judged against (`status`, `--wait`).
 //! - [`lease`]: whether a lease lives, for every reader that believes a key by its lease.
@@ -19,4 +22,5 @@ pub(crate) mod lease;
 pub(crate) mod probe;
 pub(crate) mod revision;
 pub(crate) mod run;
+pub(crate) mod stage;
 pub(crate) mod traffic_source;

@@ -17,6 +17,11 @@ stage left as it is), then bakes: for --bake, the probed origins must stay healt
 runs, and no node may report a staged key rejected. Any failure aborts the stage (exit 7, \
 with the reason). After the last step's bake the stage is promoted.
 
+With --traffic FILE or --prometheus URL, each step's widen and the promote are predicted \
+and guarded like `stage widen` and `stage promote`: a step the capacity guard refuses \
+stops the rollout (exit 9, nothing written, the stage as it is), resumable once the load \
+fits (give the traffic source to `rollout resume` again).
+
 Progress is recorded under <control-prefix>rollouts/<ID> (outside the routing prefix: no \
 node republishes for it). Ctrl-C leaves the stage as it is and prints how to resume \
 (`dwctl rollout resume ID`, the step's bake starts over) or abort (`dwctl stage abort ID`).
@@ -54,6 +59,10 @@ pub struct RolloutArgs {
     pub check: Option<String>,
     #[command(flatten)]
     pub gates: GateArgs,
+    /// Each step's predicted load and the capacity guard (a refused step stops the
+    /// rollout, resumable).
+    #[command(flatten)]
+    pub predict: Box<crate::cli::PredictArgs>,
     /// Why, for the stage, its audit records and the progress record.
     #[arg(long, default_value = "")]
     pub reason: String,
@@ -104,5 +113,8 @@ Example:
         /// The rollout's --check, again.
         #[arg(long, value_name = "CMD")]
         check: Option<String>,
+        /// Each remaining step's predicted load and the capacity guard.
+        #[command(flatten)]
+        predict: Box<crate::cli::PredictArgs>,
     },
 }

@@ -24,8 +24,9 @@ pub enum StageCommand {
     #[command(after_help = "\
 FILE is apply's format (JSON, or TOML by extension) and is validated the same way (exit 4, \
 nothing written). Refused: a file that changes nothing, a key another open stage touches, \
-an empty cohort. --dry-run prints the diff and the nodes (from their reports) that would \
-be in the cohort.
+an empty cohort. --dry-run prints the diff, the nodes (from their reports) that would be in \
+the cohort, and the load the cohort's nodes would put on each origin (--traffic or \
+--prometheus; refused with exit 9 above the capacity guard unless --allow-overload).
 
 Example:
   dwctl stage create eu-map.toml --cohort 5% --labels site=fra --reason 'CHG-42'")]
@@ -45,6 +46,9 @@ Example:
         dry_run: bool,
         #[command(flatten)]
         wait: WaitArgs,
+        /// The cohort's predicted load and the capacity guard.
+        #[command(flatten)]
+        predict: Box<super::PredictArgs>,
     },
     /// Every open stage.
     List,
@@ -64,6 +68,9 @@ Example:
         reason: String,
         #[command(flatten)]
         wait: WaitArgs,
+        /// The wider cohort's predicted load and the capacity guard.
+        #[command(flatten)]
+        predict: Box<super::PredictArgs>,
     },
     /// Make the staged values current for every node and close the stage (one txn).
     #[command(after_help = "\

@@ -1,13 +1,14 @@
 //! `apply`: make etcd match a desired-state file, in one transaction.
 
+use dw_capacity::Traffic;
 use serde_json::json;
 
 use crate::cli::ApplyArgs;
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_file_async;
-use crate::ops::commit::{State, preview, transact};
-use crate::ops::run::Predictor;
+use crate::ops::commit::{Committed, State};
+use crate::ops::run::{Predictor, run_checked};
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::{FileFormat, parse_desired, plan_apply, plan_apply_capacities};
 use crate::plan::clock::{now_rfc3339, operator};
@@ -22,8 +23,7 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
     let mut diff = Vec::new();
     let (by, at) = (operator(), now_rfc3339());
     let names_capacities = desired.capacities.is_some() || desired.capacity_headroom.is_some();
-    let mut predictor = Predictor::new(context, "apply").await?;
-    let mut plan = |state: &State| {
+    let plan = |state: &State, _: Result<&Traffic, String>| {
         let (mut changes, mut lines) = plan_apply(state, &desired, args.prune);
         if names_capacities {
             if let Some(why) = &state.capacities_unreadable {
@@ -41,25 +41,17 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
         changes
             .notes
             .extend(unkeyed_policy_geos_note(state, &changes));
-        predictor.check(context, state, &mut changes)?;
         diff = lines;
         Ok(changes)
     };
-    let (revision, changes, attempts) = if args.dry_run {
-        let (_, changes) = preview(&mut client, &context.layout, &mut plan).await?;
-        (None, changes, 0)
-    } else {
-        let updated = now_rfc3339();
-        let committed = transact(
-            &mut client,
-            &context.layout,
-            &context.retry,
-            &updated,
-            &mut plan,
-        )
-        .await?;
-        (committed.revision, committed.changes, committed.attempts)
-    };
+    let predictor = Predictor::new(context, "apply").await?;
+    let ran = run_checked(context, &mut client, predictor, args.dry_run, plan).await?;
+    let Committed {
+        revision,
+        changes,
+        attempts,
+        ..
+    } = &ran.committed;
     let mut lines: Vec<String> = diff
         .iter()
         .map(|line| format!("{} {} {}", line.op, Shown(&line.key), Shown(&line.detail)))
@@ -88,6 +80,6 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
             "notes": changes.notes,
         }),
     };
-    predictor.report(&mut outcome, args.dry_run);
+    ran.predictor.report(&mut outcome, args.dry_run);
     Ok(outcome)
 }

@@ -1,21 +1,20 @@
 //! `rollout FILE --steps ... --bake ...` and `rollout resume ID`: a stage advanced step by
 //! step, each step gated on the node reports, probes and a check (the rules are in
-//! `crate::plan::rollout`; the stage actions are `stage`'s own, so they write the same audit
-//! records).
+//! `crate::plan::rollout`; the stage actions are `crate::ops::stage`'s, the ones `dwctl
+//! stage` runs, so they write the same audit records).
 
 use std::time::Duration;
 
 use etcd_client::Client;
 use serde_json::json;
 
-use dw_routing::stage::{Stage, check_stage_id};
+use dw_routing::stage::{Cohort, check_stage_id};
 
-use super::stage;
-use crate::cli::CohortArgs;
 use crate::cli::rollout::{RolloutArgs, RolloutCommand};
 use crate::context::Context;
 use crate::error::Error;
 use crate::ops::fleet::read_nodes;
+use crate::ops::stage::{CreateRequest, read_desired};
 use crate::output::{Outcome, escape as shown};
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::rollout::{
@@ -36,7 +35,7 @@ pub async fn run(
     shutdown: Shutdown,
 ) -> Result<Outcome, Error> {
     match args.command {
-        Some(RolloutCommand::Resume { id, check }) => {
+        Some(RolloutCommand::Resume { id, check, .. }) => {
             resume(context, &id, check.as_deref(), shutdown).await
         }
         None => start(context, args, shutdown).await,
@@ -70,14 +69,6 @@ fn plan_of(args: &RolloutArgs) -> Result<Plan, Error> {
 fn default_id() -> String {
     let digits: String = now_rfc3339().chars().filter(char::is_ascii_digit).collect();
     format!("rollout-{digits}")
-}
-
-fn cohort_flag(points: u16) -> CohortArgs {
-    CohortArgs {
-        cohort: Some(percent_text(points)),
-        nodes: Vec::new(),
-        labels: String::new(),
-    }
 }
 
 /// The progress record of `id` and its `mod_revision` (0: none).
@@ -123,12 +114,20 @@ async fn start(context: &Context, args: RolloutArgs, shutdown: Shutdown) -> Resu
             record.plan.steps.len()
         )));
     }
-    let first = cohort_flag(plan.steps[0]);
     // What the stage would be (validation and diff as `stage create`), and who is in the
     // first step's cohort, before anything is written.
-    let dry = stage::create(context, &file, &first, &args.reason, Some(id.clone()), true).await?;
-    let staged: Stage = serde_json::from_value(dry.json["stage"].clone())
-        .map_err(|e| Error::Failed(format!("the planned stage does not read back: {e}")))?;
+    let desired = read_desired(&file).await?;
+    let mut request = CreateRequest {
+        desired: &desired,
+        cohort: Cohort {
+            points: plan.steps[0],
+            ..Cohort::default()
+        },
+        reason: &args.reason,
+        id: &id,
+        dry_run: true,
+    };
+    let staged = crate::ops::stage::create(context, &request).await?.stage;
     check_probed_origins(&staged, &plan.probes)?;
     let nodes = read_nodes(&mut client, &context.layout.nodes).await?;
     let gate = judge(&staged, i64::MAX, &context.layout.prefix, &nodes);
@@ -146,15 +145,13 @@ async fn start(context: &Context, args: RolloutArgs, shutdown: Shutdown) -> Resu
             ),
         ));
     }
-    let created = stage::create(
-        context,
-        &file,
-        &first,
-        &args.reason,
-        Some(id.clone()),
-        false,
-    )
-    .await?;
+    request.dry_run = false;
+    let created = crate::ops::stage::create(context, &request).await?;
+    let diff: Vec<serde_json::Value> = created
+        .diff
+        .iter()
+        .map(|line| json!({"op": line.op.to_string(), "key": line.key, "detail": line.detail}))
+        .collect();
     let now = now_rfc3339();
     let record = Record {
         schema: ROLLOUT_SCHEMA,
@@ -184,7 +181,9 @@ async fn start(context: &Context, args: RolloutArgs, shutdown: Shutdown) -> Resu
         &format!(
             "stage {} at revision {}: {} step(s) {}, bake {} each",
             id,
-            created.json["revision"],
+            created
+                .revision
+                .map_or(serde_json::Value::Null, serde_json::Value::from),
             driver.record.plan.steps.len(),
             driver
                 .record
@@ -196,9 +195,10 @@ async fn start(context: &Context, args: RolloutArgs, shutdown: Shutdown) -> Resu
                 .join(","),
             duration_text(driver.record.plan.bake())
         ),
-        json!({"id": id, "revision": created.json["revision"], "diff": created.json["diff"],
+        json!({"id": id, "revision": created.revision, "diff": diff,
                "plan": driver.record.plan}),
     );
+    driver.predicted(&created.predictor);
     driver.drive().await
 }
 

@@ -14,8 +14,10 @@ use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::node_report::NodeReport;
 use crate::plan::prediction::{
-    Prediction, changes_routing, drain_prediction, predict_change, refusal, render,
+    Prediction, changes_routing, drain_prediction, predict_change, predict_stage, refusal, render,
+    writes_stage,
 };
 
 /// Previews or commits a plan and reports it, with its load prediction and the capacity
@@ -40,18 +42,49 @@ pub async fn run_plan_with_traffic<F>(
     client: &mut etcd_client::Client,
     title: &str,
     dry_run: bool,
-    mut plan: F,
+    plan: F,
 ) -> Result<Outcome, Error>
 where
     F: FnMut(&State, Result<&Traffic, String>) -> Result<Changes, Error>,
 {
-    let mut predictor = Predictor::new(context, title).await?;
+    let predictor = Predictor::new(context, title).await?;
+    let ran = run_checked(context, client, predictor, dry_run, plan).await?;
+    let mut outcome = committed_outcome(title, &ran.committed, ran.request_bytes);
+    ran.predictor.report(&mut outcome, dry_run);
+    Ok(outcome)
+}
+
+/// A plan previewed or committed by [`run_checked`], for a command that words its own
+/// outcome (`apply`, the stage commands).
+pub struct Ran {
+    /// What was committed, or on a dry run what would be (`revision` `None`, 0 attempts).
+    pub committed: Committed,
+    /// On a dry run: the request's size and the limit (`--max-request-bytes`).
+    pub request_bytes: Option<(usize, usize)>,
+    /// The prediction of the last attempt, to add to the outcome ([`Predictor::report`]).
+    pub predictor: Predictor,
+}
+
+/// The one preview-or-commit branch of a plan: on every attempt it plans, predicts and
+/// applies the capacity guard (`predictor`, which has read the traffic); a dry run
+/// previews (the size check included), otherwise the plan is committed in one guarded,
+/// retried transaction ([`transact`]).
+pub async fn run_checked<F>(
+    context: &Context,
+    client: &mut etcd_client::Client,
+    mut predictor: Predictor,
+    dry_run: bool,
+    mut plan: F,
+) -> Result<Ran, Error>
+where
+    F: FnMut(&State, Result<&Traffic, String>) -> Result<Changes, Error>,
+{
     let mut guarded = |state: &State| {
         let mut changes = plan(state, predictor.traffic())?;
         predictor.check(context, state, &mut changes)?;
         Ok(changes)
     };
-    let mut outcome = if dry_run {
+    let (committed, request_bytes) = if dry_run {
         let (state, changes) = preview(client, &context.layout, &mut guarded).await?;
         let bytes = request_bytes(&context.layout, &state, &changes)?;
         let committed = Committed {
@@ -60,16 +93,18 @@ where
             changes,
             attempts: 0,
         };
-        let limit = context.layout.max_request_bytes;
-        committed_outcome(title, &committed, Some((bytes, limit)))
+        (committed, Some((bytes, context.layout.max_request_bytes)))
     } else {
         let updated = now_rfc3339();
         let committed =
             transact(client, &context.layout, &context.retry, &updated, guarded).await?;
-        committed_outcome(title, &committed, None)
+        (committed, None)
     };
-    predictor.report(&mut outcome, dry_run);
-    Ok(outcome)
+    Ok(Ran {
+        committed,
+        request_bytes,
+        predictor,
+    })
 }
 
 /// A plan's load prediction and capacity guard: reads the traffic once (a file or
@@ -86,6 +121,9 @@ pub struct Predictor {
     title: String,
     /// The last attempt's prediction, or why none was made.
     last: Option<Result<Prediction, String>>,
+    /// The node reports a change that writes a stage is predicted with (its cohort's
+    /// members, [`Predictor::with_nodes`]).
+    nodes: Vec<NodeReport>,
 }
 
 impl Predictor {
@@ -103,7 +141,19 @@ impl Predictor {
                 .is_some_and(|args| args.allow_overload),
             title: title.to_owned(),
             last: None,
+            nodes: Vec::new(),
         })
+    }
+
+    /// Whether the command reads traffic (it has prediction flags).
+    pub fn reads_traffic(&self) -> bool {
+        self.traffic.is_some()
+    }
+
+    /// The node reports to judge a stage's cohort by (`stage create`, `stage widen`).
+    pub fn with_nodes(mut self, nodes: Vec<NodeReport>) -> Predictor {
+        self.nodes = nodes;
+        self
     }
 
     /// The traffic read, or why there is none.
@@ -126,7 +176,10 @@ impl Predictor {
         let Some(traffic) = &self.traffic else {
             return Ok(());
         };
-        if !changes_routing(changes) {
+        // A routing change is predicted on current routing; one that writes a stage (and
+        // no routing) on its cohort's nodes.
+        let staged = !changes_routing(changes) && writes_stage(changes);
+        if !changes_routing(changes) && !staged {
             return Ok(());
         }
         let (traffic, _) = match traffic {
@@ -140,7 +193,18 @@ impl Predictor {
             self.last = Some(Err(why.clone()));
             return Ok(());
         }
-        let prediction = predict_change(state, changes, &context.layout.prefix, traffic)?;
+        let prediction = if staged {
+            match predict_stage(state, changes, &context.layout.prefix, traffic, &self.nodes) {
+                Ok(Some(prediction)) => prediction,
+                Ok(None) => return Ok(()),
+                Err(why) => {
+                    self.last = Some(Err(why));
+                    return Ok(());
+                }
+            }
+        } else {
+            predict_change(state, changes, &context.layout.prefix, traffic)?
+        };
         let refused = prediction.refused();
         if !refused.is_empty() {
             if !self.allow_overload {

@@ -585,3 +585,86 @@ async fn a_promote_that_would_overload_is_refused_and_allow_overload_promotes() 
     assert!(run.stdout.contains("ABOVE THE GUARD"), "{}", run.stdout);
     assert_eq!(etcd.dump(&format!("{CONTROL}audit/")).await.len(), 1);
 }
+
+/// `stage create` and `stage widen` predict the load of the stage's cohort (fleet totals
+/// here: the cohort's share of the fleet, its percentage) and are guarded like any change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stage_predicts_its_cohorts_load_and_a_widen_that_would_overload_is_refused() {
+    let (etcd, traffic) = guarded_cluster().await;
+    let file = etcd.data_dir.join("b-only.json");
+    std::fs::write(
+        &file,
+        r#"{"regions":{"DE":{"shard":"eu-1","origins":["fra-b"],"weight":{"fra-b":100}}}}"#,
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let create = ["stage", "create", file, "--cohort", "20%", "--id", "b-only"];
+    // The dry run shows the table: a fifth of the fleet sends DE wholly to fra-b.
+    let before = etcd.revision().await;
+    let mut argv = create.to_vec();
+    argv.extend(["--dry-run", &traffic]);
+    let run = etcd.dwctl(&argv);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("predicted load (traffic file"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("fra-b        500/s -> 600/s  (50% -> 60% of 1000/s)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "stage b-only: assumed the cohort's nodes see the fleet's mix (the traffic has no \
+             per-node rates): the cohort is 0% -> 20% of the fleet (its percentage)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("geo DE: sticky"), "{}", run.stdout);
+    assert_eq!(etcd.revision().await, before, "a dry run writes nothing");
+    let (code, json, _) = etcd.dwctl_json(&argv);
+    assert_eq!(code, 0);
+    assert_eq!(json["prediction"]["staged"]["share_after"], 0.2, "{json}");
+    assert_eq!(json["prediction"]["staged"]["assumed_fleet_mix"], true);
+
+    let mut argv = create.to_vec();
+    argv.push(&traffic);
+    let run = etcd.dwctl(&argv);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("stage b-only created"),
+        "{}",
+        run.stdout
+    );
+
+    // Widening to 80 % puts 900/s on fra-b, above its guard of 800: refused, nothing
+    // written, the cohort as it was.
+    let before = etcd.revision().await;
+    let run = etcd.dwctl(&["stage", "widen", "b-only", "--cohort", "80%", &traffic]);
+    assert_eq!(run.code, 9, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("fra-b: predicted 900/s (now 600/s), capacity 1000/s, guard 800/s"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(etcd.revision().await, before, "nothing written");
+    let stage = etcd.get_json("/dw/routing/stage/b-only").await.unwrap();
+    assert_eq!(stage["cohort"]["points"], 2000, "{stage}");
+
+    // 50 % fits (750/s); without a traffic source the widen goes ahead and says so.
+    let run = etcd.dwctl(&["stage", "widen", "b-only", "--cohort", "50%", &traffic]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("600/s -> 750/s"), "{}", run.stdout);
+    let run = etcd.dwctl(&["stage", "widen", "b-only", "--cohort", "90%"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("no load prediction: no traffic source"),
+        "{}",
+        run.stdout
+    );
+}

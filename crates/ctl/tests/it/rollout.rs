@@ -1,7 +1,8 @@
 //! `dwctl rollout` against a real etcd: a short rollout promotes; a probe or a check that
 //! fails during the bake aborts (exit 7, stage removed); SIGINT leaves the stage and
 //! `rollout resume` continues at the recorded step; an empty cohort is refused; a step whose
-//! cohort never serves it times out (exit 8). The node reports come from a fake fleet run by
+//! cohort never serves it times out (exit 8); a step the capacity guard refuses stops the
+//! rollout (exit 9), resumable. The node reports come from a fake fleet run by
 //! the test (each node on a lease, as an agent writes them: a report off its lease would not
 //! be believed); crates/agent/tests/it/rollout.rs runs the same against real dw-agent processes.
 
@@ -374,4 +375,104 @@ async fn a_missing_cohort_node_blocks_the_step() {
     fleet.stop().await;
     assert_eq!(run.code, 8, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("edge-9 (missing:"), "{}", run.stderr);
+}
+
+/// A step the capacity guard refuses stops the rollout (exit 9, nothing written by the
+/// step, the stage at the last passed step), recorded as stopped; resumed once the load
+/// fits, it goes on from that step and promotes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_the_capacity_guard_refuses_stops_the_rollout_resumably() {
+    let (etcd, ids, file) = setup(10).await;
+    let traffic = etcd.data_dir.join("traffic.json");
+    std::fs::write(&traffic, r#"{"geos":{"DE":{"sticky":1000}}}"#).unwrap();
+    let traffic = format!("--traffic={}", traffic.display());
+    // ams-a's load now (b) and with the file's values on every node (a), as the dry run
+    // of a stage on the whole fleet predicts them: its guard is set between the first
+    // step's load (half the fleet: (a + b) / 2) and the second's (a).
+    let (code, dry, stderr) = etcd.dwctl_json(&[
+        "stage",
+        "create",
+        &file,
+        "--cohort",
+        "100%",
+        "--id",
+        "probe",
+        "--dry-run",
+        &traffic,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let ams = dry["prediction"]["origins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|origin| origin["origin"] == "ams-a")
+        .cloned()
+        .unwrap_or_else(|| panic!("{dry}"));
+    let (b, a) = (
+        ams["before"].as_f64().unwrap(),
+        ams["after"].as_f64().unwrap(),
+    );
+    assert!(a > b + 50.0, "the file moves load onto ams-a: {ams}");
+    let capacity = ((a + b) / 2.0 + a) / 2.0 / 0.8;
+    let set = etcd.dwctl(&["origin", "capacity", "ams-a", &format!("{capacity:.1}")]);
+    assert_eq!(set.code, 0, "{}", set.stderr);
+
+    let fleet = Fleet::start(&etcd, &applying(&ids)).await;
+    let run = rollout_json(&etcd, &file, "de-move", "50%,100%", "1s", &[&traffic]);
+    assert_eq!(run.code, 9, "{}\n{}", run.stdout, run.stderr);
+    let stopped = events(&run.stdout);
+    assert_eq!(named(&stopped, "step-passed").len(), 1, "{}", run.stdout);
+    // The creation (step 1's cohort) was predicted and shown, within the guard.
+    let predicted = named(&stopped, "predicted");
+    assert_eq!(predicted.len(), 1, "{}", run.stdout);
+    assert_eq!(predicted[0]["step"], 1);
+    assert_eq!(predicted[0]["prediction"]["made"], true);
+    assert_eq!(predicted[0]["prediction"]["staged"]["share_after"], 0.5);
+    let refused = named(&stopped, "refused");
+    assert_eq!(refused.len(), 1, "{}", run.stdout);
+    assert_eq!(refused[0]["step"], 2);
+    let error = stopped.last().unwrap();
+    assert_eq!(error["error"]["kind"], "overload", "{}", run.stdout);
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "rollout de-move stopped at step 2/2 (100.00%): refused, nothing written: the \
+             change puts origins above their guard"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("ams-a: predicted"), "{message}");
+    assert!(
+        message.contains("dwctl rollout resume de-move"),
+        "{message}"
+    );
+    // The stage stays at the first step's cohort; the record says stopped, at step 2.
+    assert_eq!(
+        stage_of(&etcd, "de-move").await.unwrap()["cohort"]["points"],
+        5000
+    );
+    let progress = record(&etcd, "de-move").await.unwrap();
+    assert_eq!(progress["state"], "stopped");
+    assert_eq!(progress["step"], 1);
+    assert!(
+        progress["outcome"]
+            .as_str()
+            .unwrap()
+            .contains("the capacity guard refused the step's widen at step 2/2"),
+        "{progress}"
+    );
+
+    // Capacity raised: the resumed rollout widens, bakes and promotes.
+    let set = etcd.dwctl(&["origin", "capacity", "ams-a", &format!("{:.1}", a * 2.0)]);
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    let run = etcd.dwctl(&["--output", "json", "rollout", "resume", "de-move", &traffic]);
+    fleet.stop().await;
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let resumed = events(&run.stdout);
+    assert_eq!(resumed.last().unwrap()["event"], "promoted");
+    // The step's widen and the promote were predicted, each shown.
+    let predicted = named(&resumed, "predicted");
+    assert_eq!(predicted.len(), 2, "{}", run.stdout);
+    assert!(predicted.iter().all(|event| event["step"] == 2));
+    assert_eq!(record(&etcd, "de-move").await.unwrap()["state"], "promoted");
 }

@@ -9,12 +9,13 @@ use tokio::time::Instant;
 
 use dw_routing::stage::Stage;
 
-use super::{cohort_flag, stage};
 use crate::context::Context;
 use crate::error::{EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, Error};
 use crate::ops::bake_checks::{probe_round, run_check};
 use crate::ops::commit::{RecordWrite, write};
 use crate::ops::fleet::read_nodes;
+use crate::ops::run::Predictor;
+use crate::ops::stage::{self, Widening};
 use crate::output::{Outcome, Reporter, escape as shown};
 use crate::plan::clock::now_rfc3339;
 use crate::plan::model::Entry;
@@ -98,6 +99,25 @@ impl<'a> Driver<'a> {
                 .or_insert_with(|| Value::from(self.record.id.clone()));
         }
         self.reporter.event(event, text, fields);
+    }
+
+    /// Prints the load a stage action was predicted to make (a `predicted` event: its
+    /// summary on one line, the prediction in JSON), when a prediction was made.
+    pub(super) fn predicted(&mut self, predictor: &Predictor) {
+        let mut outcome = Outcome {
+            text: String::new(),
+            json: json!({}),
+        };
+        predictor.report(&mut outcome, false);
+        if outcome.json["prediction"]["made"] != true {
+            return;
+        }
+        let summary: Vec<&str> = outcome.text.lines().map(str::trim).collect();
+        let text = format!("{}: {}", self.step_text(), summary.join("; "));
+        // The promote is the last step's (the record's step is past it by then).
+        let step = self.record.step.min(self.record.plan.steps.len() - 1) + 1;
+        let fields = json!({"step": step, "prediction": outcome.json["prediction"]});
+        self.event("predicted", &text, fields);
     }
 
     /// Writes the progress record, guarded on its last revision.
@@ -193,9 +213,20 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         let reason = format!("rollout {}: {}", self.step_text(), self.record.reason);
-        match stage::widen(self.context, self.id(), &cohort_flag(points), &reason).await {
-            Ok(_) => Ok(()),
+        match stage::widen(
+            self.context,
+            self.id(),
+            &Widening::to_points(points),
+            &reason,
+        )
+        .await
+        {
+            Ok(widened) => {
+                self.predicted(&widened.predictor);
+                Ok(())
+            }
             Err(Error::NotFound(_)) => Err(self.closed_outside().await),
+            Err(Error::Overload(refusal)) => Err(self.refused(&refusal).await),
             Err(error) => Err(self.stopped(error).await),
         }
     }
@@ -494,6 +525,39 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// The capacity guard refused the step's widen or the promote (nothing written): the
+    /// rollout stops there as after a timed-out step, resumable, the stage as it is (its
+    /// cohort the last passed step's), and the command exits 9 with the refusal.
+    async fn refused(&mut self, refusal: &str) -> Error {
+        let at = self.step_text();
+        let what = if self.record.step >= self.record.plan.steps.len() {
+            "the promote"
+        } else {
+            "the step's widen"
+        };
+        self.finish(
+            RolloutState::Stopped,
+            &format!("the capacity guard refused {what} at {at}"),
+        )
+        .await;
+        let text = format!(
+            "{at}: the capacity guard refused {what}, nothing written; the stage stays as it is"
+        );
+        self.event(
+            "refused",
+            &text,
+            json!({"step": self.record.step + 1, "refusal": refusal}),
+        );
+        Error::Overload(format!(
+            "rollout {} stopped at {at}: {refusal}\nThe stage stays as it is (its cohort is the \
+             last passed step's). Once the load fits (a capacity raised, traffic moved), {}; \
+             give the traffic source again (--traffic or --prometheus) for the resumed steps to \
+             be guarded, or --allow-overload to go on above the guard",
+            self.id(),
+            self.resume_hint()
+        ))
+    }
+
     /// An error that stops the rollout without a verdict (etcd, a promote conflict).
     async fn stopped(&mut self, error: Error) -> Error {
         let text = format!("{error}");
@@ -512,9 +576,11 @@ impl<'a> Driver<'a> {
         let promoted = match stage::promote(self.context, self.id(), false, &reason).await {
             Ok(promoted) => promoted,
             Err(Error::NotFound(_)) => return Err(self.closed_outside().await),
+            Err(Error::Overload(refusal)) => return Err(self.refused(&refusal).await),
             Err(error) => return Err(self.stopped(error).await),
         };
-        let revision = promoted.json["revision"].clone();
+        self.predicted(&promoted.predictor);
+        let revision = promoted.committed.revision.map_or(Value::Null, Value::from);
         self.finish(RolloutState::Promoted, "promoted").await;
         let steps = self.record.plan.steps.len();
         Ok(Outcome {
