@@ -435,18 +435,33 @@ pub struct Committed {
     pub attempts: u32,
 }
 
-/// A check every commit of a plan (and its dry run) passes after the follow-ups and the
-/// size check, before anything is sent: it may refuse the changes with an error of its own
-/// kind, which the command reports (and exits with) as it is. The capacity guard is one to
-/// come; the list is [`PRE_COMMIT_CHECKS`].
-pub type PreCommitCheck = fn(&State, &Changes) -> Result<(), Error>;
+/// A check every commit of a plan (and its dry run) passes on every attempt, right after
+/// the plan and before the follow-ups (stage and drain-record reconciliation) and the size
+/// check, so that what a check adds (`--allow-overload`'s audit record) is followed up and
+/// counted like the rest. It may refuse the changes with an error of its own kind, which
+/// the command reports (and exits with) as it is: nothing is sent. A check can carry
+/// context (the capacity guard, [`crate::ops::run::Predictor`], holds the traffic it
+/// read); a closure `FnMut(&State, &mut Changes) -> Result<(), Error>` is one too. It runs
+/// on a plan with nothing to write as well (and should let it through), so that what it
+/// remembers of an attempt is always the last attempt's. `Send`: commands run on a worker.
+pub trait PreCommitCheck: Send {
+    /// Judges `changes` planned on `state`: `Err` refuses them; `Ok` lets them through,
+    /// possibly with a note or an audit record added.
+    fn check(&mut self, state: &State, changes: &mut Changes) -> Result<(), Error>;
+}
 
-/// The checks every plan commit runs, in order ([`PreCommitCheck`]).
-pub const PRE_COMMIT_CHECKS: &[PreCommitCheck] = &[];
+impl<F> PreCommitCheck for F
+where
+    F: FnMut(&State, &mut Changes) -> Result<(), Error> + Send,
+{
+    fn check(&mut self, state: &State, changes: &mut Changes) -> Result<(), Error> {
+        self(state, changes)
+    }
+}
 
 /// Read, plan, commit; on conflict start over, up to `retry.attempts` times. The plan
 /// is a pure function of the state, so each attempt works on what it actually read.
-/// Every attempt passes [`PRE_COMMIT_CHECKS`].
+/// No [`PreCommitCheck`] runs ([`transact_checked`] takes them).
 pub async fn transact<F>(
     client: &mut Client,
     layout: &Layout,
@@ -457,16 +472,17 @@ pub async fn transact<F>(
 where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
-    transact_checked(client, layout, retry, updated, PRE_COMMIT_CHECKS, plan).await
+    transact_checked(client, layout, retry, updated, &mut [], plan).await
 }
 
-/// [`transact`] with the pre-commit checks `checks` instead of [`PRE_COMMIT_CHECKS`].
+/// [`transact`], with every attempt's changes passing each of `checks` in order
+/// ([`PreCommitCheck`]).
 pub async fn transact_checked<F>(
     client: &mut Client,
     layout: &Layout,
     retry: &RetryPolicy,
     updated: &str,
-    checks: &[PreCommitCheck],
+    checks: &mut [&mut dyn PreCommitCheck],
     mut plan: F,
 ) -> Result<Committed, Error>
 where
@@ -679,7 +695,8 @@ fn settled(written: &[Written], current: &[Option<(Vec<u8>, i64)>]) -> Settled {
     }
 }
 
-/// Reads and plans without writing (`--dry-run`), through [`PRE_COMMIT_CHECKS`].
+/// Reads and plans without writing (`--dry-run`): what [`transact`] would write, refused
+/// as it would refuse it.
 pub async fn preview<F>(
     client: &mut Client,
     layout: &Layout,
@@ -688,13 +705,15 @@ pub async fn preview<F>(
 where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
-    preview_checked(client, layout, PRE_COMMIT_CHECKS, plan).await
+    preview_checked(client, layout, &mut [], plan).await
 }
 
-async fn preview_checked<F>(
+/// [`preview`] through `checks`, as [`transact_checked`] runs them: a dry run refuses
+/// what the commit would refuse.
+pub async fn preview_checked<F>(
     client: &mut Client,
     layout: &Layout,
-    checks: &[PreCommitCheck],
+    checks: &mut [&mut dyn PreCommitCheck],
     plan: &mut F,
 ) -> Result<(State, Changes), Error>
 where
@@ -702,15 +721,13 @@ where
 {
     let state = read_state(client, layout).await?;
     let mut changes = plan(&state)?;
+    for check in checks.iter_mut() {
+        check.check(&state, &mut changes)?;
+    }
     reconcile_drain_records(&state, &mut changes)?;
     reconcile_stages(&state, &mut changes)?;
     // A dry run refuses what the commit would refuse, before anything is sent.
     request_bytes(layout, &state, &changes)?;
-    if !changes.is_empty() {
-        for check in checks {
-            check(&state, &changes)?;
-        }
-    }
     Ok((state, changes))
 }
 

@@ -2,18 +2,23 @@
 //! run previews it, otherwise it is committed in one guarded transaction; either way the
 //! report lists each key that changes, before and after.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::error::Error;
 use dw_capacity::Traffic;
 
-use crate::ops::commit::{Changes, Committed, State, preview, request_bytes, transact};
+use crate::ops::commit::{
+    Changes, Committed, PreCommitCheck, State, preview_checked, request_bytes, transact_checked,
+};
 use crate::ops::traffic_source::read_traffic;
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::keys::Layout;
 use crate::plan::prediction::{
     Prediction, changes_routing, drain_prediction, predict_change, refusal, render,
 };
@@ -46,13 +51,13 @@ where
     F: FnMut(&State, Result<&Traffic, String>) -> Result<Changes, Error>,
 {
     let mut predictor = Predictor::new(context, title).await?;
-    let mut guarded = |state: &State| {
-        let mut changes = plan(state, predictor.traffic())?;
-        predictor.check(context, state, &mut changes)?;
-        Ok(changes)
-    };
+    // The plan searches with the traffic while the predictor, a pre-commit check, guards.
+    let traffic = predictor.traffic.clone();
+    let mut planned = |state: &State| plan(state, traffic_of(&traffic));
+    let mut checks: [&mut dyn PreCommitCheck; 1] = [&mut predictor];
     let mut outcome = if dry_run {
-        let (state, changes) = preview(client, &context.layout, &mut guarded).await?;
+        let (state, changes) =
+            preview_checked(client, &context.layout, &mut checks, &mut planned).await?;
         let bytes = request_bytes(&context.layout, &state, &changes)?;
         let committed = Committed {
             revision: None,
@@ -64,26 +69,47 @@ where
         committed_outcome(title, &committed, Some((bytes, limit)))
     } else {
         let updated = now_rfc3339();
-        let committed =
-            transact(client, &context.layout, &context.retry, &updated, guarded).await?;
+        let committed = transact_checked(
+            client,
+            &context.layout,
+            &context.retry,
+            &updated,
+            &mut checks,
+            planned,
+        )
+        .await?;
         committed_outcome(title, &committed, None)
     };
     predictor.report(&mut outcome, dry_run);
     Ok(outcome)
 }
 
-/// A plan's load prediction and capacity guard: reads the traffic once (a file or
-/// Prometheus, [`read_traffic`]), then on every attempt predicts the planned change on the
-/// state read ([`predict_change`]) and refuses it (exit 9, nothing written) when it puts an
-/// origin above its guard, unless `--allow-overload`, which adds an audit record to the
-/// change. Without traffic, capacities or a routing change there is no prediction, and
-/// the report says why.
+/// The traffic a prediction reads and its source, or why there is none.
+type TrafficRead = Result<(Traffic, String), String>;
+
+/// The traffic of `read`, or why there is none (`None`: the command reads no traffic).
+fn traffic_of(read: &Option<Arc<TrafficRead>>) -> Result<&Traffic, String> {
+    match read.as_deref() {
+        None => Err("this command reads no traffic".into()),
+        Some(Ok((traffic, _))) => Ok(traffic),
+        Some(Err(why)) => Err(why.clone()),
+    }
+}
+
+/// A plan's load prediction and capacity guard, a [`PreCommitCheck`]: reads the traffic
+/// once (a file or Prometheus, [`read_traffic`]), then on every attempt predicts the planned
+/// change on the state read ([`predict_change`]) and refuses it (exit 9, nothing written)
+/// when it puts an origin above its guard, unless `--allow-overload`, which adds an audit
+/// record to the change. Without traffic, capacities or a routing change there is no
+/// prediction, and the report says why.
 pub struct Predictor {
     /// The traffic and its source, or why there is none (`None`: the command predicts
-    /// nothing, it has no prediction flags).
-    traffic: Option<Result<(Traffic, String), String>>,
+    /// nothing, it has no prediction flags). Shared with a plan that searches with it.
+    traffic: Option<Arc<TrafficRead>>,
     allow_overload: bool,
     title: String,
+    /// Where the audit record of `--allow-overload` goes, and the routing prefix.
+    layout: Layout,
     /// The last attempt's prediction, or why none was made.
     last: Option<Result<Prediction, String>>,
 }
@@ -92,7 +118,7 @@ impl Predictor {
     /// Reads the traffic the command's flags name.
     pub async fn new(context: &Context, title: &str) -> Result<Predictor, Error> {
         let traffic = match &context.predict {
-            Some(args) => Some(read_traffic(&args.source).await?),
+            Some(args) => Some(Arc::new(read_traffic(&args.source).await?)),
             None => None,
         };
         Ok(Predictor {
@@ -102,28 +128,31 @@ impl Predictor {
                 .as_ref()
                 .is_some_and(|args| args.allow_overload),
             title: title.to_owned(),
+            layout: context.layout.clone(),
             last: None,
         })
     }
 
-    /// The traffic read, or why there is none.
-    pub fn traffic(&self) -> Result<&Traffic, String> {
-        match &self.traffic {
-            None => Err("this command reads no traffic".into()),
-            Some(Ok((traffic, _))) => Ok(traffic),
-            Some(Err(why)) => Err(why.clone()),
-        }
-    }
-
-    /// Predicts `changes` on `state` and applies the guard.
+    /// Predicts `changes` on `state` and applies the guard, for a command that runs it
+    /// inside its plan: [`PreCommitCheck::check`] with `context`'s layout.
     pub fn check(
         &mut self,
         context: &Context,
         state: &State,
         changes: &mut Changes,
     ) -> Result<(), Error> {
+        self.guard(&context.layout, state, changes)
+    }
+
+    /// Predicts `changes` on `state` and applies the guard.
+    fn guard(
+        &mut self,
+        layout: &Layout,
+        state: &State,
+        changes: &mut Changes,
+    ) -> Result<(), Error> {
         self.last = None;
-        let Some(traffic) = &self.traffic else {
+        let Some(traffic) = self.traffic.as_deref() else {
             return Ok(());
         };
         if !changes_routing(changes) {
@@ -140,18 +169,14 @@ impl Predictor {
             self.last = Some(Err(why.clone()));
             return Ok(());
         }
-        let prediction = predict_change(state, changes, &context.layout.prefix, traffic)?;
+        let prediction = predict_change(state, changes, &layout.prefix, traffic)?;
         let refused = prediction.refused();
         if !refused.is_empty() {
             if !self.allow_overload {
                 return Err(Error::Overload(refusal(&prediction)));
             }
             let at = now_rfc3339();
-            let key = format!(
-                "{}{at}-allow-overload-{}",
-                context.layout.audits(),
-                state.revision
-            );
+            let key = format!("{}{at}-allow-overload-{}", layout.audits(), state.revision);
             let record = json!({
                 "action": "allow-overload",
                 "change": self.title,
@@ -180,7 +205,7 @@ impl Predictor {
     /// Adds the prediction (or why none was made) to the outcome: its lines after the
     /// changes, `prediction` in the JSON.
     pub fn report(&self, outcome: &mut Outcome, dry_run: bool) {
-        let (lines, json) = match (&self.traffic, &self.last) {
+        let (lines, json) = match (self.traffic.as_deref(), &self.last) {
             (None, _) | (Some(_), None) => return,
             (Some(_), Some(Err(why))) => (
                 vec![format!(
@@ -201,6 +226,14 @@ impl Predictor {
         if let Value::Object(object) = &mut outcome.json {
             object.insert("prediction".into(), json);
         }
+    }
+}
+
+/// The capacity guard as [`run_plan`] passes it to every commit and dry run.
+impl PreCommitCheck for Predictor {
+    fn check(&mut self, state: &State, changes: &mut Changes) -> Result<(), Error> {
+        let layout = self.layout.clone();
+        self.guard(&layout, state, changes)
     }
 }
 
