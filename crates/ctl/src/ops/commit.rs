@@ -548,7 +548,9 @@ where
                 if let Err(error) = sent {
                     // Out of attempts with the outcome unknown: say so.
                     return Err(match error {
-                        Error::Etcd(_) => unavailable.outcome_unknown(&error.to_string()),
+                        Error::Etcd(_) | Error::EtcdUnavailable { .. } => {
+                            unavailable.outcome_unknown(&error.to_string())
+                        }
                         other => other,
                     });
                 }
@@ -610,21 +612,17 @@ impl Unavailable {
     }
 
     fn exhausted(&self) -> Error {
-        let member = self.member.as_deref().map_or(String::new(), |member| {
-            format!(" (last member tried: {member})")
-        });
-        Error::Etcd(etcd_client::Error::InvalidArgs(format!(
-            "etcd unavailable after {} attempts{member}: {}",
-            self.failures,
-            self.last.as_deref().unwrap_or("no answer")
-        )))
+        Error::EtcdUnavailable {
+            attempts: self.failures,
+            member: self.member.clone(),
+            last: self.last.clone().unwrap_or_else(|| "no answer".into()),
+        }
     }
 
     fn outcome_unknown(&self, why: &str) -> Error {
-        Error::Etcd(etcd_client::Error::InvalidArgs(format!(
-            "the write was sent but its outcome is unknown ({why}); `dwctl history` shows \
-             whether it landed"
-        )))
+        Error::OutcomeUnknown {
+            why: why.to_owned(),
+        }
     }
 }
 
