@@ -50,7 +50,10 @@ mod prefix;
 
 pub use crate::{
     backoff::Backoff,
-    connect::{connect_endpoint, is_retryable, is_transport, prefix_range_end, within},
+    connect::{
+        connect_endpoint, is_permission_denied, is_retryable, is_transport, prefix_range_end,
+        within,
+    },
     error::{Error, describe},
     options::{Credentials, EtcdArgs, EtcdOptions, TlsFiles, parse_duration},
     pages::{

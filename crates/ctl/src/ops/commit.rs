@@ -98,7 +98,6 @@ pub async fn read_capacities(
     layout: &Layout,
     revision: Option<i64>,
 ) -> Result<Result<(Vec<KeyValue>, Option<KeyValue>), String>, Error> {
-    let denied = |error: &etcd_client::Error| error.to_string().contains("permission denied");
     let refused = format!(
         "this user's role cannot read the capacities under {} (permission denied): re-run \
          `dwctl auth --apply` to grant it",
@@ -113,7 +112,7 @@ pub async fn read_capacities(
     .await
     {
         Ok(pages) => pages.kvs,
-        Err(error) if denied(&error) => return Ok(Err(refused)),
+        Err(error) if dw_etcd::is_permission_denied(&error) => return Ok(Err(refused)),
         Err(error) => return Err(error.into()),
     };
     let headroom = match kv
@@ -124,7 +123,7 @@ pub async fn read_capacities(
         .await
     {
         Ok(response) => response.kvs().first().cloned(),
-        Err(error) if denied(&error) => return Ok(Err(refused)),
+        Err(error) if dw_etcd::is_permission_denied(&error) => return Ok(Err(refused)),
         Err(error) => return Err(error.into()),
     };
     Ok(Ok((capacities, headroom)))
