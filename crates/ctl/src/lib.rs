@@ -56,7 +56,6 @@ mod output;
 // `dw_ctl_plan::drain`.
 use dw_ctl_plan as plan;
 mod progress;
-pub mod prometheus;
 mod routing_weights;
 mod shutdown;
 
