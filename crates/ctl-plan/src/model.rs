@@ -63,6 +63,16 @@ impl State {
             .collect()
     }
 
+    /// The valid regions whose `origins` list `origin`, by geo: what a drain or a shed of
+    /// `origin` without `--region` covers.
+    pub fn regions_listing(&self, origin: &str) -> Vec<String> {
+        self.valid_regions()
+            .into_iter()
+            .filter(|(_, value)| value.lists(origin))
+            .map(|(geo, _)| geo)
+            .collect()
+    }
+
     /// The policy's value, if the key exists: `Err` when the readers would reject it.
     pub fn policy(&self) -> Option<Result<PolicyValue, FieldError>> {
         self.policy

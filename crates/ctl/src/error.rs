@@ -160,21 +160,17 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Invalid(fields) => {
-                write!(f, "validation failed, nothing written:")?;
-                for field in fields {
-                    write!(f, "\n  {field}")?;
-                }
-                Ok(())
-            }
-            Error::Usage(message) => write!(f, "usage: {message}"),
+            // The kinds the plan crate has too are worded there, once (an error is printed
+            // once: the clone costs nothing that matters).
+            Error::Invalid(fields) => dw_ctl_plan::Error::Invalid(fields.clone()).fmt(f),
+            Error::Usage(message) => dw_ctl_plan::Error::Usage(message.clone()).fmt(f),
             Error::Conflict { attempts } => write!(
                 f,
                 "gave up after {attempts} attempts: the keys kept changing concurrently \
                  (nothing written by this command); re-run it"
             ),
             Error::Diverged(message) => f.write_str(message),
-            Error::NotFound(what) => write!(f, "not found: {what}"),
+            Error::NotFound(what) => dw_ctl_plan::Error::NotFound(what.clone()).fmt(f),
             Error::Etcd(source) if is_nospace(source) => {
                 write!(f, "etcd: {source}\n{NOSPACE_RECOVERY}")
             }
