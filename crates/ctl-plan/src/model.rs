@@ -184,3 +184,35 @@ pub enum StageEdits {
     /// A stage command: it edits stages itself.
     Keep,
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::fixtures::state;
+
+    #[test]
+    fn regions_listing_an_origin_are_the_valid_ones_naming_it() {
+        let state = state(&[
+            (
+                "DE",
+                r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":50,"b":50}}"#,
+            ),
+            (
+                "AT",
+                r#"{"shard":"eu-1","origins":["b","a"],"weight":{"a":1,"b":3}}"#,
+            ),
+            (
+                "FR",
+                r#"{"shard":"eu-1","origins":["b"],"weight":{"b":100}}"#,
+            ),
+            // Names `a`, but the readers reject it: not a region a drain can change.
+            (
+                "PT",
+                r#"{"shard":"eu-1","origins":["a"],"weight":{"zz":1}}"#,
+            ),
+        ]);
+        assert!(state.region("PT").unwrap().is_err());
+        assert_eq!(state.regions_listing("a"), ["AT", "DE"]);
+        assert_eq!(state.regions_listing("b"), ["AT", "DE", "FR"]);
+        assert!(state.regions_listing("c").is_empty());
+    }
+}
