@@ -413,27 +413,9 @@ pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::state;
     use crate::model::Entry;
     use crate::weights::tests::named;
-
-    fn state(regions: &[(&str, &str)]) -> State {
-        State {
-            revision: 10,
-            regions: regions
-                .iter()
-                .map(|(geo, raw)| {
-                    (
-                        geo.to_string(),
-                        Entry {
-                            raw: raw.as_bytes().to_vec(),
-                            mod_revision: 5,
-                        },
-                    )
-                })
-                .collect(),
-            ..State::default()
-        }
-    }
 
     fn request(origin: &str) -> DrainRequest {
         DrainRequest {

@@ -66,6 +66,8 @@ pub mod clock;
 pub mod drain;
 pub mod drain_record;
 mod error;
+#[cfg(test)]
+mod fixtures;
 // Accessor names say what each key is; their docs would repeat them.
 #[allow(missing_docs)]
 pub mod keys;

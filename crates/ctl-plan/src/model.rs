@@ -63,6 +63,16 @@ impl State {
             .collect()
     }
 
+    /// The valid regions whose `origins` list `origin`, by geo: what a drain or a shed of
+    /// `origin` without `--region` covers.
+    pub fn regions_listing(&self, origin: &str) -> Vec<String> {
+        self.valid_regions()
+            .into_iter()
+            .filter(|(_, value)| value.lists(origin))
+            .map(|(geo, _)| geo)
+            .collect()
+    }
+
     /// The policy's value, if the key exists: `Err` when the readers would reject it.
     pub fn policy(&self) -> Option<Result<PolicyValue, FieldError>> {
         self.policy
@@ -173,4 +183,36 @@ pub enum StageEdits {
     Restore(String),
     /// A stage command: it edits stages itself.
     Keep,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fixtures::state;
+
+    #[test]
+    fn regions_listing_an_origin_are_the_valid_ones_naming_it() {
+        let state = state(&[
+            (
+                "DE",
+                r#"{"shard":"eu-1","origins":["a","b"],"weight":{"a":50,"b":50}}"#,
+            ),
+            (
+                "AT",
+                r#"{"shard":"eu-1","origins":["b","a"],"weight":{"a":1,"b":3}}"#,
+            ),
+            (
+                "FR",
+                r#"{"shard":"eu-1","origins":["b"],"weight":{"b":100}}"#,
+            ),
+            // Names `a`, but the readers reject it: not a region a drain can change.
+            (
+                "PT",
+                r#"{"shard":"eu-1","origins":["a"],"weight":{"zz":1}}"#,
+            ),
+        ]);
+        assert!(state.region("PT").unwrap().is_err());
+        assert_eq!(state.regions_listing("a"), ["AT", "DE"]);
+        assert_eq!(state.regions_listing("b"), ["AT", "DE", "FR"]);
+        assert!(state.regions_listing("c").is_empty());
+    }
 }

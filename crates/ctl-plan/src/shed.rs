@@ -274,12 +274,7 @@ fn by_weight(
 /// origin), or every region (an origin no region lists is an error).
 fn check_regions(state: &State, origin: &str, named: &[String]) -> Result<Vec<String>, Error> {
     if named.is_empty() {
-        let listing: Vec<String> = state
-            .valid_regions()
-            .into_iter()
-            .filter(|(_, value)| value.lists(origin))
-            .map(|(geo, _)| geo)
-            .collect();
+        let listing = state.regions_listing(origin);
         if listing.is_empty() {
             return Err(Error::invalid(
                 "origin",
@@ -477,29 +472,11 @@ mod tests {
     use super::*;
     use crate::drain::plan_restore;
     use crate::drain::reconcile_drain_records;
+    use crate::fixtures::state;
     use crate::model::Entry;
     use crate::shed_record::SHED_RECORD_SCHEMA;
 
     const PREFIX: &str = "/dw/routing/";
-
-    fn state(regions: &[(&str, &str)]) -> State {
-        State {
-            revision: 10,
-            regions: regions
-                .iter()
-                .map(|(geo, raw)| {
-                    (
-                        geo.to_string(),
-                        Entry {
-                            raw: raw.as_bytes().to_vec(),
-                            mod_revision: 5,
-                        },
-                    )
-                })
-                .collect(),
-            ..State::default()
-        }
-    }
 
     fn request(origin: &str, percent: f64) -> ShedRequest {
         ShedRequest {

@@ -201,12 +201,7 @@ fn drain_stages(state: &State, changes: &mut Changes, request: &DrainRequest) {
     for (id, stage) in open_stages(state) {
         let Ok(mut stage) = stage else { continue };
         let staged = staged_regions(&stage);
-        let listing: Vec<String> = staged
-            .valid_regions()
-            .into_iter()
-            .filter(|(_, value)| value.lists(origin))
-            .map(|(geo, _)| geo)
-            .collect();
+        let listing = staged.regions_listing(origin);
         if listing.is_empty() {
             continue;
         }

@@ -17,6 +17,7 @@ mod rollout;
 mod route;
 mod shed;
 mod stage;
+mod status;
 mod traffic;
 
 use serde_json::Value;
@@ -75,23 +76,7 @@ async fn run_one(
     shutdown: Shutdown,
 ) -> Result<Outcome, Error> {
     match command {
-        Command::Status(args) => {
-            let selector = crate::ops::fleet::parse_selector(&args.labels)?;
-            match &args.serve {
-                Some(addr) => {
-                    if !(0.5..=3600.0).contains(&args.interval) {
-                        return Err(Error::Usage(format!(
-                            "--interval {}: must be between 0.5 and 3600 seconds",
-                            args.interval
-                        )));
-                    }
-                    let interval = std::time::Duration::from_secs_f64(args.interval);
-                    crate::daemons::exporter::serve(context, &selector, addr, interval, shutdown)
-                        .await
-                }
-                None => crate::ops::fleet::status(context, &selector).await,
-            }
-        }
+        Command::Status(args) => status::run(context, args, shutdown).await,
         Command::Region(command) => region::run(context, command).await,
         Command::Policy(command) => policy::run(context, command).await,
         Command::Apply(args) => apply::run(context, args).await,

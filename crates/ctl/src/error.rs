@@ -39,6 +39,23 @@ pub enum Error {
     NotFound(String),
     /// etcd refused or could not be reached. Exit code 1.
     Etcd(etcd_client::Error),
+    /// etcd stayed unavailable (unreachable, no leader, timing out) through every attempt
+    /// of a guarded write, reconnecting between them; nothing is known to be written. Exit
+    /// code 1, kind `etcd`, as any etcd failure.
+    EtcdUnavailable {
+        /// How many failures were counted.
+        attempts: u32,
+        /// The member the last failure came from, when known.
+        member: Option<String>,
+        /// The last failure, as it was reported.
+        last: String,
+    },
+    /// A write was sent, its answer was lost, and reading its keys back could not tell
+    /// whether it landed (`dwctl history` can). Exit code 1, kind `etcd`.
+    OutcomeUnknown {
+        /// Why the read-back could not settle it.
+        why: String,
+    },
     /// A local file could not be read. Exit code 1.
     Io {
         /// The file (`-` for stdin).
@@ -104,7 +121,8 @@ impl Error {
             Error::Lagging(_) => 5,
             Error::WaitFailed { .. } => EXIT_WAIT_FAILED,
             Error::Overload(_) => EXIT_OVERLOAD,
-            Error::NotFound(_) | Error::Etcd(_) | Error::Io { .. } | Error::Failed(_) => 1,
+            Error::NotFound(_) | Error::Io { .. } | Error::Failed(_) => 1,
+            Error::Etcd(_) | Error::EtcdUnavailable { .. } | Error::OutcomeUnknown { .. } => 1,
             Error::Interrupted { code, .. } | Error::Rollout { code, .. } => *code,
         }
     }
@@ -120,12 +138,17 @@ impl Error {
             Error::WaitFailed { .. } => "wait-failed",
             Error::Overload(_) => "overload",
             Error::NotFound(_) => "not-found",
-            Error::Etcd(_) => "etcd",
+            Error::Etcd(_) | Error::EtcdUnavailable { .. } | Error::OutcomeUnknown { .. } => "etcd",
             Error::Io { .. } => "io",
             Error::Failed(_) => "failed",
             Error::Interrupted { .. } => "interrupted",
             Error::Rollout { kind, .. } => kind,
         }
+    }
+
+    /// Whether etcd failed (kind `etcd`): a daemon connects again before its next round.
+    pub fn is_etcd(&self) -> bool {
+        self.kind() == "etcd"
     }
 
     /// [`Error::exit_code`] as the process exit code.
@@ -137,25 +160,42 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Invalid(fields) => {
-                write!(f, "validation failed, nothing written:")?;
-                for field in fields {
-                    write!(f, "\n  {field}")?;
-                }
-                Ok(())
-            }
-            Error::Usage(message) => write!(f, "usage: {message}"),
+            // The kinds the plan crate has too are worded there, once (an error is printed
+            // once: the clone costs nothing that matters).
+            Error::Invalid(fields) => dw_ctl_plan::Error::Invalid(fields.clone()).fmt(f),
+            Error::Usage(message) => dw_ctl_plan::Error::Usage(message.clone()).fmt(f),
             Error::Conflict { attempts } => write!(
                 f,
                 "gave up after {attempts} attempts: the keys kept changing concurrently \
                  (nothing written by this command); re-run it"
             ),
             Error::Diverged(message) => f.write_str(message),
-            Error::NotFound(what) => write!(f, "not found: {what}"),
+            Error::NotFound(what) => dw_ctl_plan::Error::NotFound(what.clone()).fmt(f),
             Error::Etcd(source) if is_nospace(source) => {
                 write!(f, "etcd: {source}\n{NOSPACE_RECOVERY}")
             }
             Error::Etcd(source) => write!(f, "etcd: {source}"),
+            // Worded as when these were the client's `InvalidArgs` (scripts and the chaos
+            // writer read them).
+            Error::EtcdUnavailable {
+                attempts,
+                member,
+                last,
+            } => {
+                write!(
+                    f,
+                    "etcd: invalid arguments: etcd unavailable after {attempts} attempts"
+                )?;
+                if let Some(member) = member {
+                    write!(f, " (last member tried: {member})")?;
+                }
+                write!(f, ": {last}")
+            }
+            Error::OutcomeUnknown { why } => write!(
+                f,
+                "etcd: invalid arguments: the write was sent but its outcome is unknown \
+                 ({why}); `dwctl history` shows whether it landed"
+            ),
             Error::Lagging(outcome) => f.write_str(&outcome.text),
             Error::Io { path, source } => write!(f, "{path}: {source}"),
             Error::Failed(message) | Error::Rollout { message, .. } | Error::Overload(message) => {
@@ -276,5 +316,51 @@ mod tests {
             panic!("not a validation error");
         };
         assert_eq!(fields, [FieldError::new("meta", "bad")]);
+    }
+
+    /// etcd's unavailability and a write of unknown outcome have variants of their own but
+    /// reach the user as when they were the client's `InvalidArgs`: kind `etcd`, exit 1,
+    /// the same words (docs/dwctl.md, the chaos writer and the integration tests read them).
+    #[test]
+    fn unavailable_and_unknown_outcome_say_what_they_said() {
+        let as_before =
+            |text: &str| Error::Etcd(etcd_client::Error::InvalidArgs(text.to_owned())).to_string();
+        let unavailable = Error::EtcdUnavailable {
+            attempts: 5,
+            member: Some("http://127.0.0.1:2379".into()),
+            last: "etcd: transport error".into(),
+        };
+        let text = "etcd unavailable after 5 attempts (last member tried: \
+                    http://127.0.0.1:2379): etcd: transport error";
+        assert_eq!(unavailable.to_string(), as_before(text));
+        assert_eq!(
+            unavailable.to_string(),
+            format!("etcd: invalid arguments: {text}")
+        );
+        let no_member = Error::EtcdUnavailable {
+            attempts: 10,
+            member: None,
+            last: "no answer".into(),
+        };
+        assert_eq!(
+            no_member.to_string(),
+            as_before("etcd unavailable after 10 attempts: no answer")
+        );
+        let unknown = Error::OutcomeUnknown {
+            why: "\"/dw/routing/region/DE\" was changed by another writer".into(),
+        };
+        assert_eq!(
+            unknown.to_string(),
+            as_before(
+                "the write was sent but its outcome is unknown (\"/dw/routing/region/DE\" \
+                 was changed by another writer); `dwctl history` shows whether it landed"
+            )
+        );
+        for error in [unavailable, no_member, unknown] {
+            assert_eq!((error.kind(), error.exit_code()), ("etcd", 1), "{error}");
+            assert!(error.is_etcd());
+            assert_eq!(error.to_exit_code(), ExitCode::from(1));
+        }
+        assert!(!Error::Failed("x".into()).is_etcd());
     }
 }

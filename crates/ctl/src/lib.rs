@@ -56,7 +56,6 @@ mod output;
 // `dw_ctl_plan::drain`.
 use dw_ctl_plan as plan;
 mod progress;
-pub mod prometheus;
 mod routing_weights;
 mod shutdown;
 
@@ -75,8 +74,8 @@ pub use crate::{
         EXIT_WAIT_FAILED, Error, FieldError,
     },
     ops::commit::{
-        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, PRE_COMMIT_CHECKS,
-        PreCommitCheck, RetryPolicy, State, commit, read_state, reconcile_drain_records,
+        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, PreCommitCheck,
+        RetryPolicy, State, commit, preview, preview_checked, read_state, reconcile_drain_records,
         request_bytes, transact, transact_checked,
     },
     ops::fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},

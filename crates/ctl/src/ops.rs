@@ -14,12 +14,14 @@
 //! - [`lease`]: whether a lease lives, for every reader that believes a key by its lease.
 //! - [`probe`] and [`bake_checks`]: the HTTP health probe and a rollout bake's checks.
 //! - [`traffic_source`]: the traffic a plan's load prediction reads (a file, Prometheus).
+//! - [`prometheus`]: the client of Prometheus' HTTP API (`traffic`, the load prediction).
 
 pub(crate) mod bake_checks;
 pub(crate) mod commit;
 pub(crate) mod fleet;
 pub(crate) mod lease;
 pub(crate) mod probe;
+pub(crate) mod prometheus;
 pub(crate) mod revision;
 pub(crate) mod run;
 pub(crate) mod stage;

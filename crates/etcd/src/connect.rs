@@ -189,6 +189,16 @@ pub fn is_retryable(error: &etcd_client::Error) -> bool {
     }
 }
 
+/// Whether etcd refused the request for the user's role (gRPC `PERMISSION_DENIED`: auth is
+/// on and the role lacks the grant), by the status code etcd sends, not by its words (a
+/// message that merely says "permission denied" under another code does not count).
+pub fn is_permission_denied(error: &etcd_client::Error) -> bool {
+    matches!(
+        error,
+        etcd_client::Error::GRpcStatus(status) if status.code() == tonic::Code::PermissionDenied
+    )
+}
+
 /// The end of the key range holding every key that starts with `prefix` (the rule is
 /// `dw_routing::keys`', shared with dwctl's pure planner).
 pub use dw_routing::keys::prefix_range_end;
@@ -299,6 +309,38 @@ mod tests {
             "etcdserver: too many operations in txn request"
         )));
         assert!(!is_retryable(&etcd_client::Error::InvalidArgs("x".into())));
+    }
+
+    #[test]
+    fn permission_denied_is_told_by_its_code_not_its_words() {
+        let status =
+            |code, message: &str| etcd_client::Error::GRpcStatus(tonic::Status::new(code, message));
+        // What etcd sends a role without the grant (rpctypes.ErrGRPCPermissionDenied).
+        assert!(is_permission_denied(&status(
+            tonic::Code::PermissionDenied,
+            "etcdserver: permission denied"
+        )));
+        // The code decides, whatever the words.
+        assert!(is_permission_denied(&status(
+            tonic::Code::PermissionDenied,
+            "no"
+        )));
+        // Lookalikes: the words under another code, or outside any status.
+        assert!(!is_permission_denied(&status(
+            tonic::Code::Unknown,
+            "etcdserver: permission denied"
+        )));
+        assert!(!is_permission_denied(&status(
+            tonic::Code::Unauthenticated,
+            "etcdserver: permission denied"
+        )));
+        assert!(!is_permission_denied(&etcd_client::Error::InvalidArgs(
+            "permission denied".into()
+        )));
+        assert!(!is_permission_denied(&status(
+            tonic::Code::Unavailable,
+            "etcdserver: no leader"
+        )));
     }
 
     #[tokio::test]

@@ -15,7 +15,11 @@
 //! - [`read_prefix_pages`]: a whole prefix in pages at one pinned revision, through a
 //!   client ([`kv_client`]) whose response limit ([`MAX_RESPONSE_BYTES`]) is not tonic's
 //!   4 MiB.
-//! - [`describe`], [`within`], [`prefix_range_end`]: small helpers around `etcd-client`.
+//! - [`read_secret_file`]: the one reader of a secret file (`--password-file`, dwctl's
+//!   Prometheus secrets): bounded ([`MAX_SECRET_BYTES`]), refused in a directory others
+//!   can write, line ending dropped.
+//! - [`describe`], [`within`], [`is_retryable`], [`is_permission_denied`],
+//!   [`prefix_range_end`]: small helpers around `etcd-client`.
 //!
 //! ```
 //! use clap::Parser;
@@ -47,10 +51,14 @@ mod error;
 mod options;
 mod pages;
 mod prefix;
+mod secret;
 
 pub use crate::{
     backoff::Backoff,
-    connect::{connect_endpoint, is_retryable, is_transport, prefix_range_end, within},
+    connect::{
+        connect_endpoint, is_permission_denied, is_retryable, is_transport, prefix_range_end,
+        within,
+    },
     error::{Error, describe},
     options::{Credentials, EtcdArgs, EtcdOptions, TlsFiles, parse_duration},
     pages::{
@@ -59,4 +67,5 @@ pub use crate::{
         watch_client,
     },
     prefix::{PrefixHead, read_prefix_head},
+    secret::{MAX_SECRET_BYTES, read_secret_file},
 };

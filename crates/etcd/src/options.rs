@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Arg, Args};
 
-use crate::Error;
+use crate::{Error, read_secret_file};
 
 /// The etcd connection flags, flattened into the command line of both `dw-agent` and
 /// `dwctl`. The flags carry no environment variables: each binary names its own
@@ -85,13 +85,7 @@ impl EtcdArgs {
     pub fn into_options(self) -> Result<EtcdOptions, Error> {
         let password = match (self.password, &self.password_file) {
             (Some(password), _) => Some(password),
-            (None, Some(path)) => {
-                let text = std::fs::read_to_string(path).map_err(|e| Error::File {
-                    flag: "--password-file",
-                    message: format!("cannot read --password-file {}: {e}", path.display()),
-                })?;
-                Some(text.trim_end_matches(['\r', '\n']).to_owned())
-            }
+            (None, Some(path)) => Some(read_secret_file("--password-file", path)?),
             (None, None) => None,
         };
         let credentials = match (self.user, password) {

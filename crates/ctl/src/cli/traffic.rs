@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::error::Error;
-use crate::prometheus::{PrometheusOptions, read_secret};
+use crate::ops::prometheus::PrometheusOptions;
 
 /// The help after `dwctl traffic --help`'s flags.
 pub const AFTER_HELP: &str = "\
@@ -103,12 +103,18 @@ impl PrometheusArgs {
             &self.prometheus_password_file,
             std::env::var("DWCTL_PROMETHEUS_PASSWORD"),
         ) {
-            (Some(path), _) => Some(read_secret(path, "password")?),
+            (Some(path), _) => Some(dw_etcd::read_secret_file(
+                "--prometheus-password-file",
+                path,
+            )?),
             (None, Ok(password)) => Some(password),
             (None, Err(_)) => None,
         };
         let bearer_token = match &self.prometheus_bearer_token_file {
-            Some(path) => Some(read_secret(path, "bearer token")?),
+            Some(path) => Some(dw_etcd::read_secret_file(
+                "--prometheus-bearer-token-file",
+                path,
+            )?),
             None => None,
         };
         Ok(PrometheusOptions {

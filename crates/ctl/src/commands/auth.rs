@@ -301,12 +301,8 @@ fn password_file(path: &Path) -> Result<String, Error> {
                      remove it, or choose another --password-dir"
                 )));
             }
-            let password = std::fs::read_to_string(path).map_err(|error| failed("read", error))?;
-            let password = password.trim_end_matches(['\n', '\r']).to_owned();
-            if password.is_empty() {
-                return Err(Error::Failed(format!("{shown} is empty: remove it")));
-            }
-            Ok(password)
+            // `--password-dir` is checked: only its owner (us or root) can write it.
+            Ok(dw_etcd::read_secret_file("--password-dir", path)?)
         }
         Err(error) => Err(failed("create", error)),
     }

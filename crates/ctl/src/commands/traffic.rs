@@ -17,11 +17,11 @@ use crate::context::Context;
 use crate::daemons::origin::OriginListing;
 use crate::error::Error;
 use crate::ops::commit::State;
+use crate::ops::prometheus::{Prometheus, Sample, promql_string};
 use crate::output::{Outcome, Shown};
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json, percent, used_share};
 use crate::plan::stage::{cohort_text, open_stages};
 use crate::plan::value::RegionValue;
-use crate::prometheus::{Prometheus, Sample, promql_string};
 
 /// The counter of answers every node's dw-agent serves.
 pub const ANSWERS: &str = "dw_router_answers_total";

@@ -260,7 +260,7 @@ pub async fn run(
                     &format!("{error}; retrying next round"),
                     json!({"error": error.to_string()}),
                 );
-                if matches!(error, Error::Etcd(_)) {
+                if error.is_etcd() {
                     client = None;
                 }
             }

@@ -98,7 +98,6 @@ pub async fn read_capacities(
     layout: &Layout,
     revision: Option<i64>,
 ) -> Result<Result<(Vec<KeyValue>, Option<KeyValue>), String>, Error> {
-    let denied = |error: &etcd_client::Error| error.to_string().contains("permission denied");
     let refused = format!(
         "this user's role cannot read the capacities under {} (permission denied): re-run \
          `dwctl auth --apply` to grant it",
@@ -113,7 +112,7 @@ pub async fn read_capacities(
     .await
     {
         Ok(pages) => pages.kvs,
-        Err(error) if denied(&error) => return Ok(Err(refused)),
+        Err(error) if dw_etcd::is_permission_denied(&error) => return Ok(Err(refused)),
         Err(error) => return Err(error.into()),
     };
     let headroom = match kv
@@ -124,7 +123,7 @@ pub async fn read_capacities(
         .await
     {
         Ok(response) => response.kvs().first().cloned(),
-        Err(error) if denied(&error) => return Ok(Err(refused)),
+        Err(error) if dw_etcd::is_permission_denied(&error) => return Ok(Err(refused)),
         Err(error) => return Err(error.into()),
     };
     Ok(Ok((capacities, headroom)))
@@ -435,18 +434,33 @@ pub struct Committed {
     pub attempts: u32,
 }
 
-/// A check every commit of a plan (and its dry run) passes after the follow-ups and the
-/// size check, before anything is sent: it may refuse the changes with an error of its own
-/// kind, which the command reports (and exits with) as it is. The capacity guard is one to
-/// come; the list is [`PRE_COMMIT_CHECKS`].
-pub type PreCommitCheck = fn(&State, &Changes) -> Result<(), Error>;
+/// A check every commit of a plan (and its dry run) passes on every attempt, right after
+/// the plan and before the follow-ups (stage and drain-record reconciliation) and the size
+/// check, so that what a check adds (`--allow-overload`'s audit record) is followed up and
+/// counted like the rest. It may refuse the changes with an error of its own kind, which
+/// the command reports (and exits with) as it is: nothing is sent. A check can carry
+/// context (the capacity guard, [`crate::ops::run::Predictor`], holds the traffic it
+/// read); a closure `FnMut(&State, &mut Changes) -> Result<(), Error>` is one too. It runs
+/// on a plan with nothing to write as well (and should let it through), so that what it
+/// remembers of an attempt is always the last attempt's. `Send`: commands run on a worker.
+pub trait PreCommitCheck: Send {
+    /// Judges `changes` planned on `state`: `Err` refuses them; `Ok` lets them through,
+    /// possibly with a note or an audit record added.
+    fn check(&mut self, state: &State, changes: &mut Changes) -> Result<(), Error>;
+}
 
-/// The checks every plan commit runs, in order ([`PreCommitCheck`]).
-pub const PRE_COMMIT_CHECKS: &[PreCommitCheck] = &[];
+impl<F> PreCommitCheck for F
+where
+    F: FnMut(&State, &mut Changes) -> Result<(), Error> + Send,
+{
+    fn check(&mut self, state: &State, changes: &mut Changes) -> Result<(), Error> {
+        self(state, changes)
+    }
+}
 
 /// Read, plan, commit; on conflict start over, up to `retry.attempts` times. The plan
 /// is a pure function of the state, so each attempt works on what it actually read.
-/// Every attempt passes [`PRE_COMMIT_CHECKS`].
+/// No [`PreCommitCheck`] runs ([`transact_checked`] takes them).
 pub async fn transact<F>(
     client: &mut Client,
     layout: &Layout,
@@ -457,16 +471,17 @@ pub async fn transact<F>(
 where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
-    transact_checked(client, layout, retry, updated, PRE_COMMIT_CHECKS, plan).await
+    transact_checked(client, layout, retry, updated, &mut [], plan).await
 }
 
-/// [`transact`] with the pre-commit checks `checks` instead of [`PRE_COMMIT_CHECKS`].
+/// [`transact`], with every attempt's changes passing each of `checks` in order
+/// ([`PreCommitCheck`]).
 pub async fn transact_checked<F>(
     client: &mut Client,
     layout: &Layout,
     retry: &RetryPolicy,
     updated: &str,
-    checks: &[PreCommitCheck],
+    checks: &mut [&mut dyn PreCommitCheck],
     mut plan: F,
 ) -> Result<Committed, Error>
 where
@@ -532,7 +547,9 @@ where
                 if let Err(error) = sent {
                     // Out of attempts with the outcome unknown: say so.
                     return Err(match error {
-                        Error::Etcd(_) => unavailable.outcome_unknown(&error.to_string()),
+                        Error::Etcd(_) | Error::EtcdUnavailable { .. } => {
+                            unavailable.outcome_unknown(&error.to_string())
+                        }
                         other => other,
                     });
                 }
@@ -594,21 +611,17 @@ impl Unavailable {
     }
 
     fn exhausted(&self) -> Error {
-        let member = self.member.as_deref().map_or(String::new(), |member| {
-            format!(" (last member tried: {member})")
-        });
-        Error::Etcd(etcd_client::Error::InvalidArgs(format!(
-            "etcd unavailable after {} attempts{member}: {}",
-            self.failures,
-            self.last.as_deref().unwrap_or("no answer")
-        )))
+        Error::EtcdUnavailable {
+            attempts: self.failures,
+            member: self.member.clone(),
+            last: self.last.clone().unwrap_or_else(|| "no answer".into()),
+        }
     }
 
     fn outcome_unknown(&self, why: &str) -> Error {
-        Error::Etcd(etcd_client::Error::InvalidArgs(format!(
-            "the write was sent but its outcome is unknown ({why}); `dwctl history` shows \
-             whether it landed"
-        )))
+        Error::OutcomeUnknown {
+            why: why.to_owned(),
+        }
     }
 }
 
@@ -679,7 +692,8 @@ fn settled(written: &[Written], current: &[Option<(Vec<u8>, i64)>]) -> Settled {
     }
 }
 
-/// Reads and plans without writing (`--dry-run`), through [`PRE_COMMIT_CHECKS`].
+/// Reads and plans without writing (`--dry-run`): what [`transact`] would write, refused
+/// as it would refuse it.
 pub async fn preview<F>(
     client: &mut Client,
     layout: &Layout,
@@ -688,13 +702,15 @@ pub async fn preview<F>(
 where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
-    preview_checked(client, layout, PRE_COMMIT_CHECKS, plan).await
+    preview_checked(client, layout, &mut [], plan).await
 }
 
-async fn preview_checked<F>(
+/// [`preview`] through `checks`, as [`transact_checked`] runs them: a dry run refuses
+/// what the commit would refuse.
+pub async fn preview_checked<F>(
     client: &mut Client,
     layout: &Layout,
-    checks: &[PreCommitCheck],
+    checks: &mut [&mut dyn PreCommitCheck],
     plan: &mut F,
 ) -> Result<(State, Changes), Error>
 where
@@ -702,15 +718,13 @@ where
 {
     let state = read_state(client, layout).await?;
     let mut changes = plan(&state)?;
+    for check in checks.iter_mut() {
+        check.check(&state, &mut changes)?;
+    }
     reconcile_drain_records(&state, &mut changes)?;
     reconcile_stages(&state, &mut changes)?;
     // A dry run refuses what the commit would refuse, before anything is sent.
     request_bytes(layout, &state, &changes)?;
-    if !changes.is_empty() {
-        for check in checks {
-            check(&state, &changes)?;
-        }
-    }
     Ok((state, changes))
 }
 

@@ -1,4 +1,5 @@
-//! The fleet as the agents report it: `dwctl status`, and `--wait` after a write.
+//! The fleet as the agents report it: the reads behind `dwctl status`
+//! (`commands/status.rs`), and `--wait` after a write.
 //!
 //! Each dw-agent keeps `<nodes prefix><id>` (default `/dw/nodes/<id>`) on a 10 s lease: the
 //! node is *live* while that key exists. It writes the same report to
@@ -106,10 +107,6 @@ pub(crate) fn now_ms() -> u64 {
     dw_node_report::unix_ms(SystemTime::now())
 }
 
-fn age(now: u64, at: Option<u64>) -> Option<f64> {
-    at.map(|at| now.saturating_sub(at) as f64 / 1000.0)
-}
-
 /// Seconds a node has been behind: since the first node in the fleet published a revision
 /// past this node's (etcd does not record commit times, the fleet's publications do).
 pub(crate) fn lag_seconds(
@@ -130,28 +127,6 @@ pub(crate) fn lag_seconds(
     Some(now.saturating_sub(first) as f64 / 1000.0)
 }
 
-fn node_json(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> Value {
-    json!({
-        "id": node.id,
-        "live": node.live,
-        "state": node.shown_state(),
-        "reported_state": node.state,
-        "reason": node.untrusted.as_ref().or(node.reason.as_ref()),
-        "untrusted": node.untrusted,
-        "labels": node.labels,
-        "revision": node.revision,
-        "revision_valid": node.revision.is_some(),
-        "reported_revision": node.raw["revision"],
-        "lag_revisions": lag_revisions(node, target),
-        "lag_seconds": lag_seconds(node, nodes, target, now),
-        "report_age_seconds": age(now, node.reported_at_ms),
-        "rejected": node.raw["rejected"],
-        "version": node.raw["version"],
-        "stages": node.raw["stages"].as_array().cloned().unwrap_or_default(),
-        "purge_failures": purge_failures(node),
-    })
-}
-
 /// How many revisions `node` is behind `target`; `None` when its revision is invalid.
 pub(crate) fn lag_revisions(node: &NodeReport, target: i64) -> Option<i64> {
     node.revision
@@ -159,65 +134,10 @@ pub(crate) fn lag_revisions(node: &NodeReport, target: i64) -> Option<i64> {
 }
 
 /// A node's revision as the text output shows it.
-fn revision_text(node: &NodeReport) -> String {
+pub(crate) fn revision_text(node: &NodeReport) -> String {
     node.revision
         .map_or_else(|| "invalid".to_owned(), |revision| revision.to_string())
 }
-
-fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> String {
-    let state = if let Some(why) = &node.untrusted {
-        format!("{} ({})", node.shown_state(), Shown(why))
-    } else if node.live {
-        match (&node.state[..], &node.reason) {
-            ("ok", _) | (_, None) => Shown(&node.state).to_string(),
-            (state, Some(reason)) => format!("{} ({})", Shown(state), Shown(reason)),
-        }
-    } else {
-        "gone (lease expired)".into()
-    };
-    let seconds = |value: Option<f64>| value.map_or("-".into(), |s| format!("{s:.1}s"));
-    let state = match node_stages(node) {
-        stages if stages.is_empty() => state,
-        stages => format!("{state} stage {stages}"),
-    };
-    let state = match purge_failures(node) {
-        0 => state,
-        failures => format!("{state} purge_failures={failures}"),
-    };
-    format!(
-        "{:<20} {:<20} {:>10} {:>6} {:>8} {:>8}  {}",
-        Shown(&node.id).to_string(),
-        node.labels_text(),
-        revision_text(node),
-        lag_revisions(node, target).map_or_else(|| "-".to_owned(), |lag| lag.to_string()),
-        seconds(lag_seconds(node, nodes, target, now)),
-        seconds(age(now, node.reported_at_ms)),
-        state
-    )
-}
-
-/// Purge requests to the node's page cache that failed since its agent started (reports
-/// before the field, or without a purge endpoint: 0).
-fn purge_failures(node: &NodeReport) -> u64 {
-    node.report.purge_failures
-}
-
-/// The stages a node's report says it applies: `id@revision,...` (control characters
-/// escaped: the report is written by the node).
-fn node_stages(node: &NodeReport) -> String {
-    node.report
-        .stages
-        .iter()
-        .map(|stage| {
-            let id = crate::output::escape(stage.id.as_deref().unwrap_or("?"));
-            format!("{id}@{}", stage.revision)
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-const HEADER: &str =
-    "NODE                 LABELS                 REVISION    LAG    LAG_S   REPORT  STATE";
 
 /// The fleet as `status` sees it: the routing revision nodes are compared with, and the
 /// reports of the nodes `selector` picks.
@@ -233,64 +153,6 @@ pub(crate) async fn read_fleet(
         .filter(|node| node.matches(selector))
         .collect();
     Ok((target, nodes))
-}
-
-/// `dwctl status`.
-pub async fn status(
-    context: &Context,
-    selector: &BTreeMap<String, String>,
-) -> Result<Outcome, Error> {
-    let mut client = context.etcd.connect().await?;
-    let (target, nodes) = read_fleet(&mut client, &context.layout, selector).await?;
-    let now = now_ms();
-    let live = nodes.iter().filter(|node| node.live).count();
-    let current = nodes.iter().filter(|node| node.serves(target)).count();
-    let summary = format!("{current} of {live} live nodes at revision {target}");
-    let mut lines = vec![
-        format!("routing revision {target} ({})", context.layout.prefix),
-        HEADER.to_owned(),
-    ];
-    lines.extend(
-        nodes
-            .iter()
-            .map(|node| node_line(node, &nodes, target, now)),
-    );
-    lines.push(summary.clone());
-    let (malformed, shed) = drain_records(&mut client, &context.layout).await?;
-    for (origin, label) in &shed {
-        lines.push(format!(
-            "note: {} is {} (`dwctl origin list`; `dwctl restore {}` undoes it)",
-            Shown(origin),
-            Shown(label),
-            Shown(origin)
-        ));
-    }
-    for (origin, error) in &malformed {
-        lines.push(format!(
-            "warning: the drain record of {} is malformed ({}); repair it with `dwctl drain --repair {}`",
-            Shown(origin),
-            Shown(error),
-            Shown(origin)
-        ));
-    }
-    let outcome = Outcome {
-        text: lines.join("\n"),
-        json: json!({
-            "revision": target,
-            "prefix": context.layout.prefix,
-            "nodes": nodes.iter().map(|node| node_json(node, &nodes, target, now)).collect::<Vec<_>>(),
-            "live": live,
-            "current": current,
-            "gone": nodes.len() - live,
-            "summary": summary,
-            "malformed_drain_records": malformed,
-            "shed_origins": shed,
-        }),
-    };
-    if current < live {
-        return Err(Error::Lagging(Box::new(outcome)));
-    }
-    Ok(outcome)
 }
 
 /// After a write committed at `revision`: waits until the quorum of live nodes reports it,
@@ -390,7 +252,7 @@ pub async fn wait_after(
 /// Malformed and shed origins, by origin: the records that do not parse, with why
 /// (`status` names them, since each blocks the commands about its origin until `dwctl
 /// drain --repair`), and the records with a shed, with what it is (`shed 40%`).
-async fn drain_records(
+pub(crate) async fn drain_records(
     client: &mut Client,
     layout: &Layout,
 ) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), Error> {
@@ -463,26 +325,5 @@ mod tests {
         assert_eq!(garbage.state, "unreadable");
         assert!(parse_selector("dc").is_err());
         assert_eq!(seen_prefix("/dw/nodes/"), "/dw/nodes-seen/");
-    }
-
-    #[test]
-    fn purge_failures_are_shown_only_when_there_are_some() {
-        let nodes = |report: &[u8]| vec![NodeReport::parse("n", true, report)];
-        let failing = nodes(br#"{"revision":9,"state":"ok","purge_failures":12}"#);
-        let line = node_line(&failing[0], &failing, 9, 0);
-        assert!(line.ends_with("ok purge_failures=12"), "{line}");
-        assert_eq!(node_json(&failing[0], &failing, 9, 0)["purge_failures"], 12);
-        // None, an older report without the field, or a value of another type: not shown.
-        for report in [
-            &br#"{"revision":9,"state":"ok","purge_failures":0}"#[..],
-            br#"{"revision":9,"state":"ok"}"#,
-            br#"{"revision":9,"state":"ok","purge_failures":"\u001b[2J"}"#,
-            br#"{"revision":9,"state":"ok","purge_failures":-1}"#,
-        ] {
-            let quiet = nodes(report);
-            let line = node_line(&quiet[0], &quiet, 9, 0);
-            assert!(line.ends_with("  ok"), "{line}");
-            assert_eq!(node_json(&quiet[0], &quiet, 9, 0)["purge_failures"], 0);
-        }
     }
 }

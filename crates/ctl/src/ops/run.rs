@@ -2,18 +2,23 @@
 //! run previews it, otherwise it is committed in one guarded transaction; either way the
 //! report lists each key that changes, before and after.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::error::Error;
 use dw_capacity::Traffic;
 
-use crate::ops::commit::{Changes, Committed, State, preview, request_bytes, transact};
+use crate::ops::commit::{
+    Changes, Committed, PreCommitCheck, State, preview_checked, request_bytes, transact_checked,
+};
 use crate::ops::traffic_source::read_traffic;
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::keys::Layout;
 use crate::plan::node_report::NodeReport;
 use crate::plan::prediction::{
     Prediction, changes_routing, drain_prediction, predict_change, predict_stage, refusal, render,
@@ -65,10 +70,11 @@ pub struct Ran {
     pub predictor: Predictor,
 }
 
-/// The one preview-or-commit branch of a plan: on every attempt it plans, predicts and
-/// applies the capacity guard (`predictor`, which has read the traffic); a dry run
-/// previews (the size check included), otherwise the plan is committed in one guarded,
-/// retried transaction ([`transact`]).
+/// The one preview-or-commit branch of a plan: on every attempt it plans (with the traffic
+/// `predictor` has read, for a plan that searches with it), then the predictor, a
+/// [`PreCommitCheck`], predicts and applies the capacity guard; a dry run previews (the
+/// size check included), otherwise the plan is committed in one guarded, retried
+/// transaction ([`transact_checked`]).
 pub async fn run_checked<F>(
     context: &Context,
     client: &mut etcd_client::Client,
@@ -79,13 +85,12 @@ pub async fn run_checked<F>(
 where
     F: FnMut(&State, Result<&Traffic, String>) -> Result<Changes, Error>,
 {
-    let mut guarded = |state: &State| {
-        let mut changes = plan(state, predictor.traffic())?;
-        predictor.check(context, state, &mut changes)?;
-        Ok(changes)
-    };
+    let traffic = predictor.traffic.clone();
+    let mut planned = |state: &State| plan(state, traffic_of(&traffic));
+    let mut checks: [&mut dyn PreCommitCheck; 1] = [&mut predictor];
     let (committed, request_bytes) = if dry_run {
-        let (state, changes) = preview(client, &context.layout, &mut guarded).await?;
+        let (state, changes) =
+            preview_checked(client, &context.layout, &mut checks, &mut planned).await?;
         let bytes = request_bytes(&context.layout, &state, &changes)?;
         let committed = Committed {
             revision: None,
@@ -96,8 +101,15 @@ where
         (committed, Some((bytes, context.layout.max_request_bytes)))
     } else {
         let updated = now_rfc3339();
-        let committed =
-            transact(client, &context.layout, &context.retry, &updated, guarded).await?;
+        let committed = transact_checked(
+            client,
+            &context.layout,
+            &context.retry,
+            &updated,
+            &mut checks,
+            planned,
+        )
+        .await?;
         (committed, None)
     };
     Ok(Ran {
@@ -107,18 +119,32 @@ where
     })
 }
 
-/// A plan's load prediction and capacity guard: reads the traffic once (a file or
-/// Prometheus, [`read_traffic`]), then on every attempt predicts the planned change on the
-/// state read ([`predict_change`]) and refuses it (exit 9, nothing written) when it puts an
-/// origin above its guard, unless `--allow-overload`, which adds an audit record to the
-/// change. Without traffic, capacities or a routing change there is no prediction, and
-/// the report says why.
+/// The traffic a prediction reads and its source, or why there is none.
+type TrafficRead = Result<(Traffic, String), String>;
+
+/// The traffic of `read`, or why there is none (`None`: the command reads no traffic).
+fn traffic_of(read: &Option<Arc<TrafficRead>>) -> Result<&Traffic, String> {
+    match read.as_deref() {
+        None => Err("this command reads no traffic".into()),
+        Some(Ok((traffic, _))) => Ok(traffic),
+        Some(Err(why)) => Err(why.clone()),
+    }
+}
+
+/// A plan's load prediction and capacity guard, a [`PreCommitCheck`]: reads the traffic
+/// once (a file or Prometheus, [`read_traffic`]), then on every attempt predicts the planned
+/// change on the state read ([`predict_change`]) and refuses it (exit 9, nothing written)
+/// when it puts an origin above its guard, unless `--allow-overload`, which adds an audit
+/// record to the change. Without traffic, capacities or a routing change there is no
+/// prediction, and the report says why.
 pub struct Predictor {
     /// The traffic and its source, or why there is none (`None`: the command predicts
-    /// nothing, it has no prediction flags).
-    traffic: Option<Result<(Traffic, String), String>>,
+    /// nothing, it has no prediction flags). Shared with a plan that searches with it.
+    traffic: Option<Arc<TrafficRead>>,
     allow_overload: bool,
     title: String,
+    /// Where the audit record of `--allow-overload` goes, and the routing prefix.
+    layout: Layout,
     /// The last attempt's prediction, or why none was made.
     last: Option<Result<Prediction, String>>,
     /// The node reports a change that writes a stage is predicted with (its cohort's
@@ -130,7 +156,7 @@ impl Predictor {
     /// Reads the traffic the command's flags name.
     pub async fn new(context: &Context, title: &str) -> Result<Predictor, Error> {
         let traffic = match &context.predict {
-            Some(args) => Some(read_traffic(&args.source).await?),
+            Some(args) => Some(Arc::new(read_traffic(&args.source).await?)),
             None => None,
         };
         Ok(Predictor {
@@ -140,6 +166,7 @@ impl Predictor {
                 .as_ref()
                 .is_some_and(|args| args.allow_overload),
             title: title.to_owned(),
+            layout: context.layout.clone(),
             last: None,
             nodes: Vec::new(),
         })
@@ -156,24 +183,15 @@ impl Predictor {
         self
     }
 
-    /// The traffic read, or why there is none.
-    pub fn traffic(&self) -> Result<&Traffic, String> {
-        match &self.traffic {
-            None => Err("this command reads no traffic".into()),
-            Some(Ok((traffic, _))) => Ok(traffic),
-            Some(Err(why)) => Err(why.clone()),
-        }
-    }
-
     /// Predicts `changes` on `state` and applies the guard.
-    pub fn check(
+    fn guard(
         &mut self,
-        context: &Context,
+        layout: &Layout,
         state: &State,
         changes: &mut Changes,
     ) -> Result<(), Error> {
         self.last = None;
-        let Some(traffic) = &self.traffic else {
+        let Some(traffic) = self.traffic.as_deref() else {
             return Ok(());
         };
         // A routing change is predicted on current routing; one that writes a stage (and
@@ -194,7 +212,7 @@ impl Predictor {
             return Ok(());
         }
         let prediction = if staged {
-            match predict_stage(state, changes, &context.layout.prefix, traffic, &self.nodes) {
+            match predict_stage(state, changes, &layout.prefix, traffic, &self.nodes) {
                 Ok(Some(prediction)) => prediction,
                 Ok(None) => return Ok(()),
                 Err(why) => {
@@ -203,7 +221,7 @@ impl Predictor {
                 }
             }
         } else {
-            predict_change(state, changes, &context.layout.prefix, traffic)?
+            predict_change(state, changes, &layout.prefix, traffic)?
         };
         let refused = prediction.refused();
         if !refused.is_empty() {
@@ -211,11 +229,7 @@ impl Predictor {
                 return Err(Error::Overload(refusal(&prediction)));
             }
             let at = now_rfc3339();
-            let key = format!(
-                "{}{at}-allow-overload-{}",
-                context.layout.audits(),
-                state.revision
-            );
+            let key = format!("{}{at}-allow-overload-{}", layout.audits(), state.revision);
             let record = json!({
                 "action": "allow-overload",
                 "change": self.title,
@@ -244,7 +258,7 @@ impl Predictor {
     /// Adds the prediction (or why none was made) to the outcome: its lines after the
     /// changes, `prediction` in the JSON.
     pub fn report(&self, outcome: &mut Outcome, dry_run: bool) {
-        let (lines, json) = match (&self.traffic, &self.last) {
+        let (lines, json) = match (self.traffic.as_deref(), &self.last) {
             (None, _) | (Some(_), None) => return,
             (Some(_), Some(Err(why))) => (
                 vec![format!(
@@ -265,6 +279,14 @@ impl Predictor {
         if let Value::Object(object) = &mut outcome.json {
             object.insert("prediction".into(), json);
         }
+    }
+}
+
+/// The capacity guard as [`run_plan`] passes it to every commit and dry run.
+impl PreCommitCheck for Predictor {
+    fn check(&mut self, state: &State, changes: &mut Changes) -> Result<(), Error> {
+        let layout = self.layout.clone();
+        self.guard(&layout, state, changes)
     }
 }
 

@@ -10,7 +10,7 @@ use dw_capacity::{AnswerRow, MAX_TRAFFIC_BYTES, Traffic};
 
 use crate::cli::TrafficSourceArgs;
 use crate::error::Error;
-use crate::prometheus::Prometheus;
+use crate::ops::prometheus::Prometheus;
 
 /// The answer counter every node serves.
 const ANSWERS: &str = "dw_router_answers_total";

@@ -567,9 +567,35 @@ async fn conflicts_are_retried_then_reported_with_exit_code_3() {
     );
 }
 
-/// The pre-commit hook (issue 30): a check in the list runs on every plan commit after the
-/// follow-ups, sees the state and the changes, and refuses with its own error, exit code
-/// and all; nothing is written. A check that passes lets the commit through.
+/// A dummy pre-commit check with context of its own: it counts what it judged and refuses
+/// deletes with an error kind no plan returns (the capacity guard's, exit 9).
+struct RefuseDeletes {
+    judged: u32,
+}
+
+impl dwctl::PreCommitCheck for RefuseDeletes {
+    fn check(
+        &mut self,
+        _: &dwctl::State,
+        changes: &mut dwctl::Changes,
+    ) -> Result<(), dwctl::Error> {
+        self.judged += 1;
+        match changes.regions.values().any(Option::is_none) {
+            true => Err(dwctl::Error::Overload(
+                "the dummy check refuses deletes".into(),
+            )),
+            false => {
+                changes.notes.push("the dummy check let it through".into());
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The pre-commit hook (issue 30): a check in the list runs on every plan commit and every
+/// dry run, sees the state and the changes, and refuses with its own error, kind, exit code
+/// and all; nothing is written. A check that passes lets the commit through, with what it
+/// added. `transact` and `preview` run no check.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pre_commit_check_refuses_with_its_own_error() {
     let etcd = Etcd::start().await;
@@ -578,28 +604,47 @@ async fn a_pre_commit_check_refuses_with_its_own_error() {
     let retry = dwctl::RetryPolicy::default();
     let mut client = etcd.client().await;
     let before = etcd.revision().await;
-    fn refuse_deletes(_: &dwctl::State, changes: &dwctl::Changes) -> Result<(), dwctl::Error> {
-        match changes.regions.values().any(Option::is_none) {
-            true => Err(dwctl::Error::invalid(
-                "capacity",
-                "the dummy check refuses deletes",
-            )),
-            false => Ok(()),
-        }
-    }
-    let delete = |_: &dwctl::State| {
+    let mut delete = |_: &dwctl::State| {
         let mut changes = dwctl::Changes::default();
         changes.regions.insert("DE".into(), None);
         Ok(changes)
     };
-    let checks: &[dwctl::PreCommitCheck] = &[refuse_deletes];
-    let error = dwctl::transact_checked(&mut client, &layout, &retry, "now", checks, delete)
-        .await
-        .expect_err("the check refuses");
-    assert_eq!(error.exit_code(), 4, "{error}");
-    assert!(error.to_string().contains("the dummy check"), "{error}");
+    let mut dummy = RefuseDeletes { judged: 0 };
+    let error = dwctl::transact_checked(
+        &mut client,
+        &layout,
+        &retry,
+        "now",
+        &mut [&mut dummy],
+        &mut delete,
+    )
+    .await
+    .expect_err("the check refuses");
+    assert_eq!(
+        (error.kind(), error.exit_code()),
+        ("overload", 9),
+        "{error}"
+    );
+    assert_eq!(error.to_string(), "the dummy check refuses deletes");
+    assert_eq!(dummy.judged, 1);
     assert_eq!(etcd.revision().await, before, "nothing written");
-    // A change the check lets through commits.
+    // A dry run runs the check too, and refuses alike.
+    let error = dwctl::preview_checked(&mut client, &layout, &mut [&mut dummy], &mut delete)
+        .await
+        .expect_err("the dry run refuses too");
+    assert_eq!(
+        (error.kind(), error.exit_code()),
+        ("overload", 9),
+        "{error}"
+    );
+    assert_eq!(dummy.judged, 2);
+    // Without checks the same delete previews fine (the refusal was the check's).
+    let (_, changes) = dwctl::preview(&mut client, &layout, &mut delete)
+        .await
+        .unwrap();
+    assert_eq!(changes.regions.get("DE"), Some(&None));
+    assert_eq!(etcd.revision().await, before, "nothing written");
+    // A change the check lets through commits, with the note it added.
     let put = |state: &dwctl::State| {
         let mut changes = dwctl::Changes::default();
         let mut value = state.region("DE").unwrap().unwrap();
@@ -607,16 +652,24 @@ async fn a_pre_commit_check_refuses_with_its_own_error() {
         changes.regions.insert("DE".into(), Some(value));
         Ok(changes)
     };
-    let committed = dwctl::transact_checked(&mut client, &layout, &retry, "now", checks, put)
-        .await
-        .unwrap();
+    let committed =
+        dwctl::transact_checked(&mut client, &layout, &retry, "now", &mut [&mut dummy], put)
+            .await
+            .unwrap();
     assert!(committed.revision.is_some());
+    assert_eq!(dummy.judged, 3);
+    assert!(
+        committed
+            .changes
+            .notes
+            .contains(&"the dummy check let it through".to_string()),
+        "{:?}",
+        committed.changes.notes
+    );
     assert_eq!(
         etcd.get_json(&region_key("DE")).await.unwrap()["shard"],
         "eu-2"
     );
-    // The default list is the one every command runs.
-    assert!(dwctl::PRE_COMMIT_CHECKS.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,10 +12,11 @@
 //! (connect, TLS, request, body) within the configured time-out. Everything that fails
 //! is an [`Error::Failed`] (exit 1) whose message names the URL and what went wrong;
 //! the message holds what the server said, which the caller escapes before printing
-//! ([`crate::output::terminal_safe`] does for every error).
+//! ([`crate::output::terminal_safe`] does for every error). Its secret files (a password,
+//! a bearer token) are read by `dw_etcd::read_secret_file`, like `--password-file`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,8 +38,6 @@ use crate::error::Error;
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// The most samples one instant-vector answer may hold.
 pub const MAX_SAMPLES: usize = 100_000;
-/// The largest secret file (password, token) read.
-pub const MAX_SECRET_BYTES: u64 = 64 * 1024;
 /// Where the system's CA bundle is looked for when `https://` is used without a CA file
 /// (Debian's, then Red Hat's).
 pub const SYSTEM_CA_BUNDLES: [&str; 2] = [
@@ -442,30 +441,6 @@ pub fn promql_string(text: &str) -> String {
     out
 }
 
-/// Reads a secret (password, token) file: at most [`MAX_SECRET_BYTES`], one trailing
-/// newline dropped.
-pub fn read_secret(path: &Path, what: &str) -> Result<String, Error> {
-    use std::io::Read;
-    let io_error = |source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .map_err(io_error)?
-        .take(MAX_SECRET_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(io_error)?;
-    if text.len() as u64 > MAX_SECRET_BYTES {
-        return Err(Error::Failed(format!(
-            "{}: a {what} file larger than {MAX_SECRET_BYTES} bytes",
-            path.display()
-        )));
-    }
-    let text = text.strip_suffix('\n').unwrap_or(&text);
-    Ok(text.strip_suffix('\r').unwrap_or(text).to_string())
-}
-
 fn tls_connector(options: &PrometheusOptions) -> Result<TlsConnector, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
@@ -733,20 +708,5 @@ mod tests {
         assert_eq!(error.exit_code(), 2, "{error}");
         let error = Prometheus::new(&options(None, Some("p"), None)).unwrap_err();
         assert_eq!(error.exit_code(), 2, "{error}");
-    }
-
-    #[test]
-    fn secret_files_are_bounded() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("token");
-        std::fs::write(&path, "abc\n").unwrap();
-        assert_eq!(read_secret(&path, "token").unwrap(), "abc");
-        std::fs::write(&path, vec![b'a'; MAX_SECRET_BYTES as usize]).unwrap();
-        assert_eq!(
-            read_secret(&path, "token").unwrap().len(),
-            MAX_SECRET_BYTES as usize
-        );
-        std::fs::write(&path, vec![b'a'; MAX_SECRET_BYTES as usize + 1]).unwrap();
-        assert!(read_secret(&path, "token").is_err());
     }
 }
