@@ -53,6 +53,9 @@ pub enum Error {
     /// Anything else that stops the plan: a malformed record, a stage that cannot be
     /// followed (dwctl: exit 1, `failed`).
     Failed(String),
+    /// What the plan was made from changed outside dwctl since (a stage's keys before its
+    /// promote; dwctl: exit 3, `stage-conflict`).
+    Diverged(String),
 }
 
 impl Error {
@@ -74,7 +77,7 @@ impl fmt::Display for Error {
             }
             Error::Usage(message) => write!(f, "usage: {message}"),
             Error::NotFound(what) => write!(f, "not found: {what}"),
-            Error::Failed(message) => f.write_str(message),
+            Error::Failed(message) | Error::Diverged(message) => f.write_str(message),
         }
     }
 }
@@ -102,5 +105,6 @@ mod tests {
             "not found: stage s1"
         );
         assert_eq!(Error::Failed("as is".into()).to_string(), "as is");
+        assert_eq!(Error::Diverged("as is".into()).to_string(), "as is");
     }
 }

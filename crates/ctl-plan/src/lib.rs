@@ -13,7 +13,7 @@
 //! headroom ([`capacity`]) and the load a change predicts ([`prediction`]), drains and
 //! their records ([`drain`], [`drain_record`]), sheds and spills ([`shed`],
 //! [`shed_record`]), how open stages follow a write
-//! ([`stage`]), `apply`'s desired state ([`apply`]) and the policy geos it warns about
+//! ([`stage`]), the stage actions' planners ([`stage_action`]), `apply`'s desired state ([`apply`]) and the policy geos it warns about
 //! ([`policy_geos`]), a rollout's schedule and its gate ([`rollout`], [`rollout_gate`]),
 //! a node's report as dwctl judges it ([`node_report`]), the health checker's streak rule
 //! ([`streak`]) and its probes' targets ([`probe_target`]), the etcd roles ([`roles`]),
@@ -83,6 +83,7 @@ pub mod shed;
 pub mod shed_record;
 pub mod shown;
 pub mod stage;
+pub mod stage_action;
 pub mod streak;
 pub mod value;
 pub mod wait;

@@ -247,6 +247,7 @@ impl From<dw_ctl_plan::Error> for Error {
             dw_ctl_plan::Error::Usage(message) => Error::Usage(message),
             dw_ctl_plan::Error::NotFound(what) => Error::NotFound(what),
             dw_ctl_plan::Error::Failed(message) => Error::Failed(message),
+            dw_ctl_plan::Error::Diverged(message) => Error::Diverged(message),
         }
     }
 }
@@ -304,6 +305,11 @@ mod tests {
                 dw_ctl_plan::Error::Failed("malformed drain record".into()),
                 "failed",
                 1,
+            ),
+            (
+                dw_ctl_plan::Error::Diverged("not promoting stage s1: ...".into()),
+                "stage-conflict",
+                3,
             ),
         ];
         for (planned, kind, code) in cases {

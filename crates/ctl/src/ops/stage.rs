@@ -2,9 +2,10 @@
 //! them): a plain request in, each planned on the state read and previewed or committed
 //! through the one preview-or-commit branch ([`run_checked`]: the size check, the load
 //! prediction and the capacity guard included), the result out for the caller to word.
-//! The rules of a stage are in `crate::plan::stage` and `dw_routing::stage`.
+//! The planners are pure, in `crate::plan::stage_action`; the rules of a stage in
+//! `crate::plan::stage` and `dw_routing::stage`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use dw_capacity::Traffic;
 use dw_routing::stage::{Cohort, STAGE_SCHEMA, Stage, check_stage_id};
@@ -15,15 +16,12 @@ use crate::input::read_file_async;
 use crate::ops::commit::{Changes, Committed, State};
 use crate::ops::fleet::{NodeReport, read_nodes};
 use crate::ops::run::{Predictor, run_checked};
-use crate::output::escape as shown;
-use crate::plan::apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply};
+use crate::plan::apply::{Desired, DiffLine, FileFormat, parse_desired};
 use crate::plan::clock::{now_rfc3339, operator};
-use crate::plan::model::StageEdits;
 use crate::plan::rollout_gate::is_member;
-use crate::plan::stage::{
-    audit, cohort_text, find_stage, is_empty_cohort, key_revision, open_stages, promote_conflicts,
-};
-use crate::plan::value::{PolicyValue, RegionValue};
+use crate::plan::stage::is_empty_cohort;
+pub use crate::plan::stage_action::Widening;
+use crate::plan::stage_action::{plan_abort, plan_create, plan_promote, plan_widen};
 
 /// Reads a stage's desired-state file (apply's format: JSON, or TOML by extension; `-`
 /// reads stdin). Capacities are refused: no node reads them, so they are never staged.
@@ -93,7 +91,13 @@ pub async fn create(context: &Context, request: &CreateRequest<'_>) -> Result<Cr
     let mut client = context.etcd.connect().await?;
     let mut diff = Vec::new();
     let plan = |state: &State, _: Result<&Traffic, String>| {
-        plan_create(context, state, request.desired, &template, &mut diff)
+        Ok(plan_create(
+            &context.layout,
+            state,
+            request.desired,
+            &template,
+            &mut diff,
+        )?)
     };
     let predictor = predictor(context, &mut client, &format!("stage create {id}")).await?;
     let ran = run_checked(context, &mut client, predictor, request.dry_run, plan).await?;
@@ -114,80 +118,6 @@ pub async fn create(context: &Context, request: &CreateRequest<'_>) -> Result<Cr
         members,
         predictor: ran.predictor,
     })
-}
-
-/// The stage a file describes against `state`: the keys that differ from it.
-fn plan_create(
-    context: &Context,
-    state: &State,
-    desired: &Desired,
-    stage_template: &Stage,
-    diff_out: &mut Vec<DiffLine>,
-) -> Result<Changes, Error> {
-    let id = &stage_template.id;
-    if state.stages.contains_key(id) {
-        return Err(Error::Failed(format!(
-            "stage {} is open already: widen, promote or abort it, or pick another --id",
-            shown(id)
-        )));
-    }
-    let (planned, lines) = plan_apply(state, desired, false);
-    *diff_out = lines;
-    if diff_out.is_empty() {
-        return Err(Error::Failed(
-            "nothing to stage: every key of the file matches current routing".into(),
-        ));
-    }
-    let updated = now_rfc3339();
-    let mut stage = stage_template.clone();
-    for (geo, value) in &planned.regions {
-        stage.kvs.insert(
-            format!("region/{geo}"),
-            value.as_ref().map(|value| value.encode(&updated)),
-        );
-    }
-    if let Some(policy) = &planned.policy {
-        stage
-            .kvs
-            .insert("policy/global".into(), Some(policy.encode(&updated)));
-    }
-    for (other, open) in open_stages(state) {
-        let Ok(open) = open else { continue };
-        if let Some(key) = open.kvs.keys().find(|key| stage.kvs.contains_key(*key)) {
-            return Err(Error::Failed(format!(
-                "{} is staged by stage {} already (at most one open stage may touch a key): \
-                 promote or abort it first",
-                shown(key),
-                shown(&other)
-            )));
-        }
-    }
-    let mut changes = Changes {
-        stage_edits: StageEdits::Keep,
-        guard_stages: true,
-        ..Changes::default()
-    };
-    for key in stage.kvs.keys() {
-        let revision = key_revision(state, key);
-        stage.base.insert(key.clone(), revision);
-        changes
-            .guards
-            .insert(format!("{}{key}", context.layout.prefix), revision);
-    }
-    stage
-        .check()
-        .map_err(|e| Error::invalid("stage", e.to_string()))?;
-    let (key, record) = audit(
-        &context.layout,
-        "create",
-        id,
-        &stage.reason,
-        None,
-        Some(&stage),
-    );
-    changes.audit.insert(key, record);
-    changes.stages.insert(id.clone(), Some(stage));
-    Ok(changes)
 }
 
 /// The prediction of a stage action: the traffic the command's flags name, and the node
@@ -212,28 +142,6 @@ pub fn members(stage: &Stage, nodes: &[NodeReport]) -> Vec<String> {
         .filter(|node| node.live && is_member(stage, node))
         .map(|node| node.id.clone())
         .collect()
-}
-
-/// What `stage widen` adds to a cohort: a new percentage (`None`: the percentage stays),
-/// more nodes, the labels (empty: they stay).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Widening {
-    /// The cohort's new percentage, in points (percent × 100).
-    pub points: Option<u16>,
-    /// Nodes added by id.
-    pub nodes: BTreeSet<String>,
-    /// The cohort's labels (they cannot change: only given again).
-    pub labels: BTreeMap<String, String>,
-}
-
-impl Widening {
-    /// The widening to a percentage only (a rollout step).
-    pub fn to_points(points: u16) -> Widening {
-        Widening {
-            points: Some(points),
-            ..Widening::default()
-        }
-    }
 }
 
 /// A stage action written (widen, promote, abort).
@@ -271,51 +179,7 @@ pub async fn widen(
     widening: &Widening,
     reason: &str,
 ) -> Result<Acted, Error> {
-    let plan = |state: &State| {
-        let (stage, _) = find_stage(state, id)?;
-        let mut wider = stage.cohort.clone();
-        if let Some(points) = widening.points {
-            wider.points = points;
-        }
-        wider.nodes.extend(widening.nodes.iter().cloned());
-        if !widening.labels.is_empty() {
-            wider.labels = widening.labels.clone();
-        }
-        if !stage.cohort.is_within(&wider) {
-            return Err(Error::invalid(
-                "cohort",
-                format!(
-                    "{} would drop nodes of the current cohort {} (widen only widens; abort \
-                     and create a new stage to narrow)",
-                    cohort_text(&wider),
-                    cohort_text(&stage.cohort)
-                ),
-            ));
-        }
-        let mut changes = Changes {
-            stage_edits: StageEdits::Keep,
-            ..Changes::default()
-        };
-        if wider == stage.cohort {
-            changes
-                .notes
-                .push(format!("the cohort is {} already", cohort_text(&wider)));
-            return Ok(changes);
-        }
-        let mut after = stage.clone();
-        after.cohort = wider;
-        let (key, record) = audit(
-            &context.layout,
-            "widen",
-            id,
-            reason,
-            Some(&stage),
-            Some(&after),
-        );
-        changes.audit.insert(key, record);
-        changes.stages.insert(id.to_owned(), Some(after));
-        Ok(changes)
-    };
+    let plan = |state: &State| Ok(plan_widen(&context.layout, state, id, widening, reason)?);
     act(context, "widened", id, plan).await
 }
 
@@ -328,85 +192,12 @@ pub async fn promote(
     rebase: bool,
     reason: &str,
 ) -> Result<Acted, Error> {
-    let plan = |state: &State| {
-        let (stage, entry) = find_stage(state, id)?;
-        let conflicts = promote_conflicts(state, &stage, &entry);
-        let mut changes = Changes {
-            stage_edits: StageEdits::Keep,
-            ..Changes::default()
-        };
-        if !conflicts.is_empty() {
-            if !rebase {
-                return Err(Error::Diverged(format!(
-                    "not promoting stage {}: {} changed outside dwctl since the stage was made \
-                     (nothing written); `dwctl stage show {}` shows the difference, \
-                     `dwctl stage promote {} --rebase` makes the staged values win",
-                    shown(id),
-                    shown(&conflicts.join(", ")),
-                    shown(id),
-                    shown(id)
-                )));
-            }
-            changes.notes.push(format!(
-                "--rebase: the staged values replace changes made outside dwctl to {}",
-                shown(&conflicts.join(", "))
-            ));
-        }
-        for (key, value) in &stage.kvs {
-            if key == "policy/global" {
-                match value {
-                    Some(raw) => {
-                        let policy = PolicyValue::from_stored(raw.as_bytes()).map_err(|e| {
-                            Error::Failed(format!("staged policy/global is invalid: {e}"))
-                        })?;
-                        changes.policy = Some(policy);
-                    }
-                    None if state.policy.is_some() => {
-                        return Err(Error::Failed(
-                            "the stage deletes policy/global, which dwctl never deletes".into(),
-                        ));
-                    }
-                    None => {}
-                }
-            } else if let Some(geo) = key.strip_prefix("region/") {
-                match value {
-                    Some(raw) => {
-                        let region = RegionValue::from_stored(raw.as_bytes()).map_err(|e| {
-                            Error::Failed(format!("staged {} is invalid: {e}", shown(key)))
-                        })?;
-                        changes.regions.insert(geo.to_owned(), Some(region));
-                    }
-                    None if state.regions.contains_key(geo) => {
-                        changes.regions.insert(geo.to_owned(), None);
-                    }
-                    None => {}
-                }
-            }
-        }
-        let (key, record) = audit(&context.layout, "promote", id, reason, Some(&stage), None);
-        changes.audit.insert(key, record);
-        changes.stages.insert(id.to_owned(), None);
-        Ok(changes)
-    };
+    let plan = |state: &State| Ok(plan_promote(&context.layout, state, id, rebase, reason)?);
     act(context, "promoted", id, plan).await
 }
 
 /// Aborts stage `id`: its cohort returns to current routing.
 pub async fn abort(context: &Context, id: &str, reason: &str) -> Result<Acted, Error> {
-    let plan = |state: &State| {
-        if !state.stages.contains_key(id) {
-            return Err(Error::NotFound(format!("no open stage {}", shown(id))));
-        }
-        // An unreadable stage can be aborted too (it applies nowhere anyway).
-        let stage = find_stage(state, id).ok().map(|(stage, _)| stage);
-        let mut changes = Changes {
-            stage_edits: StageEdits::Keep,
-            ..Changes::default()
-        };
-        let (key, record) = audit(&context.layout, "abort", id, reason, stage.as_ref(), None);
-        changes.audit.insert(key, record);
-        changes.stages.insert(id.to_owned(), None);
-        Ok(changes)
-    };
+    let plan = |state: &State| Ok(plan_abort(&context.layout, state, id, reason)?);
     act(context, "aborted", id, plan).await
 }
