@@ -16,31 +16,6 @@ const NODES: &str = "edge-1,edge-2";
 const ORIGINS: &str = "fra-a,fra-b";
 const DE: &str = r#"{"shard":"eu-1","origins":["fra-a","fra-b","fra-c"],"weight":{"fra-a":40,"fra-b":30,"fra-c":30}}"#;
 
-/// `dwctl ARGS` in this process, as `user` (its password file in `passwords`) or with no
-/// credentials; the exit code and the JSON outcome (or the error's text).
-async fn dwctl(endpoints: &[String], user: Option<(&str, &Path)>, args: &[&str]) -> (u8, Value) {
-    let mut argv = vec![
-        "dwctl".to_owned(),
-        format!("--endpoints={}", endpoints.join(",")),
-        "--output=json".to_owned(),
-    ];
-    if let Some((user, passwords)) = user {
-        argv.push(format!("--user={user}"));
-        argv.push(format!(
-            "--password-file={}",
-            passwords.join(format!("{user}.password")).display()
-        ));
-    }
-    argv.extend(args.iter().map(|s| s.to_string()));
-    let cli = <dwctl::Cli as clap::Parser>::try_parse_from(&argv).unwrap();
-    let (_trigger, shutdown) = dwctl::Shutdown::new();
-    match dwctl::run_command(cli, shutdown).await {
-        Ok(outcome) => (0, outcome.json),
-        Err(dwctl::Error::Lagging(outcome)) => (dwctl::EXIT_LAGGING, outcome.json),
-        Err(error) => (error.exit_code(), Value::String(error.to_string())),
-    }
-}
-
 /// A long-running dwctl command in this process until the trigger is pulled.
 fn daemon(
     endpoints: &[String],
@@ -144,12 +119,12 @@ async fn each_role_does_its_job_and_nothing_else() {
         let endpoints = endpoints.clone();
         async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            dwctl(&endpoints, None, &args).await
+            dwctl_as(&endpoints, None, &args).await
         }
     };
 
     // Printing needs no etcd.
-    let (code, printed) = dwctl(&["http://127.0.0.1:1".to_owned()], None, &auth).await;
+    let (code, printed) = dwctl_as(&["http://127.0.0.1:1".to_owned()], None, &auth).await;
     assert_eq!(code, 0, "{printed}");
     assert_eq!(printed["roles"].as_array().unwrap().len(), 2 + 2 + 4);
 
@@ -217,7 +192,7 @@ async fn each_role_does_its_job_and_nothing_else() {
     converged(&mut root, &snapshot).await;
     let viewer = Some(("dw-viewer", passwords.as_path()));
     eventually("the viewer sees edge-1 report", || async {
-        let (code, status) = dwctl(&endpoints, viewer, &["status"]).await;
+        let (code, status) = dwctl_as(&endpoints, viewer, &["status"]).await;
         code == 0
             && status["nodes"]
                 .as_array()
@@ -260,11 +235,11 @@ async fn each_role_does_its_job_and_nothing_else() {
     }
 
     // The viewer reads status, history and origins, and writes nothing.
-    let (code, history) = dwctl(&endpoints, viewer, &["history", "region/DE"]).await;
+    let (code, history) = dwctl_as(&endpoints, viewer, &["history", "region/DE"]).await;
     assert_eq!(code, 0, "{history}");
-    let (code, listed) = dwctl(&endpoints, viewer, &["origin", "list"]).await;
+    let (code, listed) = dwctl_as(&endpoints, viewer, &["origin", "list"]).await;
     assert_eq!(code, 0, "{listed}");
-    let (code, error) = dwctl(&endpoints, viewer, &["region", "set", "FR", DE]).await;
+    let (code, error) = dwctl_as(&endpoints, viewer, &["region", "set", "FR", DE]).await;
     assert_ne!(code, 0, "{error}");
     assert!(error.to_string().contains("permission denied"), "{error}");
     let mut view = client_as(&endpoints, "dw-viewer", &passwords).await;
@@ -279,9 +254,10 @@ async fn each_role_does_its_job_and_nothing_else() {
 
     // The operator drains, and --wait hears the agent report it.
     let operator = Some(("dw-operator", passwords.as_path()));
-    let (code, drained) = dwctl(&endpoints, operator, &["drain", "fra-b", "--wait=20s"]).await;
+    let (code, drained) = dwctl_as(&endpoints, operator, &["drain", "fra-b", "--wait=20s"]).await;
     assert_eq!(code, 0, "{drained}\n{}", agent.log());
-    let (code, restored) = dwctl(&endpoints, operator, &["restore", "fra-b", "--wait=20s"]).await;
+    let (code, restored) =
+        dwctl_as(&endpoints, operator, &["restore", "fra-b", "--wait=20s"]).await;
     assert_eq!(code, 0, "{restored}");
     let mut operator_client = client_as(&endpoints, "dw-operator", &passwords).await;
     refused(&mut operator_client, "dw-operator", "/dw/nodes/edge-1").await;

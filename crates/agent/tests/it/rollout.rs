@@ -9,23 +9,15 @@
 //! `scripts/devenv exec --`.
 
 use crate::support::*;
-use clap::Parser;
 use serde_json::{Value, json};
 
 const NODES: usize = 6;
 
-fn dwctl(endpoint: &str, args: &[&str]) -> dwctl::Cli {
-    let mut argv = vec!["dwctl", "--endpoints", endpoint, "--output", "json"];
-    argv.extend_from_slice(args);
-    dwctl::Cli::try_parse_from(argv).expect("dwctl arguments")
-}
-
+/// `dwctl ARGS` against `endpoint`, which must succeed: its JSON outcome.
 async fn run(endpoint: &str, args: &[&str]) -> Value {
-    let (_trigger, shutdown) = dwctl::Shutdown::new();
-    match dwctl::run_command(dwctl(endpoint, args), shutdown).await {
-        Ok(outcome) => outcome.json,
-        Err(error) => panic!("dwctl {args:?}: {error}"),
-    }
+    let (code, outcome) = crate::support::dwctl(&[endpoint.to_owned()], args).await;
+    assert_eq!(code, 0, "dwctl {args:?}: {outcome}");
+    outcome
 }
 
 /// The shard node `path` publishes for DE.
@@ -81,9 +73,8 @@ impl RealFleet {
         eventually("every agent reports", || {
             let endpoint = endpoint.clone();
             async move {
-                let (_t, shutdown) = dwctl::Shutdown::new();
-                let status = dwctl::run_command(dwctl(&endpoint, &["status"]), shutdown).await;
-                status.is_ok_and(|outcome| outcome.json["current"] == count)
+                let (code, status) = crate::support::dwctl(&[endpoint], &["status"]).await;
+                code == 0 && status["current"] == count
             }
         })
         .await;

@@ -10,11 +10,29 @@ use super::{EVENTUALLY, agent_args};
 
 /// Runs a dwctl command line against `endpoints`: (exit code, the outcome's JSON).
 pub async fn dwctl(endpoints: &[String], args: &[&str]) -> (u8, Value) {
+    dwctl_as(endpoints, None, args).await
+}
+
+/// `dwctl ARGS` in this process, as `user` (its password file in `passwords`) or with no
+/// credentials: the exit code it would return and the JSON outcome (or the error's text).
+/// The one way the agent's tests run dwctl (through its library, as its binary does).
+pub async fn dwctl_as(
+    endpoints: &[String],
+    user: Option<(&str, &Path)>,
+    args: &[&str],
+) -> (u8, Value) {
     let mut argv = vec![
         "dwctl".to_owned(),
         format!("--endpoints={}", endpoints.join(",")),
         "--output=json".to_owned(),
     ];
+    if let Some((user, passwords)) = user {
+        argv.push(format!("--user={user}"));
+        argv.push(format!(
+            "--password-file={}",
+            passwords.join(format!("{user}.password")).display()
+        ));
+    }
     argv.extend(args.iter().map(|s| s.to_string()));
     let cli = <dwctl::Cli as clap::Parser>::try_parse_from(&argv).unwrap();
     let (_trigger, shutdown) = dwctl::Shutdown::new();
