@@ -18,7 +18,10 @@
  * MODE `verdicts`: one line per origin, "ok|bad WHAT: ORIGIN predicted P measured M (...)";
  * a plan without a prediction is one "bad" line. MODE `table`: predicted and measured loads
  * side by side (answers/s: the prediction's, and the drive's answers over its seconds), and
- * exit 1 if an origin is outside its bound.
+ * exit 1 if an origin is outside its bound. MODE `guard`: one line per origin with a
+ * capacity in the plan, "ok|bad WHAT: ORIGIN ...": its measured load, measured share times
+ * the prediction's total rate, is within the guard (headroom x capacity) up to the same
+ * bound (max(5 % of the predicted share, 1 % of all traffic), times the total rate).
  */
 [, $mode, $planFile, $c0File, $c1File, $driveFile, $what] = $argv + array_fill(0, 7, '');
 $read = static fn (string $f) => json_decode((string) @file_get_contents($f), true);
@@ -63,6 +66,21 @@ foreach ($rows as &$r) {
 }
 unset($r);
 
+if ($mode === 'guard') {
+    $headroom = (float) ($plan['headroom'] ?? 0);
+    foreach ($rows as $r) {
+        if (!is_numeric($r['capacity'])) {
+            continue;
+        }
+        $limit = $headroom * (float) $r['capacity'];
+        $load = $r['measured'] * $total;
+        $slack = $r['bound'] * $total;
+        printf("%s %s: %s measured %.0f/s, guard %.0f/s (%.2f x capacity %.0f; bound %.0f/s)\n",
+            $load <= $limit + $slack && $headroom > 0 ? 'ok' : 'bad', $what, $r['origin'], $load, $limit,
+            $headroom, $r['capacity'], $slack);
+    }
+    exit(0);
+}
 if ($mode === 'verdicts') {
     foreach ($rows as $r) {
         printf("%s %s: %s predicted %.4f measured %.4f (bound %.4f; sticky 3-sigma %.4f)\n",
