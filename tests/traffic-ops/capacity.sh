@@ -32,7 +32,8 @@
 #                                the prediction in PLAN (dwctl ... --output json) against
 #                                the deltas C1 - C0 of the drive OUT; MODE `verdicts`: one
 #                                line per origin, `ok|bad WHAT: ...`; `table`: predicted
-#                                and measured side by side (capacity-compare.php)
+#                                and measured side by side; `guard`: each origin's
+#                                measured load within its guard (capacity-compare.php)
 # Settings: CAP_NODE (the agent's --node-id: only its answers are counted; empty: all),
 # CAP_KEYS (distinct sticky keys of a drive; default half of its N: every sticky answer
 # its own key), CAP_DRIVE (cli|http), CAP_PARALLEL (http: requests in flight; default
