@@ -425,8 +425,9 @@ impl Agent {
                     {
                         return classify(endpoint, format!("progress request failed: {message}"));
                     }
-                    // Retry a publication that failed or was held.
-                    if self.mirror.is_dirty() {
+                    // Retry a publication that failed or was held. Changes that wait for
+                    // the coalescing window's end are not due: its branch publishes them.
+                    if self.mirror.is_dirty() && self.coalescer.deadline().is_none() {
                         self.publish_if_changed(None);
                     }
                 }
