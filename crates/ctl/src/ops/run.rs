@@ -20,9 +20,9 @@ use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::keys::Layout;
 use crate::plan::node_report::NodeReport;
+use crate::plan::prediction::stage::{predict_stage, writes_stage};
 use crate::plan::prediction::{
-    Prediction, changes_routing, drain_prediction, predict_change, predict_stage, refusal, render,
-    writes_stage,
+    Prediction, changes_routing, drain_prediction, predict_change, refusal, render,
 };
 
 /// Previews or commits a plan and reports it, with its load prediction and the capacity
