@@ -11,7 +11,10 @@
  * mid-request); and per worker (X-DW-Worker) its answers, the sequence numbers of its
  * first and last answer in the order answers arrived, and its parent's pid (X-DW-Parent,
  * DW_TEST_HOOKS), so that a test can tell two process trees answered interleaved.
+ * The loop that sends and reads is tests/lib/http-fan-out.php's.
  */
+require __DIR__ . '/../lib/http-fan-out.php';
+
 [$script, $url, $n, $parallel] = $argv;
 $until = ($argv[4] ?? '') === '' ? null : $argv[4];
 [$holdEvery, $holdMs] = array_map('intval', explode(':', $argv[5] ?? '0:0') + [1 => 0]);
@@ -25,31 +28,18 @@ $ok = [];
 $okTotal = 0;
 $failed = 0;
 $workers = []; // pid => [answers, first sequence number, last, parent pid]
-$open = []; // id => [stream, label, buffer]
-$start = function () use (&$sent, &$open, $address, $geos, $holdEvery, $holdMs): void {
+$next = function () use (&$sent, $geos, $holdEvery, $holdMs): array {
     $geo = $geos[mt_rand(0, count($geos) - 1)];
     $sticky = mt_rand(0, 3) === 0 ? 'user-' . mt_rand(1, 100) : null;
     $path = $holdEvery > 0 && $sent % $holdEvery === $holdEvery - 1 ? "/?hold_after_ms=$holdMs" : '/';
     $request = "GET $path HTTP/1.0\r\nHost: localhost\r\nCF-IPCountry: $geo\r\n"
         . ($sticky === null ? '' : "X-DW-Sticky: $sticky\r\n") . "\r\n";
     $sent++;
-    $stream = @stream_socket_client($address, $errno, $error, 20);
-    $label = $geo . ' ' . ($sticky === null ? 'false' : 'true');
-    if ($stream === false || fwrite($stream, $request) !== strlen($request)) {
-        $open[] = [null, $label, ''];
-        return;
-    }
-    stream_set_blocking($stream, false);
-    $open[(int) $stream] = [$stream, $label, ''];
+    return [$request, $geo . ' ' . ($sticky === null ? 'false' : 'true')];
 };
-$finish = function (int $id) use (&$open, &$ok, &$okTotal, &$failed, &$workers): void {
-    [$stream, $label, $buffer] = $open[$id];
-    unset($open[$id]);
-    if ($stream !== null) {
-        fclose($stream);
-    }
+$done = function (string $label, ?string $buffer) use (&$ok, &$okTotal, &$failed, &$workers): void {
     [$geo, $sticky] = explode(' ', $label);
-    if (preg_match('~^HTTP/1\.[01] 200 ~', $buffer) && preg_match('/^x-dw-origin: (\S+)/mi', $buffer, $m)) {
+    if ($buffer !== null && preg_match('~^HTTP/1\.[01] 200 ~', $buffer) && preg_match('/^x-dw-origin: (\S+)/mi', $buffer, $m)) {
         $key = "$geo $m[1] $sticky";
         $ok[$key] = ($ok[$key] ?? 0) + 1;
         $okTotal++;
@@ -67,38 +57,7 @@ $finish = function (int $id) use (&$open, &$ok, &$okTotal, &$failed, &$workers):
 $more = function () use (&$sent, $n, $until): bool {
     return $sent < $n || ($until !== null && !file_exists($until));
 };
-while ($more() || $open !== []) {
-    while ($more() && count($open) < $parallel) {
-        $start();
-    }
-    foreach ($open as $id => [$stream]) {
-        if ($stream === null) {
-            $finish($id);
-        }
-    }
-    $read = array_filter(array_column($open, 0));
-    if ($read === []) {
-        continue;
-    }
-    $write = $except = null;
-    if (stream_select($read, $write, $except, 20) === 0) {
-        foreach (array_keys($open) as $id) {
-            $finish($id); // nothing for 20 s: failed
-        }
-        continue;
-    }
-    foreach ($read as $stream) {
-        $id = (int) $stream;
-        $chunk = fread($stream, 65536);
-        if ($chunk === false || $chunk === '') {
-            if (feof($stream) || $chunk === false) {
-                $finish($id);
-            }
-            continue;
-        }
-        $open[$id][2] .= $chunk;
-    }
-}
+http_fan_out($address, (int) $parallel, $more, $next, $done);
 ksort($ok);
 ksort($workers);
 echo json_encode(['sent' => $sent, 'ok' => $okTotal, 'failed' => $failed, 'by' => $ok, 'workers' => $workers]), "\n";

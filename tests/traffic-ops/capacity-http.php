@@ -13,8 +13,11 @@
  * as the headers say, the total, `elapsed` (s), `workers` (distinct X-DW-Worker pids: the
  * lsphp children that answered), `revisions` (answers per X-DW-Revision: the table each
  * came from) and `failed`; exits 1 if any request failed (then the
- * counters may hold an answer the client never saw) or none was answered.
+ * counters may hold an answer the client never saw) or none was answered. The loop that
+ * sends and reads is tests/lib/http-fan-out.php's.
  */
+require __DIR__ . '/../lib/http-fan-out.php';
+
 [, $url, $n, $seconds, $keys, $parallel, $out] = $argv + array_fill(0, 7, '');
 $n = (int) $n; $seconds = (float) $seconds; $keys = max(1, (int) $keys); $parallel = max(1, (int) $parallel);
 $parts = parse_url($url);
@@ -30,26 +33,23 @@ $revisions = [];
 $answered = 0;
 $failed = 0;
 $firstError = '';
-$open = []; // id => [stream, buffer]
 $sent = 0;
 $start = hrtime(true);
-$send = function () use (&$sent, &$open, &$failed, &$firstError, $address, $geos, $keys): void {
+$next = function () use (&$sent, $n, $seconds, $start, $geos, $keys): ?array {
+    if ($seconds > 0 && $start + (int) ($sent / $n * $seconds * 1e9) > hrtime(true)) {
+        return null; // paced: not due yet
+    }
     $i = $sent++;
     $request = "GET / HTTP/1.0\r\nHost: localhost\r\nCF-IPCountry: " . $geos[$i % count($geos)] . "\r\n"
         . ($i % 2 === 0 ? 'X-DW-Sticky: k' . (intdiv($i, 2) % $keys) . "\r\n" : '') . "\r\n";
-    $stream = @stream_socket_client($address, $errno, $error, 20);
-    if ($stream === false || fwrite($stream, $request) !== strlen($request)) {
+    return [$request, (string) $i];
+};
+$done = function (string $label, ?string $buffer, string $error) use (&$byOrigin, &$workers, &$revisions, &$answered, &$failed, &$firstError): void {
+    if ($buffer === null) {
         $failed++;
-        $firstError = $firstError ?: "connect/send: $error";
+        $firstError = $firstError ?: $error;
         return;
     }
-    stream_set_blocking($stream, false);
-    $open[(int) $stream] = [$stream, ''];
-};
-$finish = function (int $id) use (&$open, &$byOrigin, &$workers, &$revisions, &$answered, &$failed, &$firstError): void {
-    [$stream, $buffer] = $open[$id];
-    unset($open[$id]);
-    fclose($stream);
     if (preg_match('~^HTTP/1\.[01] 200 ~', $buffer) === 1 && preg_match('/^x-dw-origin: (\S+)/mi', $buffer, $m) === 1) {
         $byOrigin[$m[1]] = ($byOrigin[$m[1]] ?? 0) + 1;
         $answered++;
@@ -64,46 +64,10 @@ $finish = function (int $id) use (&$open, &$byOrigin, &$workers, &$revisions, &$
         $firstError = $firstError ?: 'answer: ' . strtok($buffer === '' ? '(nothing)' : $buffer, "\r\n");
     }
 };
-while ($sent < $n || $open !== []) {
-    while ($sent < $n && count($open) < $parallel) {
-        if ($seconds > 0) {
-            $due = $start + (int) ($sent / $n * $seconds * 1e9);
-            if ($due > hrtime(true)) {
-                break;
-            }
-        }
-        $send();
-    }
-    $read = array_column($open, 0);
-    if ($read === []) {
-        if ($sent < $n) {
-            usleep(1000); // paced: the next request is not due yet
-        }
-        continue;
-    }
-    $write = $except = null;
-    // Paced and below PARALLEL: wake within 1 ms to send the next one when it is due.
-    $paced = $sent < $n && count($open) < $parallel;
-    if (stream_select($read, $write, $except, $paced ? 0 : 20, $paced ? 1000 : 0) === 0) {
-        if (!$paced) {
-            foreach (array_keys($open) as $id) {
-                $finish($id); // nothing for 20 s: failed
-            }
-        }
-        continue;
-    }
-    foreach ($read as $stream) {
-        $id = (int) $stream;
-        $chunk = fread($stream, 65536);
-        if ($chunk === false || $chunk === '') {
-            if ($chunk === false || feof($stream)) {
-                $finish($id);
-            }
-            continue;
-        }
-        $open[$id][1] .= $chunk;
-    }
-}
+$more = function () use (&$sent, $n): bool {
+    return $sent < $n;
+};
+http_fan_out($address, $parallel, $more, $next, $done);
 $elapsed = (hrtime(true) - $start) / 1e9;
 ksort($byOrigin);
 ksort($revisions);

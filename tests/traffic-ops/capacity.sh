@@ -86,14 +86,16 @@ cap_sync_sent() {
 cap_total_is() { [[ $(cap_counts | php -r 'echo array_sum(json_decode(stream_get_contents(STDIN), true) ?: []);') == "$1" ]]; }
 
 # The driver's command line. cli: the extension counting into CAP_ANSWERS, resolving against
-# STACK_SNAPSHOT; http: requests to STACK_URL, whose PHP counts.
+# STACK_SNAPSHOT; http: requests to STACK_URL, whose PHP counts. Either is stopped after
+# CAP_DRIVER_TIMEOUT seconds (default 300; a drive takes SECONDS plus what the server
+# needs), so a driver that never ends fails the test instead of hanging it.
 cap_driver() { # N SECONDS OUT
   case $CAP_DRIVE in
     http)
-      php "$CAP_LIB/capacity-http.php" "$STACK_URL" "$1" "$2" "${CAP_KEYS:-$(($1 / 2))}" \
+      timeout "${CAP_DRIVER_TIMEOUT:-300}" php "$CAP_LIB/capacity-http.php" "$STACK_URL" "$1" "$2" "${CAP_KEYS:-$(($1 / 2))}" \
         "${CAP_PARALLEL:-${STACK_LSPHP_CHILDREN:-8}}" "$3" ;;
     cli)
-      php -d "extension=$STACK_SO" -d dw_router.count_answers=1 -d "dw_router.answers_dir=$CAP_ANSWERS" \
+      timeout "${CAP_DRIVER_TIMEOUT:-300}" php -d "extension=$STACK_SO" -d dw_router.count_answers=1 -d "dw_router.answers_dir=$CAP_ANSWERS" \
         "$CAP_LIB/capacity-drive.php" "$STACK_SNAPSHOT" "$1" "$2" "${CAP_KEYS:-$(($1 / 2))}" "$3" ;;
     *) echo "capacity.sh: CAP_DRIVE must be cli or http, not '$CAP_DRIVE'" >&2; return 2 ;;
   esac
