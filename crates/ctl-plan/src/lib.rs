@@ -10,7 +10,8 @@
 //!
 //! The modules: the model of the routing state and of a change ([`model`]) and its values
 //! ([`value`], [`weights`]), the key layout ([`keys`]), origin capacities and the guard's
-//! headroom ([`capacity`]) and the load a change predicts ([`prediction`]), drains and
+//! headroom ([`capacity`]) and the load a change predicts ([`prediction`]), the capacity
+//! guard every write states and its decision ([`guard`]), drains and
 //! their records ([`drain`], [`drain_record`]), sheds and spills ([`shed`],
 //! [`shed_record`]), how open stages follow a write
 //! ([`stage`]), the stage actions' planners ([`stage_action`]), `apply`'s desired state ([`apply`]) and the policy geos it warns about
@@ -68,6 +69,7 @@ pub mod drain_record;
 mod error;
 #[cfg(test)]
 mod fixtures;
+pub mod guard;
 // Accessor names say what each key is; their docs would repeat them.
 #[allow(missing_docs)]
 pub mod keys;
