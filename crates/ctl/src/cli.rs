@@ -17,7 +17,7 @@ mod traffic;
 use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
-pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, TrafficSourceArgs, Window};
+pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, TrafficSourceArgs};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -717,32 +717,6 @@ pub struct RollbackArgs {
 }
 
 impl Command {
-    /// The load prediction's flags of a command that plans a routing change.
-    pub fn predict(&self) -> Option<PredictArgs> {
-        match self {
-            Command::Region(RegionCommand::Set(args)) => Some(*args.predict.clone()),
-            Command::Region(RegionCommand::Delete { predict, .. }) => Some(*predict.clone()),
-            Command::Policy(PolicyCommand::Set { predict, .. }) => Some(*predict.clone()),
-            Command::Apply(args) => Some(args.predict.clone()),
-            Command::Drain(args) => Some(args.predict.clone()),
-            Command::Shed(args) => Some(args.predict.clone()),
-            Command::Restore(args) => Some(args.predict.clone()),
-            Command::Rollback(args) => Some(args.predict.clone()),
-            Command::Stage(
-                StageCommand::Create { predict, .. }
-                | StageCommand::Widen { predict, .. }
-                | StageCommand::Promote { predict, .. },
-            ) => Some(*predict.clone()),
-            Command::Rollout(args) => match &args.command {
-                Some(crate::cli::rollout::RolloutCommand::Resume { predict, .. }) => {
-                    Some(*predict.clone())
-                }
-                None => Some(*args.predict.clone()),
-            },
-            _ => None,
-        }
-    }
-
     /// The `--wait` of a command that writes routing, when given.
     pub fn wait(&self) -> Option<Wait> {
         match self {

@@ -41,8 +41,7 @@ pub async fn run_command_noting(
     shutdown: Shutdown,
     note: &CommitNote,
 ) -> Result<Outcome, Error> {
-    let mut context = Context::from_args(&cli.global)?;
-    context.predict = cli.command.predict();
+    let context = Context::from_args(&cli.global)?;
     let wait = cli.command.wait();
     let mut outcome = run_one(&context, cli.command, shutdown).await?;
     match (wait, outcome.json["revision"].as_i64()) {
@@ -100,6 +99,7 @@ async fn run_one(
                 &args.etcd_key,
                 args.to_revision,
                 args.dry_run,
+                &args.predict.to_guard(),
             )
             .await
         }

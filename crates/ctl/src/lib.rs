@@ -62,7 +62,7 @@ mod shutdown;
 pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
-    cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs, Window},
+    cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs},
     commands::history::{HistoryEntry, read_history},
     commands::{run_command, run_command_noting},
     context::Context,
@@ -80,6 +80,9 @@ pub use crate::{
     },
     ops::fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
     ops::probe::{ProbeTarget, probe},
+    ops::prometheus::PrometheusOptions,
+    ops::run::{PredictInputs, WriteGuard},
+    ops::traffic_source::{PrometheusSource, TrafficSource, Window},
     output::{Outcome, OutputFormat, Reporter, Shown, escape, is_unsafe_char, terminal_safe},
     plan::apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
     plan::clock::{now_rfc3339, operator, rfc3339_from_unix},
@@ -88,6 +91,7 @@ pub use crate::{
         DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH,
         SOURCE_REBALANCE,
     },
+    plan::guard::{ExemptReason, Guard, NoLoad, StatesGuard},
     plan::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
     plan::value::{PICK_MODES, PolicyValue, RegionValue},
     plan::wait::{Wait, needed},

@@ -6,7 +6,7 @@ use crate::cli::CapacityArgs;
 use crate::context::Context;
 use crate::error::{Error, FieldError};
 use crate::ops::commit::{Changes, State};
-use crate::ops::run::run_plan;
+use crate::ops::run::{ExemptReason, NoLoad, WriteGuard, run_plan};
 use crate::output::{Outcome, Shown};
 use crate::plan::capacity::{
     Capacity, Headroom, check_answers_per_s, check_headroom, check_reason, number_json,
@@ -84,7 +84,9 @@ pub async fn run(context: &Context, args: CapacityArgs) -> Result<Outcome, Error
     };
     let mut client = context.etcd.connect().await?;
     let plan = |state: &State| plan_capacity(state, capacity.as_ref(), headroom.as_ref());
-    run_plan(context, &mut client, &title, args.dry_run, plan).await
+    // Capacity records are the guard's inputs, not routing: they move no load.
+    let guard = WriteGuard::Exempt(ExemptReason::MovesNoLoad(NoLoad::Capacities));
+    run_plan(context, &mut client, &title, args.dry_run, &guard, plan).await
 }
 
 /// The changes that set (or clear) `capacity` and `headroom`; a value already in place is

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::context::Context;
 use crate::error::{Error, FieldError};
 use crate::ops::commit::{Changes, State};
-use crate::ops::run::run_plan;
+use crate::ops::run::{ExemptReason, NoLoad, WriteGuard, run_plan};
 use crate::output::{Outcome, Shown};
 use crate::plan::capacity::{Capacity, Headroom};
 use crate::plan::clock::{now_rfc3339, operator};
@@ -146,6 +146,7 @@ pub async fn rollback(
     key: &str,
     revision: i64,
     dry_run: bool,
+    guard: &WriteGuard,
 ) -> Result<Outcome, Error> {
     if revision <= 0 {
         return Err(Error::Usage(
@@ -234,7 +235,9 @@ pub async fn rollback(
             }
             Ok(changes)
         };
-        return run_plan(context, &mut client, &title, dry_run, plan).await;
+        // Capacity records are the guard's inputs, not routing: they move no load.
+        let exempt = WriteGuard::Exempt(ExemptReason::MovesNoLoad(NoLoad::Capacities));
+        return run_plan(context, &mut client, &title, dry_run, &exempt, plan).await;
     }
 
     if let Some(geo) = region {
@@ -251,7 +254,7 @@ pub async fn rollback(
             }
             Ok(changes)
         };
-        return run_plan(context, &mut client, &title, dry_run, plan).await;
+        return run_plan(context, &mut client, &title, dry_run, guard, plan).await;
     }
 
     {
@@ -276,7 +279,7 @@ pub async fn rollback(
             }
             Ok(changes)
         };
-        run_plan(context, &mut client, &title, dry_run, plan).await
+        run_plan(context, &mut client, &title, dry_run, guard, plan).await
     }
 }
 

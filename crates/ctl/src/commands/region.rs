@@ -94,7 +94,8 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
                 return Err(Error::Failed("region set: no value was prepared".into()));
             };
             let title = format!("region {geo} set");
-            run_plan(context, &mut client, &title, false, |_| {
+            let guard = args.predict.to_guard();
+            run_plan(context, &mut client, &title, false, &guard, |_| {
                 Ok(Changes {
                     regions: [(geo.clone(), Some(value.clone()))].into(),
                     ..Changes::default()
@@ -102,13 +103,14 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
             })
             .await
         }
-        RegionCommand::Delete { geo, .. } => {
+        RegionCommand::Delete { geo, predict, .. } => {
             // A bucket key of no continent can be deleted: it is how one is cleaned up.
             if geo.is_empty() {
                 return Err(Error::invalid("geo", "must not be empty"));
             }
             let title = format!("region {geo} deleted");
-            run_plan(context, &mut client, &title, false, |state| {
+            let guard = predict.to_guard();
+            run_plan(context, &mut client, &title, false, &guard, |state| {
                 if !state.regions.contains_key(&geo) {
                     return Err(Error::NotFound(format!("region `{geo}`")));
                 }

@@ -14,6 +14,7 @@ use crate::cli::rollout::{RolloutArgs, RolloutCommand};
 use crate::context::Context;
 use crate::error::Error;
 use crate::ops::fleet::read_nodes;
+use crate::ops::run::WriteGuard;
 use crate::ops::stage::{CreateRequest, read_desired};
 use crate::output::{Outcome, escape as shown};
 use crate::plan::clock::{now_rfc3339, operator};
@@ -35,8 +36,11 @@ pub async fn run(
     shutdown: Shutdown,
 ) -> Result<Outcome, Error> {
     match args.command {
-        Some(RolloutCommand::Resume { id, check, .. }) => {
-            resume(context, &id, check.as_deref(), shutdown).await
+        Some(RolloutCommand::Resume {
+            id, check, predict, ..
+        }) => {
+            let guard = predict.to_guard();
+            resume(context, &id, check.as_deref(), guard, shutdown).await
         }
         None => start(context, args, shutdown).await,
     }
@@ -126,6 +130,7 @@ async fn start(context: &Context, args: RolloutArgs, shutdown: Shutdown) -> Resu
         reason: &args.reason,
         id: &id,
         dry_run: true,
+        guard: args.predict.to_guard(),
     };
     let staged = crate::ops::stage::create(context, &request).await?.stage;
     check_probed_origins(&staged, &plan.probes)?;
@@ -174,6 +179,7 @@ async fn start(context: &Context, args: RolloutArgs, shutdown: Shutdown) -> Resu
         revision,
         shutdown,
         args.check.clone(),
+        request.guard.clone(),
     );
     driver.save().await?;
     driver.event(
@@ -206,6 +212,7 @@ async fn resume(
     context: &Context,
     id: &str,
     check: Option<&str>,
+    guard: WriteGuard,
     shutdown: Shutdown,
 ) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
@@ -231,7 +238,7 @@ async fn resume(
     record.state = RolloutState::Running;
     record.outcome = None;
     let check = check.map(str::to_owned);
-    let mut driver = Driver::new(context, client, record, revision, shutdown, check);
+    let mut driver = Driver::new(context, client, record, revision, shutdown, check, guard);
     driver.save().await?;
     let step = driver.record.step;
     driver.event(
