@@ -74,9 +74,9 @@ pub use crate::{
         EXIT_WAIT_FAILED, Error, FieldError,
     },
     ops::commit::{
-        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, PreCommitCheck,
-        RetryPolicy, State, commit, preview, preview_checked, read_state, reconcile_drain_records,
-        request_bytes, transact, transact_checked,
+        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, Fence, MAX_VALUE_BYTES,
+        PreCommitCheck, RetryPolicy, State, commit, preview, preview_checked, read_state,
+        reconcile_drain_records, request_bytes, transact, transact_checked, transact_fenced,
     },
     ops::fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
     ops::probe::{ProbeTarget, probe},
