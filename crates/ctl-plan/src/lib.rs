@@ -10,13 +10,14 @@
 //!
 //! The modules: the model of the routing state and of a change ([`model`]) and its values
 //! ([`value`], [`weights`]), the key layout ([`keys`]), origin capacities and the guard's
-//! headroom ([`capacity`]) and the load a change predicts ([`prediction`]), the capacity
+//! headroom ([`capacity`], set by [`capacity_change`]) and the load a change predicts ([`prediction`]), the capacity
 //! guard every write states and its decision ([`guard`]), drains and
 //! their records ([`drain`], [`drain_record`]), sheds and spills ([`shed`],
 //! [`shed_record`]), how open stages follow a write
 //! ([`stage`]), the stage actions' planners ([`stage_action`]), `apply`'s desired state ([`apply`]) and the policy geos it warns about
 //! ([`policy_geos`]), a rollout's schedule and its gate ([`rollout`], [`rollout_gate`]),
-//! a node's report as dwctl judges it ([`node_report`]), the health checker's streak rule
+//! a node's report as dwctl judges it ([`node_report`]), `origin forget`'s registration
+//! delete ([`registration`]), the health checker's streak rule
 //! ([`streak`]) and its probes' targets ([`probe_target`]), the etcd roles ([`roles`]),
 //! `--wait`'s arguments ([`wait`]), the clock text written into values ([`clock`]), and how
 //! a value from etcd is shown on a terminal ([`shown`]). A planner refuses with [`Error`],
@@ -63,6 +64,7 @@
 
 pub mod apply;
 pub mod capacity;
+pub mod capacity_change;
 pub mod clock;
 pub mod drain;
 pub mod drain_record;
@@ -78,6 +80,7 @@ pub mod node_report;
 pub mod policy_geos;
 pub mod prediction;
 pub mod probe_target;
+pub mod registration;
 pub mod roles;
 pub mod rollout;
 pub mod rollout_gate;

@@ -613,7 +613,24 @@ Example:
     /// Show live origins, registered origins that are down, and drained origins.
     List,
     /// Stop tracking an origin that registered once (rebalance will not drain it again).
-    Forget { id: String },
+    #[command(after_help = "\
+Deletes <control-prefix>registered/<ID> in one transaction guarded on the record as read, \
+and writes an audit record <control-prefix>audit/<at>-origin-forget-<ID> (who, when, \
+--reason, the record deleted); `dwctl history` shows both. It moves no load: no capacity \
+guard applies.
+
+Example:
+  dwctl origin forget fra-old --reason 'CHG-77 decommissioned' --dry-run")]
+    Forget {
+        /// The origin.
+        id: String,
+        /// Why, kept in the audit record.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Show what would be deleted, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Set or clear an origin's capacity (answers/s), or the capacity guard's headroom.
     #[command(after_help = CAPACITY_HELP)]
     Capacity(CapacityArgs),

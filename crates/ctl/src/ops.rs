@@ -12,6 +12,8 @@
 //! - [`fleet`] and [`revision`]: the node reports and the routing revision they are
 //!   judged against (`status`, `--wait`).
 //! - [`lease`]: whether a lease lives, for every reader that believes a key by its lease.
+//! - [`registration`]: `origin forget`, a registration record deleted through the write
+//!   path, audited.
 //! - [`probe`] and [`bake_checks`]: the HTTP health probe and a rollout bake's checks.
 //! - [`traffic_source`]: the traffic a plan's load prediction reads (a file, Prometheus).
 //! - [`prometheus`]: the client of Prometheus' HTTP API (`traffic`, the load prediction).
@@ -22,6 +24,7 @@ pub(crate) mod fleet;
 pub(crate) mod lease;
 pub(crate) mod probe;
 pub(crate) mod prometheus;
+pub(crate) mod registration;
 pub(crate) mod revision;
 pub(crate) mod run;
 pub(crate) mod stage;

@@ -273,6 +273,15 @@ fn plan_txn(
             Compare::mod_revision(key.as_str(), CompareOp::Equal, *revision)
         });
     }
+    for (origin, mod_revision) in &changes.forget_registrations {
+        let key = layout.registration(origin);
+        let read = Entry {
+            raw: Vec::new(),
+            mod_revision: *mod_revision,
+        };
+        guard(&mut planned, key.clone(), Some(&read));
+        delete(&mut planned, key);
+    }
     for fence in fences {
         planned.bytes += fence.key.len() + ITEM_OVERHEAD_BYTES;
         planned.compares.push(fence.compare());

@@ -14,3 +14,13 @@ pub async fn lease_lives(client: &mut Client, lease: i64) -> Result<bool, Error>
         Err(error) => Err(error.into()),
     }
 }
+
+/// The seconds `lease` has left, when etcd answers (`None`: it does not know the lease, or
+/// did not answer).
+pub async fn lease_ttl(client: &mut Client, lease: i64) -> Option<i64> {
+    client
+        .lease_time_to_live(lease, None)
+        .await
+        .ok()
+        .map(|response| response.ttl())
+}
