@@ -26,10 +26,16 @@
 //! `ops::commit`), all above the pure planner, a crate of its own (`dw-ctl-plan`,
 //! crates/ctl-plan: state in, changes out; no etcd client, no tokio, no clap), named
 //! `plan` here. Beside them: [`Context`], `output`, `input`, `progress`, `shutdown`,
-//! `error`. `scripts/check-modules` checks that nothing imports upward and that no other
-//! file builds a transaction:
+//! `error`. `scripts/check-modules` checks that nothing imports upward (`context`, what
+//! every op is given, sits below `ops`; `cli` beside `commands`), that no two folders
+//! import each other, that no clap type is named below `commands`/`cli`, that only `ops`
+//! and `daemons` name the etcd client, that `commands` do not reach etcd at all, and that
+//! no other file builds a transaction:
 //!
-//! Layers (scripts/check-modules): ops < daemons < commands
+//! Layers (scripts/check-modules): context < ops < daemons < commands, cli
+//! Names (scripts/check-modules): clap only in commands cli
+//! Names (scripts/check-modules): etcd_client only in ops daemons
+//! Names (scripts/check-modules): no etcd in commands
 //! Transactions (scripts/check-modules): ops::commit
 //!
 //! The planners need no etcd. A drain, for instance, renormalises what the other origins
@@ -69,6 +75,7 @@ pub use crate::{
     daemons::health::{HealthConfig, run as run_health},
     daemons::origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
     daemons::rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
+    dw_capacity::renormalise,
     error::{
         EXIT_OVERLOAD, EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT,
         EXIT_WAIT_FAILED, Error, FieldError,
@@ -91,7 +98,6 @@ pub use crate::{
     plan::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
     plan::value::{PICK_MODES, PolicyValue, RegionValue},
     plan::wait::{Wait, needed},
-    plan::weights::renormalise,
     progress::CommitNote,
     shutdown::{Shutdown, ShutdownTrigger},
 };
