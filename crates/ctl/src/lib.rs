@@ -65,6 +65,7 @@ mod progress;
 mod routing_weights;
 mod shutdown;
 
+pub use dw_capacity::renormalise;
 pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
@@ -75,7 +76,6 @@ pub use crate::{
     daemons::health::{HealthConfig, run as run_health},
     daemons::origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
     daemons::rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
-    dw_capacity::renormalise,
     error::{
         EXIT_OVERLOAD, EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT,
         EXIT_WAIT_FAILED, Error, FieldError,

@@ -4,12 +4,11 @@
 //! capacities, and says why no prediction was made. A file that was given and does not
 //! parse is an error (exit 4): the operator asked for that prediction.
 
-use std::io::Read;
-
 use dw_capacity::{AnswerRow, MAX_TRAFFIC_BYTES, Traffic};
 
 use crate::cli::TrafficSourceArgs;
 use crate::error::Error;
+use crate::input::{Refused, read_regular_file};
 use crate::ops::prometheus::Prometheus;
 
 /// The answer counter every node serves.
@@ -95,21 +94,11 @@ fn finite(value: f64) -> f64 {
 /// The file's bytes, at most [`MAX_TRAFFIC_BYTES`] (more is refused); only a regular
 /// file is read (a FIFO or a device is refused before it is read, as `apply` does).
 fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    // Checked before opening too: opening a FIFO for reading would wait for a writer.
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let file = std::fs::File::open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    file.take(MAX_TRAFFIC_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() > MAX_TRAFFIC_BYTES {
-        return Err(std::io::Error::other(format!(
+    read_regular_file(path, MAX_TRAFFIC_BYTES as u64).map_err(|refused| match refused {
+        Refused::Io(error) => error,
+        Refused::NotRegular(_) => std::io::Error::other("not a regular file"),
+        Refused::TooLarge => std::io::Error::other(format!(
             "larger than {MAX_TRAFFIC_BYTES} bytes, the largest traffic file read"
-        )));
-    }
-    Ok(bytes)
+        )),
+    })
 }
