@@ -9,12 +9,8 @@ use dw_capacity::{AnswerRow, MAX_TRAFFIC_BYTES, Traffic};
 use crate::cli::TrafficSourceArgs;
 use crate::error::Error;
 use crate::input::{Refused, read_regular_file};
+use crate::ops::answer_counters::{ANSWERS, OVERFLOW, overflow_rate, prediction_rows, usable_rate};
 use crate::ops::prometheus::Prometheus;
-
-/// The answer counter every node serves.
-const ANSWERS: &str = "dw_router_answers_total";
-/// Answers past the nodes' label bounds.
-const OVERFLOW: &str = "dw_router_answers_overflow_total";
 
 /// The traffic to predict with and where it came from, or why there is none.
 pub async fn read_traffic(
@@ -45,9 +41,8 @@ pub async fn read_traffic(
         Ok(prometheus) => prometheus,
         Err(error) => return Ok(Err(format!("Prometheus cannot be asked: {error}"))),
     };
-    let window = format!("{}s", args.window.0);
-    let rows = format!("sum by (geo, sticky, step) (rate({ANSWERS}[{window}]))");
-    let overflow = format!("sum(rate({OVERFLOW}[{window}]))");
+    let rows = prediction_rows(args.window.0);
+    let overflow = overflow_rate(args.window.0);
     let source = format!("Prometheus {} over {}", prometheus.url(), args.window);
     let unreachable = |error: Error| format!("{source} did not answer: {error}");
     let samples = match prometheus.query(&rows).await {
@@ -55,19 +50,38 @@ pub async fn read_traffic(
         Err(error) => return Ok(Err(unreachable(error))),
     };
     let overflow = match prometheus.query(&overflow).await {
-        Ok(samples) => samples.first().map_or(0.0, |sample| finite(sample.value)),
+        Ok(samples) => samples.first().map_or(0.0, |sample| sample.value),
         Err(error) => return Ok(Err(unreachable(error))),
     };
-    let rows: Vec<AnswerRow> = samples
-        .iter()
-        .map(|sample| AnswerRow {
+    // A rate that cannot be believed (NaN, infinite, negative) makes the traffic unusable:
+    // it is said, never read as 0.
+    let cannot_be_used = |what: String, value: f64| {
+        format!("{source} answered traffic that cannot be used: a rate of {value} {what}")
+    };
+    let Some(overflow) = usable_rate(overflow) else {
+        return Ok(Err(cannot_be_used(format!("for {OVERFLOW}"), overflow)));
+    };
+    let mut rows: Vec<AnswerRow> = Vec::with_capacity(samples.len());
+    for sample in &samples {
+        let Some(rate) = usable_rate(sample.value) else {
+            return Ok(Err(cannot_be_used(
+                format!(
+                    "for geo {:?} (sticky {:?}, step {:?})",
+                    sample.label("geo"),
+                    sample.label("sticky"),
+                    sample.label("step")
+                ),
+                sample.value,
+            )));
+        };
+        rows.push(AnswerRow {
             geo: sample.label("geo").to_owned(),
             sticky: sample.label("sticky") == "true",
             node: None,
             fail_open: sample.label("step") == "fail_open",
-            rate: finite(sample.value),
-        })
-        .collect();
+            rate,
+        });
+    }
     if rows.is_empty() {
         return Ok(Err(format!(
             "{source} has no {ANSWERS}: it does not scrape the dw-agents' /metrics, or no \
@@ -79,15 +93,6 @@ pub async fn read_traffic(
         Err(error) => Ok(Err(format!(
             "{source} answered traffic that cannot be used: {error}"
         ))),
-    }
-}
-
-/// A rate as a number the prediction takes: Prometheus may answer NaN for 0/0.
-fn finite(value: f64) -> f64 {
-    if value.is_finite() && value >= 0.0 {
-        value
-    } else {
-        0.0
     }
 }
 
