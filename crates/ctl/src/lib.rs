@@ -29,12 +29,13 @@
 //! `error`. `scripts/check-modules` checks that nothing imports upward (`context`, what
 //! every op is given, sits below `ops`; `cli` beside `commands`), that no two folders
 //! import each other, that no clap type is named below `commands`/`cli`, that only `ops`
-//! and `daemons` name the etcd client, that `commands` do not reach etcd at all, and that
+//! and `daemons` name the etcd client (and `error`, whose one error type holds the
+//! client's error), that `commands` do not reach etcd at all, and that
 //! no other file builds a transaction:
 //!
 //! Layers (scripts/check-modules): context < ops < daemons < commands, cli
 //! Names (scripts/check-modules): clap only in commands cli
-//! Names (scripts/check-modules): etcd_client only in ops daemons
+//! Names (scripts/check-modules): etcd_client only in ops daemons error
 //! Names (scripts/check-modules): no etcd in commands
 //! Transactions (scripts/check-modules): ops::commit
 //!
@@ -62,7 +63,6 @@ mod output;
 // `dw_ctl_plan::drain`.
 use dw_ctl_plan as plan;
 mod progress;
-mod routing_weights;
 mod shutdown;
 
 pub use dw_capacity::renormalise;
