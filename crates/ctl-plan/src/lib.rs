@@ -9,8 +9,9 @@
 //! Dependencies (scripts/check-modules): none of etcd-client tokio clap
 //!
 //! The modules: the model of the routing state and of a change ([`model`]) and its values
-//! ([`value`], [`weights`]), the key layout ([`keys`]), origin capacities and the guard's
-//! headroom ([`capacity`], set by [`capacity_change`]) and the load a change predicts ([`prediction`]), the capacity
+//! ([`value`]; weights are renormalised by `dw_capacity::renormalise`, the one copy), the
+//! key layout ([`keys`]), origin capacities and the guard's headroom ([`capacity`], set by
+//! [`capacity_change`]) and the load a change predicts ([`prediction`]), the capacity
 //! guard every write states and its decision ([`guard`]), drains and
 //! their records ([`drain`], [`drain_record`]), sheds and spills ([`shed`],
 //! [`shed_record`]), how open stages follow a write
@@ -92,6 +93,5 @@ pub mod stage_action;
 pub mod streak;
 pub mod value;
 pub mod wait;
-pub mod weights;
 
 pub use error::{Error, FieldError};

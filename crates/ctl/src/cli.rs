@@ -10,6 +10,7 @@ use crate::output::OutputFormat;
 use auth::AUTH_HELP;
 
 mod auth;
+mod output_format;
 pub(crate) mod rollout;
 mod stage;
 mod traffic;

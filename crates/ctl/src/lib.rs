@@ -26,10 +26,17 @@
 //! `ops::commit`), all above the pure planner, a crate of its own (`dw-ctl-plan`,
 //! crates/ctl-plan: state in, changes out; no etcd client, no tokio, no clap), named
 //! `plan` here. Beside them: [`Context`], `output`, `input`, `progress`, `shutdown`,
-//! `error`. `scripts/check-modules` checks that nothing imports upward and that no other
-//! file builds a transaction:
+//! `error`. `scripts/check-modules` checks that nothing imports upward (`context`, what
+//! every op is given, sits below `ops`; `cli` beside `commands`), that no two folders
+//! import each other, that no clap type is named below `commands`/`cli`, that only `ops`
+//! and `daemons` name the etcd client (and `error`, whose one error type holds the
+//! client's error), that `commands` do not reach etcd at all, and that
+//! no other file builds a transaction:
 //!
-//! Layers (scripts/check-modules): ops < daemons < commands
+//! Layers (scripts/check-modules): context < ops < daemons < commands, cli
+//! Names (scripts/check-modules): clap only in commands cli
+//! Names (scripts/check-modules): etcd_client only in ops daemons error
+//! Names (scripts/check-modules): no etcd in commands
 //! Transactions (scripts/check-modules): ops::commit
 //!
 //! The planners need no etcd. A drain, for instance, renormalises what the other origins
@@ -56,9 +63,9 @@ mod output;
 // `dw_ctl_plan::drain`.
 use dw_ctl_plan as plan;
 mod progress;
-mod routing_weights;
 mod shutdown;
 
+pub use dw_capacity::renormalise;
 pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
@@ -95,7 +102,6 @@ pub use crate::{
     plan::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
     plan::value::{PICK_MODES, PolicyValue, RegionValue},
     plan::wait::{Wait, needed},
-    plan::weights::renormalise,
     progress::CommitNote,
     shutdown::{Shutdown, ShutdownTrigger},
 };

@@ -16,8 +16,10 @@
 //!   path, audited.
 //! - [`probe`] and [`bake_checks`]: the HTTP health probe and a rollout bake's checks.
 //! - [`traffic_source`]: the traffic a plan's load prediction reads (a file, Prometheus).
-//! - [`prometheus`]: the client of Prometheus' HTTP API (`traffic`, the load prediction).
+//! - [`prometheus`]: the client of Prometheus' HTTP API (`traffic`, the load prediction);
+//!   [`answer_counters`]: the counters' names, the PromQL over them, which rates are usable.
 
+pub(crate) mod answer_counters;
 pub(crate) mod bake_checks;
 pub(crate) mod commit;
 pub(crate) mod fleet;

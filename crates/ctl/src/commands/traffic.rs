@@ -16,6 +16,7 @@ use crate::cli::TrafficArgs;
 use crate::context::Context;
 use crate::daemons::origin::OriginListing;
 use crate::error::Error;
+use crate::ops::answer_counters::{ANSWERS, OVERFLOW, answers_rate, overflow_rate, usable_rate};
 use crate::ops::commit::State;
 use crate::ops::prometheus::{Prometheus, Sample, promql_string};
 use crate::output::{Outcome, Shown};
@@ -23,10 +24,6 @@ use crate::plan::capacity::{DEFAULT_HEADROOM, number_json, percent, used_share};
 use crate::plan::stage::{cohort_text, open_stages};
 use crate::plan::value::RegionValue;
 
-/// The counter of answers every node's dw-agent serves.
-pub const ANSWERS: &str = "dw_router_answers_total";
-/// Answers whose label set did not fit the node's bounds.
-pub const OVERFLOW: &str = "dw_router_answers_overflow_total";
 /// The most regions the text output names per origin (JSON names them all).
 pub const SHOWN_REGIONS: usize = 8;
 
@@ -45,7 +42,8 @@ pub async fn run(context: &Context, args: TrafficArgs) -> Result<Outcome, Error>
     Ok(Outcome { text, json })
 }
 
-/// What Prometheus said, each as an instant vector of rates (answers per second).
+/// What Prometheus said, each as an instant vector of rates (answers per second), every
+/// one usable (`usable_rate`: finite, not below 0; `run` refuses any other).
 #[derive(Debug, Default, Clone)]
 pub struct Readings {
     /// All answers (of `--geo`'s, with `--geo`): one sample, none when no series.
@@ -73,12 +71,11 @@ pub fn queries(args: &TrafficArgs) -> Vec<(&'static str, String)> {
         Some(geo) => format!("{{geo={}}}", promql_string(geo)),
         None => String::new(),
     };
-    let window = format!("{}s", args.window.0);
-    let rate = format!("rate({ANSWERS}{selector}[{window}])");
+    let rate = answers_rate(&selector, args.window.0);
     let top = args.top;
     let mut queries = vec![
         ("total", format!("sum({rate})")),
-        ("overflow", format!("sum(rate({OVERFLOW}[{window}]))")),
+        ("overflow", overflow_rate(args.window.0)),
         ("origins", format!("sum by (origin) ({rate})")),
         (
             "geos",
@@ -104,6 +101,19 @@ async fn read_prometheus(prometheus: &Prometheus, args: &TrafficArgs) -> Result<
     let mut readings = Readings::default();
     for (name, promql) in queries(args) {
         let samples = prometheus.query(&promql).await?;
+        // A rate that cannot be believed (NaN, infinite, negative) is refused, never shown
+        // as 0: every value in [`Readings`] is usable.
+        if let Some(sample) = samples
+            .iter()
+            .find(|sample| usable_rate(sample.value).is_none())
+        {
+            return Err(Error::Failed(format!(
+                "Prometheus {} answered a rate that cannot be used ({}) for {promql} {:?}",
+                prometheus.url(),
+                sample.value,
+                sample.labels
+            )));
+        }
         let slot = match name {
             "total" => &mut readings.total,
             "overflow" => &mut readings.overflow,
@@ -119,17 +129,12 @@ async fn read_prometheus(prometheus: &Prometheus, args: &TrafficArgs) -> Result<
     Ok(readings)
 }
 
-/// A rate as JSON: finite, else 0 (Prometheus may answer NaN for 0/0).
-fn finite(value: f64) -> f64 {
-    if value.is_finite() { value } else { 0.0 }
-}
-
 /// `(label value, rate)` of the samples of `origin`, largest first.
 fn ranked(samples: &[Sample], origin: &str, label: &str) -> Vec<(String, f64)> {
     let mut rows: Vec<(String, f64)> = samples
         .iter()
         .filter(|sample| sample.label("origin") == origin)
-        .map(|sample| (sample.label(label).to_string(), finite(sample.value)))
+        .map(|sample| (sample.label(label).to_string(), sample.value))
         .collect();
     rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     rows
@@ -151,8 +156,8 @@ pub fn report(
     listing: &OriginListing,
     only: &[String],
 ) -> Value {
-    let total = readings.total.first().map(|sample| finite(sample.value));
-    let overflow = readings.overflow.first().map(|sample| finite(sample.value));
+    let total = readings.total.first().map(|sample| sample.value);
+    let overflow = readings.overflow.first().map(|sample| sample.value);
     // Regions as etcd holds them; a value that does not parse is listed, not used.
     let mut regions: BTreeMap<&str, RegionValue> = BTreeMap::new();
     let mut unreadable = Vec::new();
@@ -172,7 +177,7 @@ pub fn report(
     let by_key: BTreeMap<&str, f64> = readings
         .regions
         .iter()
-        .map(|sample| (sample.label("key"), finite(sample.value)))
+        .map(|sample| (sample.label("key"), sample.value))
         .collect();
     let mut names: BTreeSet<String> = BTreeSet::new();
     if only.is_empty() {
@@ -199,7 +204,7 @@ pub fn report(
                 .origins
                 .iter()
                 .find(|sample| sample.label("origin") == origin)
-                .map_or(0.0, |sample| finite(sample.value));
+                .map_or(0.0, |sample| sample.value);
             let share = match total {
                 Some(total) if total > 0.0 => Some(per_second / total),
                 _ => None,

@@ -7,12 +7,13 @@
 //! guard refuses where capacities are set. A file that was given and does not parse is an
 //! error (exit 4): the operator asked for that prediction.
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use dw_capacity::{AnswerRow, MAX_TRAFFIC_BYTES, Traffic};
 
 use crate::error::Error;
+use crate::input::{Refused, read_regular_file};
+use crate::ops::answer_counters::{ANSWERS, OVERFLOW, overflow_rate, prediction_rows, usable_rate};
 use crate::ops::prometheus::{Prometheus, PrometheusOptions};
 use crate::plan::guard::TrafficRead;
 
@@ -43,11 +44,6 @@ pub struct PrometheusSource {
 pub const NO_SOURCE: &str =
     "no traffic source: give --traffic FILE or --prometheus URL (DWCTL_PROMETHEUS_URL)";
 
-/// The answer counter every node serves.
-const ANSWERS: &str = "dw_router_answers_total";
-/// Answers past the nodes' label bounds.
-const OVERFLOW: &str = "dw_router_answers_overflow_total";
-
 /// The traffic to predict with and where it came from, or why there is none.
 pub async fn read_traffic(source: &TrafficSource) -> Result<TrafficRead, Error> {
     let PrometheusSource { options, window } = match source {
@@ -77,10 +73,9 @@ pub async fn read_traffic(source: &TrafficSource) -> Result<TrafficRead, Error> 
             )));
         }
     };
-    let (window_text, window) = (window, format!("{}s", window.0));
-    let rows = format!("sum by (geo, sticky, step) (rate({ANSWERS}[{window}]))");
-    let overflow = format!("sum(rate({OVERFLOW}[{window}]))");
-    let source = format!("Prometheus {} over {window_text}", prometheus.url());
+    let rows = prediction_rows(window.0);
+    let overflow = overflow_rate(window.0);
+    let source = format!("Prometheus {} over {window}", prometheus.url());
     let unreachable =
         |error: Error| TrafficRead::Unanswered(format!("{source} did not answer: {error}"));
     let samples = match prometheus.query(&rows).await {
@@ -88,19 +83,38 @@ pub async fn read_traffic(source: &TrafficSource) -> Result<TrafficRead, Error> 
         Err(error) => return Ok(unreachable(error)),
     };
     let overflow = match prometheus.query(&overflow).await {
-        Ok(samples) => samples.first().map_or(0.0, |sample| finite(sample.value)),
+        Ok(samples) => samples.first().map_or(0.0, |sample| sample.value),
         Err(error) => return Ok(unreachable(error)),
     };
-    let rows: Vec<AnswerRow> = samples
-        .iter()
-        .map(|sample| AnswerRow {
+    // A rate that cannot be believed (NaN, infinite, negative) makes the traffic unusable:
+    // it is said, never read as 0.
+    let cannot_be_used = |what: String, value: f64| {
+        format!("{source} answered traffic that cannot be used: a rate of {value} {what}")
+    };
+    let Some(overflow) = usable_rate(overflow) else {
+        return Ok(TrafficRead::Unusable(cannot_be_used(format!("for {OVERFLOW}"), overflow)));
+    };
+    let mut rows: Vec<AnswerRow> = Vec::with_capacity(samples.len());
+    for sample in &samples {
+        let Some(rate) = usable_rate(sample.value) else {
+            return Ok(TrafficRead::Unusable(cannot_be_used(
+                format!(
+                    "for geo {:?} (sticky {:?}, step {:?})",
+                    sample.label("geo"),
+                    sample.label("sticky"),
+                    sample.label("step")
+                ),
+                sample.value,
+            )));
+        };
+        rows.push(AnswerRow {
             geo: sample.label("geo").to_owned(),
             sticky: sample.label("sticky") == "true",
             node: None,
             fail_open: sample.label("step") == "fail_open",
-            rate: finite(sample.value),
-        })
-        .collect();
+            rate,
+        });
+    }
     if rows.is_empty() {
         return Ok(TrafficRead::Unusable(format!(
             "{source} has no {ANSWERS}: it does not scrape the dw-agents' /metrics, or no \
@@ -119,35 +133,16 @@ pub async fn read_traffic(source: &TrafficSource) -> Result<TrafficRead, Error> 
     }
 }
 
-/// A rate as a number the prediction takes: Prometheus may answer NaN for 0/0.
-fn finite(value: f64) -> f64 {
-    if value.is_finite() && value >= 0.0 {
-        value
-    } else {
-        0.0
-    }
-}
-
 /// The file's bytes, at most [`MAX_TRAFFIC_BYTES`] (more is refused); only a regular
 /// file is read (a FIFO or a device is refused before it is read, as `apply` does).
 fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    // Checked before opening too: opening a FIFO for reading would wait for a writer.
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let file = std::fs::File::open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    file.take(MAX_TRAFFIC_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() > MAX_TRAFFIC_BYTES {
-        return Err(std::io::Error::other(format!(
+    read_regular_file(path, MAX_TRAFFIC_BYTES as u64).map_err(|refused| match refused {
+        Refused::Io(error) => error,
+        Refused::NotRegular(_) => std::io::Error::other("not a regular file"),
+        Refused::TooLarge => std::io::Error::other(format!(
             "larger than {MAX_TRAFFIC_BYTES} bytes, the largest traffic file read"
-        )));
-    }
-    Ok(bytes)
+        )),
+    })
 }
 
 /// A rate window, in whole seconds (10 s to one day).
