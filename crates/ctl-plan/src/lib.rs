@@ -14,7 +14,8 @@
 //! their records ([`drain`], [`drain_record`]), sheds and spills ([`shed`],
 //! [`shed_record`]), how open stages follow a write
 //! ([`stage`]), the stage actions' planners ([`stage_action`]), `apply`'s desired state ([`apply`]) and the policy geos it warns about
-//! ([`policy_geos`]), a rollout's schedule and its gate ([`rollout`], [`rollout_gate`]),
+//! ([`policy_geos`]), `rollback`'s keys and plan ([`rollback`]), a rollout's schedule and its gate
+//! ([`rollout`], [`rollout_gate`]),
 //! a node's report as dwctl judges it ([`node_report`]), the health checker's streak rule
 //! ([`streak`]) and its probes' targets ([`probe_target`]), the etcd roles ([`roles`]),
 //! `--wait`'s arguments ([`wait`]), the clock text written into values ([`clock`]), and how
@@ -77,6 +78,7 @@ pub mod policy_geos;
 pub mod prediction;
 pub mod probe_target;
 pub mod roles;
+pub mod rollback;
 pub mod rollout;
 pub mod rollout_gate;
 pub mod shed;

@@ -63,11 +63,10 @@ pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
     cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs, Window},
-    commands::history::{HistoryEntry, read_history},
     commands::{run_command, run_command_noting},
     context::Context,
     daemons::health::{HealthConfig, run as run_health},
-    daemons::origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
+    daemons::origin::{RegisterConfig, register as register_origin},
     daemons::rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
     error::{
         EXIT_OVERLOAD, EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT,
@@ -79,7 +78,10 @@ pub use crate::{
         request_bytes, transact, transact_checked,
     },
     ops::fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
+    ops::history::{HistoryEntry, read_history},
+    ops::origin::{OriginListing, list_origins},
     ops::probe::{ProbeTarget, probe},
+    ops::route::{RoutingRead, read_routing},
     output::{Outcome, OutputFormat, Reporter, Shown, escape, is_unsafe_char, terminal_safe},
     plan::apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
     plan::clock::{now_rfc3339, operator, rfc3339_from_unix},

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 
 use crate::cli::TrafficArgs;
 use crate::context::Context;
-use crate::daemons::origin::OriginListing;
 use crate::error::Error;
 use crate::ops::commit::State;
+use crate::ops::origin::OriginListing;
 use crate::ops::prometheus::{Prometheus, Sample, promql_string};
 use crate::output::{Outcome, Shown};
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json, percent, used_share};
@@ -34,9 +34,7 @@ pub const SHOWN_REGIONS: usize = 8;
 pub async fn run(context: &Context, args: TrafficArgs) -> Result<Outcome, Error> {
     let prometheus = Prometheus::new(&args.prometheus.options()?)?;
     let readings = read_prometheus(&prometheus, &args).await?;
-    let mut client = context.etcd.connect().await?;
-    let state = crate::ops::commit::read_state(&mut client, &context.layout).await?;
-    let listing = crate::daemons::origin::list_origins(&mut client, &context.layout).await?;
+    let (state, listing) = crate::ops::traffic::read_etcd(context).await?;
     let mut json = report(&readings, &state, &listing, &args.origins);
     json["prometheus"] = json!(prometheus.url());
     json["window"] = json!(args.window.to_string());

@@ -14,3 +14,13 @@ pub async fn lease_lives(client: &mut Client, lease: i64) -> Result<bool, Error>
         Err(error) => Err(error.into()),
     }
 }
+
+/// The remaining time-to-live of `lease` in seconds, as etcd reports it (`-1` for a lease
+/// it no longer knows); `None` when etcd does not answer (a listing shows `?` then).
+pub async fn lease_ttl(client: &mut Client, lease: i64) -> Option<i64> {
+    client
+        .lease_time_to_live(lease, None)
+        .await
+        .ok()
+        .map(|response| response.ttl())
+}
