@@ -17,12 +17,14 @@
 //! - [`key`]: one key read on its own; [`region`]: `region get|list|set|delete`;
 //!   [`repair`]: `drain --repair`.
 //! - [`rollout`]: a rollout's progress record and reads, for its driver.
+//! - [`auth`]: etcd's roles and users made to match dwctl's (`auth --apply`).
 //! - [`lease`]: whether a lease lives, for every reader that believes a key by its lease.
 //! - [`probe`] and [`bake_checks`]: the HTTP health probe and a rollout bake's checks.
 //! - [`traffic`]: `traffic`'s etcd read (the state and the origins' listing).
 //! - [`traffic_source`]: the traffic a plan's load prediction reads (a file, Prometheus).
 //! - [`prometheus`]: the client of Prometheus' HTTP API (`traffic`, the load prediction).
 
+pub(crate) mod auth;
 pub(crate) mod bake_checks;
 pub(crate) mod commit;
 pub(crate) mod fleet;
