@@ -16,7 +16,9 @@
 //! ([`stage`]), the stage actions' planners ([`stage_action`]), `apply`'s desired state ([`apply`]) and the policy geos it warns about
 //! ([`policy_geos`]), `rollback`'s keys and plan ([`rollback`]), a rollout's schedule and its gate
 //! ([`rollout`], [`rollout_gate`]),
-//! a node's report as dwctl judges it ([`node_report`]), the health checker's streak rule
+//! a node's report as dwctl judges it ([`node_report`]), the origins as etcd lists
+//! them ([`origin_listing`]) and `dwctl traffic`'s report of where the answers go
+//! ([`traffic_report`]), the health checker's streak rule
 //! ([`streak`]) and its probes' targets ([`probe_target`]), the etcd roles ([`roles`]),
 //! `--wait`'s arguments ([`wait`]), the clock text written into values ([`clock`]), and how
 //! a value from etcd is shown on a terminal ([`shown`]). A planner refuses with [`Error`],
@@ -74,6 +76,7 @@ mod fixtures;
 pub mod keys;
 pub mod model;
 pub mod node_report;
+pub mod origin_listing;
 pub mod policy_geos;
 pub mod prediction;
 pub mod probe_target;
@@ -87,6 +90,7 @@ pub mod shown;
 pub mod stage;
 pub mod stage_action;
 pub mod streak;
+pub mod traffic_report;
 pub mod value;
 pub mod wait;
 pub mod weights;
