@@ -16,9 +16,11 @@
 //! their records ([`drain`], [`drain_record`]), sheds and spills ([`shed`],
 //! [`shed_record`]), how open stages follow a write
 //! ([`stage`]), the stage actions' planners ([`stage_action`]), `apply`'s desired state ([`apply`]) and the policy geos it warns about
-//! ([`policy_geos`]), a rollout's schedule and its gate ([`rollout`], [`rollout_gate`]),
-//! a node's report as dwctl judges it ([`node_report`]), `origin forget`'s registration
-//! delete ([`registration`]), the health checker's streak rule
+//! ([`policy_geos`]), `rollback`'s keys and plan ([`rollback`]), a rollout's schedule and
+//! its gate ([`rollout`], [`rollout_gate`]), a node's report as dwctl judges it
+//! ([`node_report`]), `origin forget`'s registration delete ([`registration`]), the origins
+//! as etcd lists them ([`origin_listing`]) and `dwctl traffic`'s report of where the answers
+//! go ([`traffic_report`]), the health checker's streak rule
 //! ([`streak`]) and its probes' targets ([`probe_target`]), the etcd roles ([`roles`]),
 //! `--wait`'s arguments ([`wait`]), the clock text written into values ([`clock`]), and how
 //! a value from etcd is shown on a terminal ([`shown`]). A planner refuses with [`Error`],
@@ -78,11 +80,13 @@ pub mod guard;
 pub mod keys;
 pub mod model;
 pub mod node_report;
+pub mod origin_listing;
 pub mod policy_geos;
 pub mod prediction;
 pub mod probe_target;
 pub mod registration;
 pub mod roles;
+pub mod rollback;
 pub mod rollout;
 pub mod rollout_gate;
 pub mod shed;
@@ -91,6 +95,7 @@ pub mod shown;
 pub mod stage;
 pub mod stage_action;
 pub mod streak;
+pub mod traffic_report;
 pub mod value;
 pub mod wait;
 

@@ -7,7 +7,7 @@ mod apply;
 mod auth;
 mod capacity;
 mod drain;
-pub(crate) mod history;
+mod history;
 mod origin;
 mod policy;
 mod region;
@@ -90,11 +90,11 @@ async fn run_one(
         }
         Command::Auth(args) => auth::run(context, args).await,
         Command::Health(args) => crate::daemons::health::command(context, args, shutdown).await,
-        Command::History(args) => crate::commands::history::history(context, &args.etcd_key).await,
+        Command::History(args) => history::history(context, &args.etcd_key).await,
         Command::Route(args) => route::run(context, args).await,
         Command::Traffic(args) => traffic::run(context, args).await,
         Command::Rollback(args) => {
-            crate::commands::history::rollback(
+            history::rollback(
                 context,
                 &args.etcd_key,
                 args.to_revision,

@@ -70,11 +70,10 @@ pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
     cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs},
-    commands::history::{HistoryEntry, read_history},
     commands::{run_command, run_command_noting},
     context::Context,
     daemons::health::{HealthConfig, run as run_health},
-    daemons::origin::{OriginListing, RegisterConfig, list_origins, register as register_origin},
+    daemons::origin::{RegisterConfig, register as register_origin},
     daemons::rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
     error::{
         EXIT_OVERLOAD, EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT,
@@ -86,8 +85,11 @@ pub use crate::{
         reconcile_drain_records, request_bytes, transact, transact_checked, transact_fenced,
     },
     ops::fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
+    ops::history::{HistoryEntry, read_history},
+    ops::origin::{OriginListing, list_origins},
     ops::probe::{ProbeTarget, probe},
     ops::prometheus::PrometheusOptions,
+    ops::route::{RoutingRead, read_routing},
     ops::run::{PredictInputs, WriteGuard},
     ops::traffic_source::{PrometheusSource, TrafficSource, Window},
     output::{Outcome, OutputFormat, Reporter, Shown, escape, is_unsafe_char, terminal_safe},

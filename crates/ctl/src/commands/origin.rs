@@ -8,10 +8,9 @@ use serde_json::{Map, Value, json};
 use super::capacity;
 use crate::cli::OriginCommand;
 use crate::context::Context;
-use crate::daemons::origin::{RegisterConfig, list_origins, register};
+use crate::daemons::origin::{RegisterConfig, register};
 use crate::error::Error;
 use crate::input::json_object_arg;
-use crate::ops::lease::lease_ttl;
 use crate::ops::registration::forget as forget_registration;
 use crate::ops::run::{ExemptReason, NoLoad, WriteGuard};
 use crate::output::{Outcome, Shown, listing_text};
@@ -114,8 +113,7 @@ async fn forget(
 /// Live origins (with their lease's remaining ttl), registered origins that are down, and
 /// drained origins (registered or not), with who drained them and why.
 async fn list(context: &Context) -> Result<Outcome, Error> {
-    let mut client = context.etcd.connect().await?;
-    let listing = list_origins(&mut client, &context.layout).await?;
+    let (listing, ttls) = crate::ops::origin::list_with_ttls(context).await?;
     let mut rows = Vec::new();
     let ids: BTreeSet<&String> = listing
         .live
@@ -128,10 +126,7 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
         .collect();
     for id in ids {
         let live = listing.live.get(id);
-        let ttl = match live {
-            Some((_, lease)) if *lease != 0 => lease_ttl(&mut client, *lease).await,
-            _ => None,
-        };
+        let ttl = ttls.get(id).copied().flatten();
         let drained = listing.drains.get(id);
         rows.push(json!({
             "origin": id,

@@ -1,4 +1,4 @@
-//! `region get|list|set|delete`.
+//! `region get|list|set|delete` (the reads and writes are `ops::region`'s).
 
 use serde_json::{Value, json};
 
@@ -6,8 +6,6 @@ use crate::cli::{RegionCommand, RegionSetArgs};
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_input;
-use crate::ops::commit::{Changes, read_state};
-use crate::ops::run::run_plan;
 use crate::output::{Outcome, Shown, listing_text};
 use crate::plan::value::RegionValue;
 
@@ -22,20 +20,14 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
         }
         _ => None,
     };
-    let mut client = context.etcd.connect().await?;
     match command {
         RegionCommand::Get { geo } => {
             // One key, not the whole prefix.
-            let key = context.layout.region(&geo);
-            let response = dw_etcd::kv_client(&client).get(key.as_str(), None).await?;
-            let entry = response
-                .kvs()
-                .first()
-                .map(|kv| crate::ops::commit::Entry {
-                    raw: kv.value().to_vec(),
-                    mod_revision: kv.mod_revision(),
-                })
-                .ok_or_else(|| Error::NotFound(format!("region `{geo}` ({key})")))?;
+            let entry = crate::ops::region::get(context, &geo)
+                .await?
+                .ok_or_else(|| {
+                    Error::NotFound(format!("region `{geo}` ({})", context.layout.region(&geo)))
+                })?;
             let row = region_row(&geo, &entry.raw, entry.mod_revision);
             let text = format!(
                 "{}\nmod_revision {}{}",
@@ -49,7 +41,7 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
             Ok(Outcome { text, json: row })
         }
         RegionCommand::List => {
-            let state = read_state(&mut client, &context.layout).await?;
+            let state = crate::ops::region::list(context).await?;
             let rows: Vec<Value> = state
                 .regions
                 .iter()
@@ -89,37 +81,17 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
             })
         }
         RegionCommand::Set(args) => {
-            let geo = args.geo.clone();
             let Some(value) = set_value else {
                 return Err(Error::Failed("region set: no value was prepared".into()));
             };
-            let title = format!("region {geo} set");
-            let guard = args.predict.to_guard();
-            run_plan(context, &mut client, &title, false, &guard, |_| {
-                Ok(Changes {
-                    regions: [(geo.clone(), Some(value.clone()))].into(),
-                    ..Changes::default()
-                })
-            })
-            .await
+            crate::ops::region::set(context, &args.geo, &value, &args.predict.to_guard()).await
         }
         RegionCommand::Delete { geo, predict, .. } => {
             // A bucket key of no continent can be deleted: it is how one is cleaned up.
             if geo.is_empty() {
                 return Err(Error::invalid("geo", "must not be empty"));
             }
-            let title = format!("region {geo} deleted");
-            let guard = predict.to_guard();
-            run_plan(context, &mut client, &title, false, &guard, |state| {
-                if !state.regions.contains_key(&geo) {
-                    return Err(Error::NotFound(format!("region `{geo}`")));
-                }
-                Ok(Changes {
-                    regions: [(geo.clone(), None)].into(),
-                    ..Changes::default()
-                })
-            })
-            .await
+            crate::ops::region::delete(context, &geo, &predict.to_guard()).await
         }
     }
 }

@@ -1,11 +1,10 @@
 //! `route GEO [--sticky KEY] [--node ID | --snapshot FILE]`: where a visitor goes, and
 //! why. The routing keys are read (from etcd now, from etcd at the revision a node
-//! reports, or from a snapshot file), compiled into a `dw_routing::Table` exactly as an
+//! reports, or from a snapshot file; etcd's in pages, by `ops::route`), compiled into a `dw_routing::Table` exactly as an
 //! edge node compiles them, and `Table::explain` walks the chain; so the answer is the
 //! node's, not a re-implementation of it.
 
-use dw_routing::{Snapshot, Table};
-use etcd_client::GetOptions;
+use dw_routing::Table;
 use serde_json::{Value, json};
 
 use crate::cli::RouteArgs;
@@ -22,7 +21,7 @@ pub const MAX_SNAPSHOT_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub async fn run(context: &Context, args: RouteArgs) -> Result<Outcome, Error> {
     let (table, source) = match &args.snapshot {
         Some(path) => read_snapshot_file(path)?,
-        None => read_etcd(context, args.node.as_deref()).await?,
+        None => crate::ops::route::route_table(context, args.node.as_deref()).await?,
     };
     let explanation = table.explain(
         args.geo.as_bytes(),
@@ -62,89 +61,6 @@ fn read_snapshot_file(path: &std::path::Path) -> Result<(Table, Value), Error> {
     })?;
     let source = json!({"kind": "snapshot", "path": path.display().to_string()});
     Ok((table, source))
-}
-
-/// The table of etcd's routing prefix, now or at the revision `node` reports.
-async fn read_etcd(context: &Context, node: Option<&str>) -> Result<(Table, Value), Error> {
-    let mut client = context.etcd.connect().await?;
-    let node_revision = match node {
-        None => None,
-        Some(id) => {
-            let nodes = crate::ops::fleet::read_nodes(&mut client, &context.layout.nodes).await?;
-            let report = nodes
-                .into_iter()
-                .find(|report| report.id == id)
-                .ok_or_else(|| {
-                    Error::NotFound(format!(
-                        "node `{}` (no report under {})",
-                        id.escape_default(),
-                        context.layout.nodes
-                    ))
-                })?;
-            // `None`: the report's revision is absent or not a valid revision.
-            let Some(revision) = report.revision.filter(|&revision| revision > 0) else {
-                return Err(Error::Failed(format!(
-                    "node `{}` reports no revision it routes from (state {})",
-                    id.escape_default(),
-                    report.state.escape_default()
-                )));
-            };
-            Some((report.id, revision, report.live, report.labels))
-        }
-    };
-    let prefix = context.layout.prefix.as_str();
-    let mut options = GetOptions::new().with_prefix();
-    if let Some((_, revision, _, _)) = &node_revision {
-        options = options.with_revision(*revision);
-    }
-    let response =
-        client
-            .get(prefix, Some(options))
-            .await
-            .map_err(|error| match &node_revision {
-                Some((_, revision, _, _)) => Error::Failed(format!(
-                    "cannot read {prefix} at revision {revision} (compacted?): {error}"
-                )),
-                None => Error::Etcd(error),
-            })?;
-    let revision = match &node_revision {
-        Some((_, revision, _, _)) => *revision,
-        None => response.header().map_or(0, |header| header.revision()),
-    };
-    let mut snapshot = Snapshot::new(u64::try_from(revision).unwrap_or(0), prefix);
-    let stage_prefix = format!("{prefix}{}", dw_routing::keys::STAGE);
-    let mut stage_revisions = std::collections::BTreeMap::new();
-    for kv in response.kvs() {
-        let key = String::from_utf8_lossy(kv.key()).into_owned();
-        if key.starts_with(&stage_prefix) {
-            stage_revisions.insert(key.clone(), u64::try_from(kv.mod_revision()).unwrap_or(0));
-        }
-        snapshot
-            .kvs
-            .insert(key, String::from_utf8_lossy(kv.value()).into_owned());
-    }
-    match node_revision {
-        // The node routes from etcd's keys as they were at its revision, with its own
-        // stages in place (the overlay its agent applies).
-        Some((id, revision, live, labels)) => {
-            let node = dw_routing::stage::Node {
-                id: &id,
-                labels: &labels,
-            };
-            let overlay = dw_routing::stage::overlay(&snapshot, &stage_revisions, Some(&node));
-            let source = json!({
-                "kind": "node", "node": id, "live": live, "revision": revision,
-                "stages": overlay.snapshot.stages,
-            });
-            Ok((Table::from_snapshot(&overlay.snapshot), source))
-        }
-        // Current routing, as a node in no cohort serves it.
-        None => {
-            let overlay = dw_routing::stage::overlay(&snapshot, &stage_revisions, None);
-            let source = json!({"kind": "etcd", "revision": revision});
-            Ok((Table::from_snapshot(&overlay.snapshot), source))
-        }
-    }
 }
 
 /// The explanation for people. Every string from etcd or the command line is escaped.

@@ -11,7 +11,7 @@ use crate::cli::StatusArgs;
 use crate::context::Context;
 use crate::error::Error;
 use crate::ops::fleet::{
-    NodeReport, drain_records, lag_revisions, lag_seconds, now_ms, parse_selector, read_fleet,
+    FleetStatus, NodeReport, lag_revisions, lag_seconds, now_ms, parse_selector, read_status,
     revision_text,
 };
 use crate::output::{Outcome, Shown};
@@ -42,8 +42,12 @@ pub async fn run(
 /// The fleet's status: each node `selector` picks, the summary, shed origins and
 /// malformed drain records.
 async fn status(context: &Context, selector: &BTreeMap<String, String>) -> Result<Outcome, Error> {
-    let mut client = context.etcd.connect().await?;
-    let (target, nodes) = read_fleet(&mut client, &context.layout, selector).await?;
+    let FleetStatus {
+        target,
+        nodes,
+        malformed,
+        shed,
+    } = read_status(context, selector).await?;
     let now = now_ms();
     let live = nodes.iter().filter(|node| node.live).count();
     let current = nodes.iter().filter(|node| node.serves(target)).count();
@@ -58,7 +62,6 @@ async fn status(context: &Context, selector: &BTreeMap<String, String>) -> Resul
             .map(|node| node_line(node, &nodes, target, now)),
     );
     lines.push(summary.clone());
-    let (malformed, shed) = drain_records(&mut client, &context.layout).await?;
     for (origin, label) in &shed {
         lines.push(format!(
             "note: {} is {} (`dwctl origin list`; `dwctl restore {}` undoes it)",

@@ -1,5 +1,6 @@
 //! The origin registration daemon behind `origin register` (a long-running keep-alive),
-//! and the reads `origin list` and `rebalance` share (`commands::origin` is the command).
+//! (`commands::origin` is the command; the listing `origin list` and `rebalance` share is
+//! `ops::origin`'s).
 //!
 //! An origin's key `<prefix>origin/<id>` lives on a lease; when the process stops renewing
 //! it, etcd deletes the key and `rebalance` drains the origin. Registering also writes a
@@ -9,7 +10,6 @@
 //! only on that lease. `origin register` watches its own key: deleted, or put on another
 //! lease, by anyone else while its lease lives, it is put back at once.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use etcd_client::{Client, EventType, WatchOptions};
@@ -23,9 +23,7 @@ use dw_etcd::{Backoff, EtcdOptions};
 
 use crate::daemons::sessions::Sessions;
 use crate::output::Reporter;
-use crate::plan::capacity::{Capacity, DEFAULT_HEADROOM, Headroom};
-use crate::plan::drain_record::DrainRecord;
-use crate::plan::keys::{Layout, strip};
+use crate::plan::keys::Layout;
 use crate::shutdown::Shutdown;
 
 /// What `origin register` keeps alive.
@@ -217,118 +215,6 @@ pub async fn registered_lease(
             .get("lease")?
             .as_i64()
     }))
-}
-
-/// Origins as etcd knows them at one revision.
-#[derive(Debug, Clone)]
-pub struct OriginListing {
-    /// The revision of the listing.
-    pub revision: i64,
-    /// id → (value, lease).
-    pub live: BTreeMap<String, (Vec<u8>, i64)>,
-    /// Ids with a registration marker.
-    pub registered: BTreeSet<String>,
-    /// Ids with a drain record (records that do not parse are in `malformed_drains`).
-    pub drains: BTreeMap<String, DrainRecord>,
-    /// Ids whose drain record does not parse, with why (`dwctl drain --repair ID`).
-    pub malformed_drains: BTreeMap<String, String>,
-    /// id → capacity, answers per second (`dwctl origin capacity`).
-    pub capacities: BTreeMap<String, f64>,
-    /// Ids whose capacity record does not parse, with why.
-    pub malformed_capacities: BTreeMap<String, String>,
-    /// The guard's headroom (its default when none is set).
-    pub headroom: f64,
-    /// Why the capacities could not be read (a role without the grant), when so.
-    pub capacities_unreadable: Option<String>,
-}
-
-impl Default for OriginListing {
-    /// Nothing listed, the default headroom.
-    fn default() -> Self {
-        OriginListing {
-            revision: 0,
-            live: BTreeMap::new(),
-            registered: BTreeSet::new(),
-            drains: BTreeMap::new(),
-            malformed_drains: BTreeMap::new(),
-            capacities: BTreeMap::new(),
-            malformed_capacities: BTreeMap::new(),
-            headroom: DEFAULT_HEADROOM,
-            capacities_unreadable: None,
-        }
-    }
-}
-
-/// Lists live, registered and drained origins at one revision.
-pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<OriginListing, Error> {
-    let mut kv = dw_etcd::kv_client(client);
-    let page = dw_etcd::DEFAULT_PAGE_KEYS;
-    let origins =
-        dw_etcd::read_prefix_pages(&mut kv, layout.origins().as_bytes(), None, page).await?;
-    let revision = Some(origins.revision);
-    let registrations =
-        dw_etcd::read_prefix_pages(&mut kv, layout.registrations().as_bytes(), revision, page)
-            .await?;
-    let drains =
-        dw_etcd::read_prefix_pages(&mut kv, layout.drains().as_bytes(), revision, page).await?;
-    let capacities = crate::ops::commit::read_capacities(&mut kv, layout, revision).await?;
-    let mut listing = OriginListing {
-        revision: origins.revision,
-        ..OriginListing::default()
-    };
-    match capacities {
-        Ok((records, headroom)) => {
-            for kv in &records {
-                let Some(id) = strip(kv.key(), &layout.capacities()).filter(|id| !id.is_empty())
-                else {
-                    continue;
-                };
-                match Capacity::parse(id, kv.value()) {
-                    Ok(capacity) => {
-                        listing
-                            .capacities
-                            .insert(id.to_string(), capacity.answers_per_s);
-                    }
-                    Err(error) => {
-                        listing
-                            .malformed_capacities
-                            .insert(id.to_string(), error.to_string());
-                    }
-                }
-            }
-            if let Some(Ok(record)) = headroom.map(|kv| Headroom::parse(kv.value())) {
-                listing.headroom = record.headroom;
-            }
-        }
-        Err(why) => listing.capacities_unreadable = Some(why),
-    }
-    let named = |kvs: &[etcd_client::KeyValue], prefix: String| {
-        kvs.iter()
-            .filter_map(move |kv| {
-                strip(kv.key(), &prefix)
-                    .filter(|id| !id.is_empty())
-                    .map(|id| (id.to_string(), kv.clone()))
-            })
-            .collect::<Vec<_>>()
-    };
-    for (id, kv) in named(&origins.kvs, layout.origins()) {
-        listing.live.insert(id, (kv.value().to_vec(), kv.lease()));
-    }
-    listing.registered = named(&registrations.kvs, layout.registrations())
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    for (id, kv) in named(&drains.kvs, layout.drains()) {
-        match DrainRecord::parse(&id, kv.value()) {
-            Ok(record) => {
-                listing.drains.insert(id, record);
-            }
-            Err(error) => {
-                listing.malformed_drains.insert(id, error.to_string());
-            }
-        }
-    }
-    Ok(listing)
 }
 
 /// Writes the registration marker of `id` unless it exists.

@@ -28,10 +28,11 @@ use crate::plan::shed_record::OnFail;
 use dw_etcd::{Backoff, EtcdOptions};
 
 use crate::cli::RebalanceArgs;
-use crate::daemons::origin::{list_origins, mark_registered, registered_lease};
+use crate::daemons::origin::{mark_registered, registered_lease};
 use crate::daemons::sessions::Sessions;
 use crate::ops::commit::{Committed, RetryPolicy};
 use crate::ops::lease::lease_lives;
+use crate::ops::origin::list_origins;
 use crate::output::{Outcome, Reporter, Shown};
 use crate::plan::drain_record::SOURCE_REBALANCE;
 use crate::plan::keys::{Layout, strip};

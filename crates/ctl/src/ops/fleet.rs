@@ -155,6 +155,35 @@ pub(crate) async fn read_fleet(
     Ok((target, nodes))
 }
 
+/// What `status` shows: the routing revision, the reports of the nodes a selector picks,
+/// and the drain records that do not parse or shed (by origin, [`drain_records`]).
+pub(crate) struct FleetStatus {
+    /// The routing revision the nodes are compared with.
+    pub target: i64,
+    /// The reports of the nodes picked.
+    pub nodes: Vec<NodeReport>,
+    /// Drain records that do not parse, with why.
+    pub malformed: BTreeMap<String, String>,
+    /// Shed origins, with what their shed is.
+    pub shed: BTreeMap<String, String>,
+}
+
+/// `status`'s reads, on a connection of `context`'s.
+pub(crate) async fn read_status(
+    context: &Context,
+    selector: &BTreeMap<String, String>,
+) -> Result<FleetStatus, Error> {
+    let mut client = context.etcd.connect().await?;
+    let (target, nodes) = read_fleet(&mut client, &context.layout, selector).await?;
+    let (malformed, shed) = drain_records(&mut client, &context.layout).await?;
+    Ok(FleetStatus {
+        target,
+        nodes,
+        malformed,
+        shed,
+    })
+}
+
 /// After a write committed at `revision`: waits until the quorum of live nodes reports it,
 /// adds the fleet's answer to the outcome, and fails with exit code 5 on time-out.
 pub async fn wait_after(

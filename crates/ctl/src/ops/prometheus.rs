@@ -68,21 +68,9 @@ pub struct PrometheusOptions {
     pub timeout: Duration,
 }
 
-/// One sample of an instant vector: its labels (without `__name__`) and value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
-    /// The series' labels.
-    pub labels: BTreeMap<String, String>,
-    /// The value (NaN and infinities as Prometheus sent them).
-    pub value: f64,
-}
-
-impl Sample {
-    /// The value of label `name`, `""` when absent.
-    pub fn label(&self, name: &str) -> &str {
-        self.labels.get(name).map_or("", String::as_str)
-    }
-}
+/// One series of an instant vector (the plan crate's type: `dwctl traffic`'s report is
+/// pure).
+pub use crate::plan::traffic_report::Sample;
 
 /// A client of one Prometheus server.
 #[derive(Clone)]

@@ -92,7 +92,10 @@ pub async fn read_traffic(source: &TrafficSource) -> Result<TrafficRead, Error> 
         format!("{source} answered traffic that cannot be used: a rate of {value} {what}")
     };
     let Some(overflow) = usable_rate(overflow) else {
-        return Ok(TrafficRead::Unusable(cannot_be_used(format!("for {OVERFLOW}"), overflow)));
+        return Ok(TrafficRead::Unusable(cannot_be_used(
+            format!("for {OVERFLOW}"),
+            overflow,
+        )));
     };
     let mut rows: Vec<AnswerRow> = Vec::with_capacity(samples.len());
     for sample in &samples {

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use etcd_client::Client;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -12,16 +11,13 @@ use dw_routing::stage::Stage;
 use crate::context::Context;
 use crate::error::{EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, Error};
 use crate::ops::bake_checks::{probe_round, run_check};
-use crate::ops::commit::{RecordWrite, write};
-use crate::ops::fleet::read_nodes;
+use crate::ops::rollout::RolloutStore;
 use crate::ops::run::{Predictor, WriteGuard};
 use crate::ops::stage::{self, Widening};
 use crate::output::{Outcome, Reporter, escape as shown};
 use crate::plan::clock::now_rfc3339;
-use crate::plan::model::Entry;
 use crate::plan::rollout::{Record, RolloutState, duration_text, percent_text};
 use crate::plan::rollout_gate::{Gate, Streaks, judge};
-use crate::plan::stage::parse_stage;
 use crate::progress::ProgressLine;
 use crate::shutdown::Shutdown;
 
@@ -40,7 +36,7 @@ struct Bake {
 /// Drives one rollout from the step its record names.
 pub(super) struct Driver<'a> {
     context: &'a Context,
-    client: Client,
+    store: RolloutStore<'a>,
     /// The progress record as last written (or about to be).
     pub(super) record: Record,
     record_revision: i64,
@@ -57,7 +53,7 @@ impl<'a> Driver<'a> {
     /// A driver of `record` (last written at `record_revision`, 0: never), running `check`.
     pub(super) fn new(
         context: &'a Context,
-        client: Client,
+        store: RolloutStore<'a>,
         record: Record,
         record_revision: i64,
         shutdown: Shutdown,
@@ -66,7 +62,7 @@ impl<'a> Driver<'a> {
     ) -> Driver<'a> {
         Driver {
             context,
-            client,
+            store,
             record,
             record_revision,
             reporter: context.reporter(),
@@ -130,10 +126,11 @@ impl<'a> Driver<'a> {
         let key = self.context.layout.rollout(&self.record.id);
         let value = serde_json::to_string(&self.record)
             .map_err(|e| Error::Failed(format!("cannot encode the progress record: {e}")))?;
-        let progress = RecordWrite::new()
-            .guard(&key, self.record_revision)
-            .put(&key, value);
-        let Some(revision) = write(&mut self.client, progress).await? else {
+        let saved = self
+            .store
+            .save(&self.record.id, value, self.record_revision)
+            .await?;
+        let Some(revision) = saved else {
             return Err(Error::Failed(format!(
                 "the progress record {key} was written by someone else meanwhile (another \
                  `dwctl rollout resume {}`?): this dwctl stops here; the stage stays as it is",
@@ -237,22 +234,14 @@ impl<'a> Driver<'a> {
     }
 
     async fn read_stage(&mut self) -> Result<(Stage, i64), Error> {
-        let key = self.context.layout.stage(self.id());
-        let response = self.client.get(key, None).await?;
-        let Some(kv) = response.kvs().first() else {
-            return Err(Error::NotFound(format!("stage {}", self.id())));
-        };
-        let entry = Entry {
-            raw: kv.value().to_vec(),
-            mod_revision: kv.mod_revision(),
-        };
-        Ok((parse_stage(self.id(), &entry)?, entry.mod_revision))
+        let id = self.record.id.clone();
+        self.store.read_stage(&id).await
     }
 
     /// The stage's revision and what the node reports say of its cohort.
     async fn look(&mut self) -> Result<(i64, Gate), Error> {
         let (stage, revision) = self.read_stage().await?;
-        let nodes = read_nodes(&mut self.client, &self.context.layout.nodes).await?;
+        let nodes = self.store.nodes().await?;
         Ok((
             revision,
             judge(&stage, revision, &self.context.layout.prefix, &nodes),
@@ -280,9 +269,7 @@ impl<'a> Driver<'a> {
                     if bake.take().is_some() {
                         waiting_since = Instant::now();
                     }
-                    if let Ok(client) = self.context.etcd.connect().await {
-                        self.client = client;
-                    }
+                    self.store.reconnect().await;
                     if waiting_since.elapsed() > plan.step_timeout() {
                         return Err(self.timed_out(&Gate::default()).await);
                     }
