@@ -15,7 +15,7 @@
 //!   capacity is set nothing is judged and nothing is said about it;
 //! - the automatic drains of `health` and `rebalance` are never refused (an origin failing
 //!   probes or gone serves errors either way): exempt, they record their prediction in
-//!   the drain record ([`crate::prediction::drain_prediction`]);
+//!   the drain record ([`drain_prediction`]);
 //! - writes that move no load (a registration forgotten, capacity records) are exempt.
 
 use dw_capacity::Traffic;
@@ -262,6 +262,40 @@ pub fn decide(guard: Guard<Judging<'_>>, planned: Planned<'_>) -> Result<Verdict
         Ok(Verdict::Overridden(Override::Overload(prediction)))
     } else {
         Ok(Verdict::Refused(refusal(&prediction)))
+    }
+}
+
+/// What an automatic drain records of its predicted load (`predicted` in its drain
+/// record): `{"made": true, "source", "headroom", "overloads": [{"origin", "predicted",
+/// "before", "capacity", "limit"}]}` (the overloads the drain causes or worsens), or
+/// `{"made": false, "why"}`.
+pub fn drain_prediction(
+    state: &State,
+    changes: &Changes,
+    prefix: &str,
+    traffic: &TrafficRead,
+) -> Value {
+    let (traffic, source) = match traffic.usable() {
+        Ok(found) => found,
+        Err(why) => return json!({"made": false, "why": why}),
+    };
+    if let Some(why) = &state.capacities_unreadable {
+        return json!({"made": false, "why": why});
+    }
+    match predict_change(state, changes, prefix, traffic) {
+        Ok(prediction) => json!({
+            "made": true,
+            "source": source,
+            "headroom": prediction.headroom,
+            "overloads": prediction.refused().iter().map(|overload| json!({
+                "origin": overload.origin,
+                "predicted": overload.predicted,
+                "before": prediction.before.of(&overload.origin),
+                "capacity": overload.capacity,
+                "limit": overload.limit,
+            })).collect::<Vec<_>>(),
+        }),
+        Err(error) => json!({"made": false, "why": error.to_string()}),
     }
 }
 
@@ -568,5 +602,28 @@ mod tests {
         let guard: Guard<u8> = Guard::Exempt(ExemptReason::Rebalance);
         assert_eq!(stated(&guard), Guard::Exempt(ExemptReason::Rebalance));
         assert_eq!(stated(&Guard::Predict(3u8)), Guard::Predict(3));
+    }
+
+    #[test]
+    fn an_automatic_drain_records_its_overloads_or_why_none_were_predicted() {
+        let state = state(true);
+        let changes = drain(&state);
+        let traffic = Traffic::parse(br#"{"geos":{"DE":{"sticky":1000}}}"#).unwrap();
+        let read = TrafficRead::Usable {
+            traffic,
+            source: "f".into(),
+            left_out: Vec::new(),
+        };
+        let recorded = drain_prediction(&state, &changes, PREFIX, &read);
+        assert_eq!(recorded["made"], true);
+        assert_eq!(recorded["overloads"][0]["origin"], "fra-b");
+        assert_eq!(recorded["overloads"][0]["capacity"], 1000.0);
+        let none = drain_prediction(
+            &state,
+            &changes,
+            PREFIX,
+            &TrafficRead::NotGiven("no source".into()),
+        );
+        assert_eq!(none, json!({"made": false, "why": "no source"}));
     }
 }
