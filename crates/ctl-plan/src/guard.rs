@@ -191,7 +191,7 @@ pub enum Verdict {
     /// No prediction could be made; the change goes ahead and says why.
     NoPrediction(String),
     /// Predicted; nothing it raises is above a guard.
-    Passed(Prediction),
+    Passed(Box<Prediction>),
     /// Refused: nothing is written (dwctl: exit 9); the message says why and what fits.
     Refused(String),
     /// What the guard refuses, committed with `--allow-overload`: an audit record goes in
@@ -203,7 +203,7 @@ pub enum Verdict {
 #[derive(Debug, Clone)]
 pub enum Override {
     /// A change predicted above the guard.
-    Overload(Prediction),
+    Overload(Box<Prediction>),
     /// A change the source's traffic could not judge (why).
     Unusable(String),
 }
@@ -257,9 +257,11 @@ pub fn decide(guard: Guard<Judging<'_>>, planned: Planned<'_>) -> Result<Verdict
         predict_change(state, changes, prefix, traffic)?
     };
     if prediction.refused().is_empty() {
-        Ok(Verdict::Passed(prediction))
+        Ok(Verdict::Passed(Box::new(prediction)))
     } else if judging.allow_overload {
-        Ok(Verdict::Overridden(Override::Overload(prediction)))
+        Ok(Verdict::Overridden(Override::Overload(Box::new(
+            prediction,
+        ))))
     } else {
         Ok(Verdict::Refused(refusal(&prediction)))
     }
