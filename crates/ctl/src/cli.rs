@@ -42,8 +42,9 @@ Exit codes:
      not read the fleet (permissions, etcd unreachable); see `dwctl status`
   7, 8  rollout: a gate failed and the stage was aborted / a step timed out (stage kept)
   9  the capacity guard refused the change: its predicted load puts an origin above
-     headroom x capacity (the origins, loads and the part that fits are named); nothing
-     written; --allow-overload commits it anyway, audited (rollout: stopped at that
+     headroom x capacity (the origins, loads and the part that fits are named), or,
+     where capacities are set, the traffic source answered data that cannot be used;
+     nothing written; --allow-overload commits it anyway, audited (rollout: stopped at that
      step, resumable)
   130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
 

@@ -80,7 +80,7 @@ pub use crate::{
     },
     ops::fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
     ops::probe::{ProbeTarget, probe},
-    ops::prometheus::PrometheusOptions,
+    ops::prometheus::{PrometheusOptions, PrometheusSettings},
     ops::run::{PredictInputs, WriteGuard},
     ops::traffic_source::{PrometheusSource, TrafficSource, Window},
     output::{Outcome, OutputFormat, Reporter, Shown, escape, is_unsafe_char, terminal_safe},

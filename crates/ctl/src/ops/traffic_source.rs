@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use dw_capacity::{AnswerRow, MAX_TRAFFIC_BYTES, Traffic};
 
 use crate::error::Error;
-use crate::ops::prometheus::{Prometheus, PrometheusOptions};
+use crate::ops::prometheus::{Prometheus, PrometheusSettings};
 use crate::plan::guard::TrafficRead;
 
 /// Where a load prediction reads its traffic.
@@ -25,16 +25,13 @@ pub enum TrafficSource {
     File(PathBuf),
     /// A Prometheus, over a window.
     Prometheus(PrometheusSource),
-    /// A Prometheus was named but cannot be asked (a secret file that cannot be read):
-    /// why.
-    Unaskable(String),
 }
 
 /// A Prometheus to read the answer counters from, and the window of their rates.
 #[derive(Debug, Clone)]
 pub struct PrometheusSource {
-    /// How to reach it.
-    pub options: PrometheusOptions,
+    /// How to reach it (its secrets read at each prediction).
+    pub settings: PrometheusSettings,
     /// The window the rates are taken over.
     pub window: Window,
 }
@@ -50,9 +47,8 @@ const OVERFLOW: &str = "dw_router_answers_overflow_total";
 
 /// The traffic to predict with and where it came from, or why there is none.
 pub async fn read_traffic(source: &TrafficSource) -> Result<TrafficRead, Error> {
-    let PrometheusSource { options, window } = match source {
+    let PrometheusSource { settings, window } = match source {
         TrafficSource::NotGiven => return Ok(TrafficRead::NotGiven(NO_SOURCE.into())),
-        TrafficSource::Unaskable(why) => return Ok(TrafficRead::Unanswered(why.clone())),
         TrafficSource::File(path) => {
             let shown = path.display().to_string();
             let bytes = read_bounded(path).map_err(|error| Error::Io {
@@ -69,7 +65,16 @@ pub async fn read_traffic(source: &TrafficSource) -> Result<TrafficRead, Error> 
         }
         TrafficSource::Prometheus(prometheus) => prometheus,
     };
-    let prometheus = match Prometheus::new(options) {
+    let options = match settings.options() {
+        Ok(options) => options,
+        Err(Error::Usage(_)) => return Ok(TrafficRead::NotGiven(NO_SOURCE.into())),
+        Err(error) => {
+            return Ok(TrafficRead::Unanswered(format!(
+                "Prometheus cannot be asked: {error}"
+            )));
+        }
+    };
+    let prometheus = match Prometheus::new(&options) {
         Ok(prometheus) => prometheus,
         Err(error) => {
             return Ok(TrafficRead::Unanswered(format!(
