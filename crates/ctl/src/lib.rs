@@ -20,16 +20,18 @@
 //!   `run(config, reporter, shutdown)` functions ([`register_origin`], [`run_rebalance`],
 //!   [`run_health`]); the binary only wires SIGTERM/SIGINT to [`Shutdown`].
 //!
-//! The code, in layers (docs/ARCHITECTURE.md has the map): `cli` (clap definitions),
-//! `commands` (one module per subcommand: arguments, an op, the outcome printed), `daemons`
-//! (the long-running commands), `ops` (all I/O against etcd; every transaction is built in
-//! `ops::commit`), all above the pure planner, a crate of its own (`dw-ctl-plan`,
+//! The code, in layers (docs/ARCHITECTURE.md has the map): `commands` (one module per
+//! subcommand: arguments, an op, the outcome printed), `daemons` (the long-running
+//! commands), `cli` (clap definitions, and their conversion to the plain values below:
+//! the context, the prediction's inputs), `ops` (all I/O against etcd; every transaction is
+//! built in `ops::commit`; no clap type), `context` ([`Context`]), all above the pure
+//! planner, a crate of its own (`dw-ctl-plan`,
 //! crates/ctl-plan: state in, changes out; no etcd client, no tokio, no clap), named
-//! `plan` here. Beside them: [`Context`], `output`, `input`, `progress`, `shutdown`,
+//! `plan` here. Beside them: `output`, `input`, `progress`, `shutdown`,
 //! `error`. `scripts/check-modules` checks that nothing imports upward and that no other
 //! file builds a transaction:
 //!
-//! Layers (scripts/check-modules): ops < daemons < commands
+//! Layers (scripts/check-modules): context < ops < cli < daemons < commands
 //! Transactions (scripts/check-modules): ops::commit
 //!
 //! The planners need no etcd. A drain, for instance, renormalises what the other origins
