@@ -10,11 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::drain_record::record_region;
 use crate::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord};
-pub use crate::drain_record::{DrainRequest, FleetLimit};
+pub use crate::drain_record::{DrainRequest, FleetLimit, LimitedChange};
 use crate::model::{Changes, StageEdits, State};
 use crate::value::RegionValue;
-use crate::weights::renormalise;
 use crate::{Error, FieldError};
+use dw_capacity::renormalise;
 
 /// What the weights of a region sum to after a drain or a restore.
 pub const WEIGHT_TOTAL: u32 = 100;
@@ -180,20 +180,12 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         return Ok(changes);
     }
     if let Some(limit) = &request.fleet_limit {
-        let drained: Vec<&String> = state
-            .drains
-            .keys()
-            .filter(|name| limit.origins.contains(*name) && *name != origin)
-            .collect();
-        if existing.is_none() && drained.len() >= limit.max_drained {
-            return Err(Error::Failed(format!(
-                "not draining {origin}: {} of {} origins are drained already ({drained:?}), the \
-                 limit is {}",
-                drained.len(),
-                limit.origins.len(),
-                limit.max_drained
-            )));
-        }
+        limit.admit(
+            state.drains.keys(),
+            origin,
+            existing.is_some(),
+            LimitedChange::Drain,
+        )?;
         changes.guard_drains = true;
     }
     // An older record that this drain extends is written back in the current schema (its
@@ -413,9 +405,9 @@ pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::named;
     use crate::fixtures::state;
     use crate::model::Entry;
-    use crate::weights::tests::named;
 
     fn request(origin: &str) -> DrainRequest {
         DrainRequest {

@@ -272,9 +272,125 @@ pub struct FleetLimit {
     pub max_drained: usize,
 }
 
+/// What a fleet-limited change does to its origin, for the words of a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitedChange {
+    /// A drain (`plan_drain`, and a shed of 100 %).
+    Drain,
+    /// A shed below 100 % (`plan_shed`): it counts against the limit as a drain does.
+    Shed,
+}
+
+impl FleetLimit {
+    /// The fleet limit, a safety invariant, checked in this one place for every change that
+    /// takes an origin out (drains and sheds): `origin` may be newly taken out only while
+    /// fewer than `max_drained` of the limit's *other* origins are drained or shed already
+    /// (`drained`: the origins that have a drain record). `origin` itself never counts, and
+    /// an origin that has a record already (`already_out`: the change extends it) is never
+    /// refused, so that automation can always finish what it started. Origins outside
+    /// `origins` do not count. The refusal is [`Error::Failed`] (exit 1), naming the
+    /// drained origins and the limit.
+    pub fn admit<'a>(
+        &self,
+        drained: impl IntoIterator<Item = &'a String>,
+        origin: &str,
+        already_out: bool,
+        change: LimitedChange,
+    ) -> Result<(), Error> {
+        let drained: Vec<&String> = drained
+            .into_iter()
+            .filter(|name| self.origins.contains(*name) && *name != origin)
+            .collect();
+        if already_out || drained.len() < self.max_drained {
+            return Ok(());
+        }
+        let (doing, already) = match change {
+            LimitedChange::Drain => ("draining", "drained already"),
+            LimitedChange::Shed => ("shedding", "drained or shed already"),
+        };
+        Err(Error::Failed(format!(
+            "not {doing} {origin}: {} of {} origins are {already} ({drained:?}), the limit is {}",
+            drained.len(),
+            self.origins.len(),
+            self.max_drained
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn limit(origins: &[&str], max_drained: usize) -> FleetLimit {
+        FleetLimit {
+            origins: origins.iter().map(|name| name.to_string()).collect(),
+            max_drained,
+        }
+    }
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn the_fleet_limit_admits_up_to_its_edge_and_refuses_at_it() {
+        let limit = limit(&["a", "b", "c", "d"], 2);
+        // One other drained: below the limit of 2.
+        assert!(
+            limit
+                .admit(&names(&["a"]), "c", false, LimitedChange::Drain)
+                .is_ok()
+        );
+        // Two others drained: at the limit, a third is refused, with the words of a drain.
+        let error = limit
+            .admit(&names(&["a", "b"]), "c", false, LimitedChange::Drain)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "not draining c: 2 of 4 origins are drained already ([\"a\", \"b\"]), the limit is 2"
+        );
+        // ... and a shed's words.
+        let error = limit
+            .admit(&names(&["a", "b"]), "c", false, LimitedChange::Shed)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("not shedding c: 2 of 4 origins are drained or shed already"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_fleet_limit_counts_neither_the_origin_itself_nor_origins_outside_it() {
+        let limit = limit(&["a", "b", "c"], 1);
+        // `c`'s own record and `x` (not probed) are not counted.
+        assert!(
+            limit
+                .admit(&names(&["c", "x", "y"]), "c", false, LimitedChange::Drain)
+                .is_ok()
+        );
+        assert!(
+            limit
+                .admit(&names(&["a"]), "c", false, LimitedChange::Drain)
+                .is_err()
+        );
+        // An origin already out extends its record: never refused.
+        assert!(
+            limit
+                .admit(&names(&["a", "b"]), "c", true, LimitedChange::Shed)
+                .is_ok()
+        );
+        // A limit of 0 refuses every new one, even with nothing drained.
+        let none = FleetLimit {
+            max_drained: 0,
+            ..limit
+        };
+        assert!(
+            none.admit(&names(&[]), "c", false, LimitedChange::Drain)
+                .is_err()
+        );
+    }
 
     /// A record exactly as dwctl wrote them before the `schema` field (schema 1): whole
     /// values with unknown fields in `before` and `after`, a deleted region.

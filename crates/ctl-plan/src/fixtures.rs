@@ -21,3 +21,11 @@ pub(crate) fn state(regions: &[(&str, &str)]) -> State {
         ..State::default()
     }
 }
+
+/// Owned (name, weight) pairs from literals.
+pub(crate) fn named(weights: &[(&str, u32)]) -> Vec<(String, u32)> {
+    weights
+        .iter()
+        .map(|(name, weight)| (name.to_string(), *weight))
+        .collect()
+}

@@ -9,16 +9,18 @@
 //! Dependencies (scripts/check-modules): none of etcd-client tokio clap
 //!
 //! The modules: the model of the routing state and of a change ([`model`]) and its values
-//! ([`value`], [`weights`]), the key layout ([`keys`]), origin capacities and the guard's
-//! headroom ([`capacity`]) and the load a change predicts ([`prediction`]), drains and
+//! ([`value`]; weights are renormalised by `dw_capacity::renormalise`, the one copy), the
+//! key layout ([`keys`]), origin capacities and the guard's headroom ([`capacity`], set by
+//! [`capacity_change`]) and the load a change predicts ([`prediction`]), the capacity
+//! guard every write states and its decision ([`guard`]), drains and
 //! their records ([`drain`], [`drain_record`]), sheds and spills ([`shed`],
 //! [`shed_record`]), how open stages follow a write
 //! ([`stage`]), the stage actions' planners ([`stage_action`]), `apply`'s desired state ([`apply`]) and the policy geos it warns about
-//! ([`policy_geos`]), `rollback`'s keys and plan ([`rollback`]), a rollout's schedule and its gate
-//! ([`rollout`], [`rollout_gate`]),
-//! a node's report as dwctl judges it ([`node_report`]), the origins as etcd lists
-//! them ([`origin_listing`]) and `dwctl traffic`'s report of where the answers go
-//! ([`traffic_report`]), the health checker's streak rule
+//! ([`policy_geos`]), `rollback`'s keys and plan ([`rollback`]), a rollout's schedule and
+//! its gate ([`rollout`], [`rollout_gate`]), a node's report as dwctl judges it
+//! ([`node_report`]), `origin forget`'s registration delete ([`registration`]), the origins
+//! as etcd lists them ([`origin_listing`]) and `dwctl traffic`'s report of where the answers
+//! go ([`traffic_report`]), the health checker's streak rule
 //! ([`streak`]) and its probes' targets ([`probe_target`]), the etcd roles ([`roles`]),
 //! `--wait`'s arguments ([`wait`]), the clock text written into values ([`clock`]), and how
 //! a value from etcd is shown on a terminal ([`shown`]). A planner refuses with [`Error`],
@@ -65,12 +67,14 @@
 
 pub mod apply;
 pub mod capacity;
+pub mod capacity_change;
 pub mod clock;
 pub mod drain;
 pub mod drain_record;
 mod error;
 #[cfg(test)]
 mod fixtures;
+pub mod guard;
 // Accessor names say what each key is; their docs would repeat them.
 #[allow(missing_docs)]
 pub mod keys;
@@ -80,6 +84,7 @@ pub mod origin_listing;
 pub mod policy_geos;
 pub mod prediction;
 pub mod probe_target;
+pub mod registration;
 pub mod roles;
 pub mod rollback;
 pub mod rollout;
@@ -93,6 +98,5 @@ pub mod streak;
 pub mod traffic_report;
 pub mod value;
 pub mod wait;
-pub mod weights;
 
 pub use error::{Error, FieldError};

@@ -155,6 +155,9 @@ pub struct Changes {
     /// The guard's headroom: `Some(Some(_))` writes it, `Some(None)` deletes the key (the
     /// default applies again), `None` leaves it.
     pub headroom: Option<Option<Headroom>>,
+    /// Registration records to delete (`origin forget`): origin → the record's
+    /// `mod_revision` as read, which the delete is guarded on.
+    pub forget_registrations: BTreeMap<String, i64>,
     /// What the operator should know about the plan (skipped regions, renormalisations).
     pub notes: Vec<String>,
 }
@@ -168,6 +171,7 @@ impl Changes {
             && self.stages.is_empty()
             && self.capacities.is_empty()
             && self.headroom.is_none()
+            && self.forget_registrations.is_empty()
     }
 }
 

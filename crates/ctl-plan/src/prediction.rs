@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::Error;
 use crate::capacity::{number_json, percent};
+use crate::guard::TrafficRead;
 use crate::model::{Changes, StageEdits, State};
 use crate::shown::Shown;
 
@@ -181,9 +182,9 @@ pub fn drain_prediction(
     state: &State,
     changes: &Changes,
     prefix: &str,
-    traffic: &Result<(Traffic, String), String>,
+    traffic: &TrafficRead,
 ) -> Value {
-    let (traffic, source) = match traffic {
+    let (traffic, source) = match traffic.usable() {
         Ok(found) => found,
         Err(why) => return json!({"made": false, "why": why}),
     };
@@ -529,12 +530,21 @@ mod tests {
         let state = state();
         let changes = drain(&state);
         let traffic = Traffic::parse(br#"{"geos":{"DE":{"sticky":1000}}}"#).unwrap();
-        let recorded =
-            drain_prediction(&state, &changes, "/dw/routing/", &Ok((traffic, "f".into())));
+        let read = TrafficRead::Usable {
+            traffic,
+            source: "f".into(),
+            left_out: Vec::new(),
+        };
+        let recorded = drain_prediction(&state, &changes, "/dw/routing/", &read);
         assert_eq!(recorded["made"], true);
         assert_eq!(recorded["overloads"][0]["origin"], "fra-b");
         assert_eq!(recorded["overloads"][0]["capacity"], 1000.0);
-        let none = drain_prediction(&state, &changes, "/dw/routing/", &Err("no source".into()));
+        let none = drain_prediction(
+            &state,
+            &changes,
+            "/dw/routing/",
+            &TrafficRead::NotGiven("no source".into()),
+        );
         assert_eq!(none, json!({"made": false, "why": "no source"}));
     }
 }

@@ -20,14 +20,14 @@ use dw_capacity::{RegionEdit, SpillRequest, Traffic};
 
 use crate::drain::{DrainRequest, check_origin_name, plan_drain};
 use crate::drain_record::record_region;
-use crate::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord};
+use crate::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord, LimitedChange};
 use crate::model::{Changes, StageEdits, State};
 use crate::prediction::table;
 use crate::shed_record::{ShedInfo, ShedStep};
 use crate::stage::open_stages;
 use crate::value::RegionValue;
-use crate::weights::renormalise;
 use crate::{Error, FieldError};
+use dw_capacity::renormalise;
 
 /// What a shed's weights sum to in a region it changes (finer than a drain's 100, as
 /// `dw-capacity` plans them).
@@ -108,20 +108,12 @@ pub fn plan_shed(
         return Ok(changes);
     }
     if let Some(limit) = &drain.fleet_limit {
-        let drained: Vec<&String> = state
-            .drains
-            .keys()
-            .filter(|name| limit.origins.contains(*name) && *name != origin)
-            .collect();
-        if existing.is_none() && drained.len() >= limit.max_drained {
-            return Err(Error::Failed(format!(
-                "not shedding {origin}: {} of {} origins are drained or shed already \
-                 ({drained:?}), the limit is {}",
-                drained.len(),
-                limit.origins.len(),
-                limit.max_drained
-            )));
-        }
+        limit.admit(
+            state.drains.keys(),
+            origin,
+            existing.is_some(),
+            LimitedChange::Shed,
+        )?;
         changes.guard_drains = true;
     }
     let mut record = existing.unwrap_or_else(|| DrainRecord {

@@ -31,7 +31,9 @@ impl Sample {
     }
 }
 
-/// What Prometheus said, each as an instant vector of rates (answers per second).
+/// What Prometheus said, each as an instant vector of rates (answers per second), every
+/// one usable (finite, not below 0: dwctl's `ops::answer_counters::usable_rate`, whose
+/// `traffic` command refuses any other before the report is made).
 #[derive(Debug, Default, Clone)]
 pub struct Readings {
     /// All answers (of `--geo`'s, with `--geo`): one sample, none when no series.
@@ -190,17 +192,12 @@ fn as_number<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Erro
     number_json(*value).serialize(serializer)
 }
 
-/// A rate as the report holds it: finite, else 0 (Prometheus may answer NaN for 0/0).
-fn finite(value: f64) -> f64 {
-    if value.is_finite() { value } else { 0.0 }
-}
-
 /// `(label value, rate)` of the samples of `origin`, largest first.
 fn ranked(samples: &[Sample], origin: &str, label: &'static str) -> Ranked {
     let mut rows: Vec<(String, f64)> = samples
         .iter()
         .filter(|sample| sample.label("origin") == origin)
-        .map(|sample| (sample.label(label).to_string(), finite(sample.value)))
+        .map(|sample| (sample.label(label).to_string(), sample.value))
         .collect();
     rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     Ranked { label, rows }
@@ -214,8 +211,8 @@ pub fn report(
     listing: &OriginListing,
     only: &[String],
 ) -> TrafficReport {
-    let total = readings.total.first().map(|sample| finite(sample.value));
-    let overflow = readings.overflow.first().map(|sample| finite(sample.value));
+    let total = readings.total.first().map(|sample| sample.value);
+    let overflow = readings.overflow.first().map(|sample| sample.value);
     // Regions as etcd holds them; a value that does not parse is listed, not used.
     let mut regions: BTreeMap<&str, RegionValue> = BTreeMap::new();
     let mut unreadable = Vec::new();
@@ -235,7 +232,7 @@ pub fn report(
     let by_key: BTreeMap<&str, f64> = readings
         .regions
         .iter()
-        .map(|sample| (sample.label("key"), finite(sample.value)))
+        .map(|sample| (sample.label("key"), sample.value))
         .collect();
     let mut names: BTreeSet<String> = BTreeSet::new();
     if only.is_empty() {
@@ -289,7 +286,7 @@ fn origin_traffic(
         .origins
         .iter()
         .find(|sample| sample.label("origin") == origin)
-        .map_or(0.0, |sample| finite(sample.value));
+        .map_or(0.0, |sample| sample.value);
     let share = match total {
         Some(total) if total > 0.0 => Some(per_second / total),
         _ => None,

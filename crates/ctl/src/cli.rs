@@ -10,6 +10,7 @@ use crate::output::OutputFormat;
 use auth::AUTH_HELP;
 
 mod auth;
+mod output_format;
 pub(crate) mod rollout;
 mod stage;
 mod traffic;
@@ -17,7 +18,7 @@ mod traffic;
 use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
 pub use stage::{CohortArgs, StageCommand};
-pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, TrafficSourceArgs, Window};
+pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, TrafficSourceArgs};
 
 const ABOUT: &str = "The control plane of dw-router: atomic, revision-guarded routing changes";
 
@@ -613,7 +614,24 @@ Example:
     /// Show live origins, registered origins that are down, and drained origins.
     List,
     /// Stop tracking an origin that registered once (rebalance will not drain it again).
-    Forget { id: String },
+    #[command(after_help = "\
+Deletes <control-prefix>registered/<ID> in one transaction guarded on the record as read, \
+and writes an audit record <control-prefix>audit/<at>-origin-forget-<ID> (who, when, \
+--reason, the record deleted); `dwctl history` shows both. It moves no load: no capacity \
+guard applies.
+
+Example:
+  dwctl origin forget fra-old --reason 'CHG-77 decommissioned' --dry-run")]
+    Forget {
+        /// The origin.
+        id: String,
+        /// Why, kept in the audit record.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Show what would be deleted, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Set or clear an origin's capacity (answers/s), or the capacity guard's headroom.
     #[command(after_help = CAPACITY_HELP)]
     Capacity(CapacityArgs),
@@ -717,32 +735,6 @@ pub struct RollbackArgs {
 }
 
 impl Command {
-    /// The load prediction's flags of a command that plans a routing change.
-    pub fn predict(&self) -> Option<PredictArgs> {
-        match self {
-            Command::Region(RegionCommand::Set(args)) => Some(*args.predict.clone()),
-            Command::Region(RegionCommand::Delete { predict, .. }) => Some(*predict.clone()),
-            Command::Policy(PolicyCommand::Set { predict, .. }) => Some(*predict.clone()),
-            Command::Apply(args) => Some(args.predict.clone()),
-            Command::Drain(args) => Some(args.predict.clone()),
-            Command::Shed(args) => Some(args.predict.clone()),
-            Command::Restore(args) => Some(args.predict.clone()),
-            Command::Rollback(args) => Some(args.predict.clone()),
-            Command::Stage(
-                StageCommand::Create { predict, .. }
-                | StageCommand::Widen { predict, .. }
-                | StageCommand::Promote { predict, .. },
-            ) => Some(*predict.clone()),
-            Command::Rollout(args) => match &args.command {
-                Some(crate::cli::rollout::RolloutCommand::Resume { predict, .. }) => {
-                    Some(*predict.clone())
-                }
-                None => Some(*args.predict.clone()),
-            },
-            _ => None,
-        }
-    }
-
     /// The `--wait` of a command that writes routing, when given.
     pub fn wait(&self) -> Option<Wait> {
         match self {

@@ -41,8 +41,7 @@ pub async fn run_command_noting(
     shutdown: Shutdown,
     note: &CommitNote,
 ) -> Result<Outcome, Error> {
-    let mut context = Context::from_args(&cli.global)?;
-    context.predict = cli.command.predict();
+    let context = Context::from_args(&cli.global)?;
     let wait = cli.command.wait();
     let mut outcome = run_one(&context, cli.command, shutdown).await?;
     match (wait, outcome.json["revision"].as_i64()) {
@@ -95,7 +94,14 @@ async fn run_one(
         Command::Route(args) => route::run(context, args).await,
         Command::Traffic(args) => traffic::run(context, args).await,
         Command::Rollback(args) => {
-            history::rollback(context, &args.etcd_key, args.to_revision, args.dry_run).await
+            history::rollback(
+                context,
+                &args.etcd_key,
+                args.to_revision,
+                args.dry_run,
+                &args.predict.to_guard(),
+            )
+            .await
         }
     }
 }

@@ -17,9 +17,6 @@ pub struct Context {
     pub retry: RetryPolicy,
     /// `--output`.
     pub output: OutputFormat,
-    /// The load prediction's flags of a command that plans a routing change (`None`:
-    /// the command predicts nothing).
-    pub predict: Option<crate::cli::PredictArgs>,
 }
 
 impl Context {
@@ -37,7 +34,6 @@ impl Context {
                 .with_nodes(&global.nodes_prefix)?
                 .with_max_request_bytes(global.max_request_bytes),
             output: global.output,
-            predict: None,
         })
     }
 

@@ -93,6 +93,9 @@ pub enum Error {
     /// The capacity guard refused the change: the message names each origin, its predicted
     /// load, capacity and guard, and the largest part that would fit. Exit code 9.
     Overload(String),
+    /// A fence the caller put on its write ([`crate::ops::commit::Fence`]: a leader key)
+    /// no longer holds: nothing was written, and retrying cannot help. Exit code 1.
+    Fenced(String),
     /// A one-shot command was stopped by a signal. Exit code 128 + the signal's number
     /// (130 for SIGINT, 143 for SIGTERM).
     Interrupted {
@@ -121,7 +124,7 @@ impl Error {
             Error::Lagging(_) => 5,
             Error::WaitFailed { .. } => EXIT_WAIT_FAILED,
             Error::Overload(_) => EXIT_OVERLOAD,
-            Error::NotFound(_) | Error::Io { .. } | Error::Failed(_) => 1,
+            Error::NotFound(_) | Error::Io { .. } | Error::Failed(_) | Error::Fenced(_) => 1,
             Error::Etcd(_) | Error::EtcdUnavailable { .. } | Error::OutcomeUnknown { .. } => 1,
             Error::Interrupted { code, .. } | Error::Rollout { code, .. } => *code,
         }
@@ -141,6 +144,7 @@ impl Error {
             Error::Etcd(_) | Error::EtcdUnavailable { .. } | Error::OutcomeUnknown { .. } => "etcd",
             Error::Io { .. } => "io",
             Error::Failed(_) => "failed",
+            Error::Fenced(_) => "fenced",
             Error::Interrupted { .. } => "interrupted",
             Error::Rollout { kind, .. } => kind,
         }
@@ -198,9 +202,10 @@ impl fmt::Display for Error {
             ),
             Error::Lagging(outcome) => f.write_str(&outcome.text),
             Error::Io { path, source } => write!(f, "{path}: {source}"),
-            Error::Failed(message) | Error::Rollout { message, .. } | Error::Overload(message) => {
-                f.write_str(message)
-            }
+            Error::Failed(message)
+            | Error::Rollout { message, .. }
+            | Error::Overload(message)
+            | Error::Fenced(message) => f.write_str(message),
             Error::WaitFailed {
                 revision, reason, ..
             } => write!(

@@ -26,10 +26,17 @@
 //! `ops::commit`), all above the pure planner, a crate of its own (`dw-ctl-plan`,
 //! crates/ctl-plan: state in, changes out; no etcd client, no tokio, no clap), named
 //! `plan` here. Beside them: [`Context`], `output`, `input`, `progress`, `shutdown`,
-//! `error`. `scripts/check-modules` checks that nothing imports upward and that no other
-//! file builds a transaction:
+//! `error`. `scripts/check-modules` checks that nothing imports upward (`context`, what
+//! every op is given, sits below `ops`; `cli` beside `commands`), that no two folders
+//! import each other, that no clap type is named below `commands`/`cli`, that only `ops`
+//! and `daemons` name the etcd client (and `error`, whose one error type holds the
+//! client's error), that `commands` do not reach etcd at all, and that
+//! no other file builds a transaction:
 //!
-//! Layers (scripts/check-modules): ops < daemons < commands
+//! Layers (scripts/check-modules): context < ops < daemons < commands, cli
+//! Names (scripts/check-modules): clap only in commands cli
+//! Names (scripts/check-modules): etcd_client only in ops daemons error
+//! Names (scripts/check-modules): no etcd in commands
 //! Transactions (scripts/check-modules): ops::commit
 //!
 //! The planners need no etcd. A drain, for instance, renormalises what the other origins
@@ -56,13 +63,13 @@ mod output;
 // `dw_ctl_plan::drain`.
 use dw_ctl_plan as plan;
 mod progress;
-mod routing_weights;
 mod shutdown;
 
+pub use dw_capacity::renormalise;
 pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
-    cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs, Window},
+    cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs},
     commands::{run_command, run_command_noting},
     context::Context,
     daemons::health::{HealthConfig, run as run_health},
@@ -73,15 +80,18 @@ pub use crate::{
         EXIT_WAIT_FAILED, Error, FieldError,
     },
     ops::commit::{
-        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, MAX_VALUE_BYTES, PreCommitCheck,
-        RetryPolicy, State, commit, preview, preview_checked, read_state, reconcile_drain_records,
-        request_bytes, transact, transact_checked,
+        Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, Fence, MAX_VALUE_BYTES,
+        PreCommitCheck, RetryPolicy, State, commit, preview, preview_checked, read_state,
+        reconcile_drain_records, request_bytes, transact, transact_checked, transact_fenced,
     },
     ops::fleet::{EXIT_LAGGING, NodeReport, read_nodes, routing_revision},
     ops::history::{HistoryEntry, read_history},
     ops::origin::{OriginListing, list_origins},
     ops::probe::{ProbeTarget, probe},
+    ops::prometheus::PrometheusOptions,
     ops::route::{RoutingRead, read_routing},
+    ops::run::{PredictInputs, WriteGuard},
+    ops::traffic_source::{PrometheusSource, TrafficSource, Window},
     output::{Outcome, OutputFormat, Reporter, Shown, escape, is_unsafe_char, terminal_safe},
     plan::apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
     plan::clock::{now_rfc3339, operator, rfc3339_from_unix},
@@ -90,10 +100,10 @@ pub use crate::{
         DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH,
         SOURCE_REBALANCE,
     },
+    plan::guard::{ExemptReason, Guard, NoLoad, StatesGuard},
     plan::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX, Layout},
     plan::value::{PICK_MODES, PolicyValue, RegionValue},
     plan::wait::{Wait, needed},
-    plan::weights::renormalise,
     progress::CommitNote,
     shutdown::{Shutdown, ShutdownTrigger},
 };

@@ -19,11 +19,15 @@
 //! - [`rollout`]: a rollout's progress record and reads, for its driver.
 //! - [`auth`]: etcd's roles and users made to match dwctl's (`auth --apply`).
 //! - [`lease`]: whether a lease lives, for every reader that believes a key by its lease.
+//! - [`registration`]: `origin forget`, a registration record deleted through the write
+//!   path, audited.
 //! - [`probe`] and [`bake_checks`]: the HTTP health probe and a rollout bake's checks.
 //! - [`traffic`]: `traffic`'s etcd read (the state and the origins' listing).
 //! - [`traffic_source`]: the traffic a plan's load prediction reads (a file, Prometheus).
-//! - [`prometheus`]: the client of Prometheus' HTTP API (`traffic`, the load prediction).
+//! - [`prometheus`]: the client of Prometheus' HTTP API (`traffic`, the load prediction);
+//!   [`answer_counters`]: the counters' names, the PromQL over them, which rates are usable.
 
+pub(crate) mod answer_counters;
 pub(crate) mod auth;
 pub(crate) mod bake_checks;
 pub(crate) mod commit;
@@ -35,6 +39,7 @@ pub(crate) mod origin;
 pub(crate) mod probe;
 pub(crate) mod prometheus;
 pub(crate) mod region;
+pub(crate) mod registration;
 pub(crate) mod repair;
 pub(crate) mod revision;
 pub(crate) mod rollout;

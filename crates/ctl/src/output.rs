@@ -9,13 +9,13 @@
 
 use std::io::Write;
 
-use clap::ValueEnum;
 use serde_json::Value;
 
 pub use dw_ctl_plan::shown::{Shown, escape, is_unsafe_char, line_safe, terminal_safe};
 
-/// `--output`: how a command prints its outcome and events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// `--output`: how a command prints its outcome and events (its command-line values:
+/// `cli/output_format.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
     /// Lines for people.
     Text,

@@ -8,6 +8,10 @@ use clap::Args;
 
 use crate::error::Error;
 use crate::ops::prometheus::PrometheusOptions;
+use crate::ops::run::{PredictInputs, WriteGuard};
+use crate::ops::traffic_source::{PrometheusSource, TrafficSource};
+pub use crate::ops::traffic_source::{Window, parse_window};
+use crate::plan::guard::Guard;
 
 /// The help after `dwctl traffic --help`'s flags.
 pub const AFTER_HELP: &str = "\
@@ -183,73 +187,35 @@ pub struct TrafficArgs {
     pub prometheus: PrometheusArgs,
 }
 
-/// A rate window, in whole seconds (10 s to one day).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window(pub u64);
-
-/// The shortest and the longest `--window`, in seconds.
-pub const WINDOW_SECONDS: std::ops::RangeInclusive<u64> = 10..=86_400;
-
-impl std::fmt::Display for Window {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = self.0;
-        if s.is_multiple_of(3600) {
-            write!(f, "{}h", s / 3600)
-        } else if s.is_multiple_of(60) {
-            write!(f, "{}m", s / 60)
-        } else {
-            write!(f, "{s}s")
+impl TrafficSourceArgs {
+    /// The source these flags name, secrets read: a Prometheus whose options cannot be
+    /// made (a secret file that cannot be read) is said by the prediction, not an error.
+    pub fn to_source(&self) -> TrafficSource {
+        if let Some(path) = &self.traffic_file {
+            return TrafficSource::File(path.clone());
+        }
+        match self.prometheus.options() {
+            Ok(options) => TrafficSource::Prometheus(PrometheusSource {
+                options,
+                window: self.window,
+            }),
+            Err(Error::Usage(_)) => TrafficSource::NotGiven,
+            Err(error) => TrafficSource::Unaskable(format!("Prometheus cannot be asked: {error}")),
         }
     }
 }
 
-/// `--window`: digits and one unit of s, m, h or d (as PromQL writes a range).
-pub fn parse_window(text: &str) -> Result<Window, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let per_unit = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("{text:?}: a duration such as 30s, 5m or 1h")),
-    };
-    let seconds = number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(per_unit))
-        .ok_or_else(|| format!("{text:?}: a duration such as 30s, 5m or 1h"))?;
-    if !WINDOW_SECONDS.contains(&seconds) {
-        return Err(format!("{text:?}: between 10s and 1d"));
-    }
-    Ok(Window(seconds))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn windows_are_promql_durations_within_bounds() {
-        assert_eq!(parse_window("5m"), Ok(Window(300)));
-        assert_eq!(parse_window("10s"), Ok(Window(10)));
-        assert_eq!(parse_window("1d"), Ok(Window(86_400)));
-        assert_eq!(parse_window("90s").unwrap().to_string(), "90s");
-        assert_eq!(parse_window("120s").unwrap().to_string(), "2m");
-        for bad in [
-            "9s",
-            "86401s",
-            "2d",
-            "5",
-            "m",
-            "5 m",
-            "1.5m",
-            "-5m",
-            "99999999999999999999h",
-        ] {
-            assert!(parse_window(bad).is_err(), "{bad}");
+impl PredictArgs {
+    /// The prediction's inputs these flags give.
+    pub fn to_inputs(&self) -> PredictInputs {
+        PredictInputs {
+            source: self.source.to_source(),
+            allow_overload: self.allow_overload,
         }
+    }
+
+    /// The guard of a write predicted with these flags.
+    pub fn to_guard(&self) -> WriteGuard {
+        Guard::Predict(self.to_inputs())
     }
 }

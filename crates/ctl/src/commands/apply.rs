@@ -44,7 +44,7 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
         diff = lines;
         Ok(changes)
     };
-    let predictor = Predictor::new(context, "apply").await?;
+    let predictor = Predictor::new(context, "apply", &args.predict.to_guard()).await?;
     let ran = run_checked(context, &mut client, predictor, args.dry_run, plan).await?;
     let Committed {
         revision,

@@ -5,13 +5,13 @@
 use crate::cli::CapacityArgs;
 use crate::context::Context;
 use crate::error::{Error, FieldError};
-use crate::ops::commit::{Changes, State};
-use crate::ops::run::run_plan;
+use crate::ops::commit::State;
+use crate::ops::run::{ExemptReason, NoLoad, WriteGuard, run_plan};
 use crate::output::{Outcome, Shown};
 use crate::plan::capacity::{
-    Capacity, Headroom, check_answers_per_s, check_headroom, check_reason, number_json,
-    parse_number,
+    Capacity, Headroom, check_answers_per_s, check_headroom, check_reason, parse_number,
 };
+use crate::plan::capacity_change::plan_capacity;
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain::check_origin_name;
 
@@ -83,52 +83,8 @@ pub async fn run(context: &Context, args: CapacityArgs) -> Result<Outcome, Error
         }
     };
     let mut client = context.etcd.connect().await?;
-    let plan = |state: &State| plan_capacity(state, capacity.as_ref(), headroom.as_ref());
-    run_plan(context, &mut client, &title, args.dry_run, plan).await
-}
-
-/// The changes that set (or clear) `capacity` and `headroom`; a value already in place is
-/// left alone with a note.
-fn plan_capacity(
-    state: &State,
-    capacity: Option<&(String, Option<Capacity>)>,
-    headroom: Option<&Option<Headroom>>,
-) -> Result<Changes, Error> {
-    if let Some(why) = &state.capacities_unreadable {
-        return Err(Error::Failed(why.clone()));
-    }
-    let mut changes = Changes::default();
-    if let Some((origin, wanted)) = capacity {
-        let current = state.capacity(origin);
-        match (wanted, &current) {
-            (Some(wanted), Some(Ok(current))) if current.answers_per_s == wanted.answers_per_s => {
-                changes.notes.push(format!(
-                    "{} already has a capacity of {} answers/s",
-                    Shown(origin),
-                    number_json(wanted.answers_per_s)
-                ))
-            }
-            (None, None) => changes
-                .notes
-                .push(format!("{} has no capacity to clear", Shown(origin))),
-            _ => {
-                changes.capacities.insert(origin.clone(), wanted.clone());
-            }
-        }
-    }
-    if let Some(wanted) = headroom {
-        match (wanted, state.headroom_record()) {
-            (Some(wanted), Some(Ok(current))) if current.headroom == wanted.headroom => {
-                changes.notes.push(format!(
-                    "the headroom is {} already",
-                    number_json(wanted.headroom)
-                ))
-            }
-            (None, None) => changes
-                .notes
-                .push("no headroom is set (the default applies already)".into()),
-            _ => changes.headroom = Some(wanted.clone()),
-        }
-    }
-    Ok(changes)
+    let plan = |state: &State| Ok(plan_capacity(state, capacity.as_ref(), headroom.as_ref())?);
+    // Capacity records are the guard's inputs, not routing: they move no load.
+    let guard = WriteGuard::Exempt(ExemptReason::MovesNoLoad(NoLoad::Capacities));
+    run_plan(context, &mut client, &title, args.dry_run, &guard, plan).await
 }

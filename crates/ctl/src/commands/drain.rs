@@ -37,5 +37,6 @@ pub async fn run(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {
         }
         Ok(changes)
     };
-    run_plan_with_traffic(context, &mut client, &title, args.dry_run, plan).await
+    let guard = args.predict.to_guard();
+    run_plan_with_traffic(context, &mut client, &title, args.dry_run, &guard, plan).await
 }

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::context::Context;
 use crate::error::Error;
+use crate::ops::run::WriteGuard;
 use crate::output::{Outcome, Shown};
 use crate::plan::drain_record::DrainRecord;
 use crate::plan::rollback::RollbackKey;
@@ -61,6 +62,7 @@ pub async fn rollback(
     key: &str,
     revision: i64,
     dry_run: bool,
+    guard: &WriteGuard,
 ) -> Result<Outcome, Error> {
     if revision <= 0 {
         return Err(Error::Usage(
@@ -69,5 +71,5 @@ pub async fn rollback(
     }
     let key = context.layout.resolve(key);
     let target = RollbackKey::of(&context.layout, &key).map_err(Error::Usage)?;
-    crate::ops::history::rollback(context, &key, target, revision, dry_run).await
+    crate::ops::history::rollback(context, &key, target, revision, dry_run, guard).await
 }

@@ -11,9 +11,13 @@ use crate::context::Context;
 use crate::daemons::origin::{RegisterConfig, register};
 use crate::error::Error;
 use crate::input::json_object_arg;
+use crate::ops::registration::forget as forget_registration;
+use crate::ops::run::{ExemptReason, NoLoad, WriteGuard};
 use crate::output::{Outcome, Shown, listing_text};
 use crate::plan::capacity::{number_json, percent};
+use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain::check_origin_name;
+use crate::plan::registration::{ForgetRequest, forget_audit_key};
 use crate::shutdown::Shutdown;
 
 /// The largest `--meta` accepted, in bytes of its JSON text as written to etcd: every
@@ -57,24 +61,53 @@ pub async fn run(
         OriginCommand::List => list(context).await,
         // A plan like every routing change.
         OriginCommand::Capacity(args) => capacity::run(context, args).await,
-        OriginCommand::Forget { id } => {
-            check_origin_name("id", &id)?;
-            let mut client = context.etcd.connect().await?;
-            let deleted = client
-                .delete(context.layout.registration(&id), None)
-                .await?
-                .deleted();
-            if deleted == 0 {
-                return Err(Error::NotFound(format!("no registered origin `{id}`")));
-            }
-            Ok(Outcome {
-                text: format!(
-                    "forgot {id}: rebalance no longer drains it when its key vanishes (until it registers again)"
-                ),
-                json: json!({"origin": id, "forgotten": true}),
-            })
-        }
+        OriginCommand::Forget {
+            id,
+            reason,
+            dry_run,
+        } => forget(context, id, reason, dry_run).await,
     }
+}
+
+/// `origin forget`: the registration record deleted through the write path, audited.
+async fn forget(
+    context: &Context,
+    id: String,
+    reason: Option<String>,
+    dry_run: bool,
+) -> Result<Outcome, Error> {
+    check_origin_name("id", &id)?;
+    let request = ForgetRequest {
+        origin: id.clone(),
+        reason,
+        by: operator(),
+        at: now_rfc3339(),
+    };
+    // A registration record moves no load.
+    let exempt = WriteGuard::Exempt(ExemptReason::MovesNoLoad(NoLoad::Registration));
+    let ran = forget_registration(context, &request, dry_run, &exempt).await?;
+    let audit = forget_audit_key(&context.layout, &request);
+    let key = context.layout.registration(&id);
+    let text = match ran.committed.revision {
+        Some(revision) => format!(
+            "forgot {id}: rebalance no longer drains it when its key vanishes (until it \
+             registers again)\ndeleted {} at revision {revision}; audit record {}",
+            Shown(&key),
+            Shown(&audit)
+        ),
+        None => format!(
+            "origin forget {id}: dry run, nothing written (would delete {} and write the \
+             audit record {})",
+            Shown(&key),
+            Shown(&audit)
+        ),
+    };
+    Ok(Outcome {
+        text,
+        json: json!({"origin": id, "forgotten": !dry_run, "dry_run": dry_run,
+                     "revision": ran.committed.revision, "key": key,
+                     "audit": audit}),
+    })
 }
 
 /// Live origins (with their lease's remaining ttl), registered origins that are down, and

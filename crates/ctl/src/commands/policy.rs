@@ -58,10 +58,11 @@ pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, E
                 }
             })
         }
-        PolicyCommand::Set { .. } => {
+        PolicyCommand::Set { predict, .. } => {
             let raw = set_raw.unwrap_or_default();
             let policy = PolicyValue::for_write(&raw).map_err(Error::Invalid)?;
-            run_plan(context, &mut client, "policy set", false, |state| {
+            let guard = predict.to_guard();
+            run_plan(context, &mut client, "policy set", false, &guard, |state| {
                 let mut changes = Changes {
                     policy: Some(policy.clone()),
                     ..Changes::default()

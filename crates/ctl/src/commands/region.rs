@@ -84,14 +84,14 @@ pub async fn run(context: &Context, command: RegionCommand) -> Result<Outcome, E
             let Some(value) = set_value else {
                 return Err(Error::Failed("region set: no value was prepared".into()));
             };
-            crate::ops::region::set(context, &args.geo, &value).await
+            crate::ops::region::set(context, &args.geo, &value, &args.predict.to_guard()).await
         }
-        RegionCommand::Delete { geo, .. } => {
+        RegionCommand::Delete { geo, predict, .. } => {
             // A bucket key of no continent can be deleted: it is how one is cleaned up.
             if geo.is_empty() {
                 return Err(Error::invalid("geo", "must not be empty"));
             }
-            crate::ops::region::delete(context, &geo).await
+            crate::ops::region::delete(context, &geo, &predict.to_guard()).await
         }
     }
 }

@@ -13,5 +13,6 @@ pub async fn run(context: &Context, args: RestoreArgs) -> Result<Outcome, Error>
     let mut client = context.etcd.connect().await?;
     let title = format!("restore {}", args.origin);
     let plan = |state: &State| Ok(plan_restore(state, &args.origin, None)?);
-    run_plan(context, &mut client, &title, args.dry_run, plan).await
+    let guard = args.predict.to_guard();
+    run_plan(context, &mut client, &title, args.dry_run, &guard, plan).await
 }

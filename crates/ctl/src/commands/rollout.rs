@@ -22,9 +22,9 @@ pub async fn run(
     shutdown: Shutdown,
 ) -> Result<Outcome, Error> {
     match args.command {
-        Some(RolloutCommand::Resume { id, check, .. }) => {
-            rollout::resume(context, &id, check.as_deref(), shutdown).await
-        }
+        Some(RolloutCommand::Resume {
+            id, check, predict, ..
+        }) => rollout::resume(context, &id, check.as_deref(), predict.to_guard(), shutdown).await,
         None => start(context, args, shutdown).await,
     }
 }
@@ -70,6 +70,7 @@ async fn start(context: &Context, args: RolloutArgs, shutdown: Shutdown) -> Resu
         plan,
         file,
         id,
+        guard: args.predict.to_guard(),
         reason: args.reason,
         check: args.check,
     };

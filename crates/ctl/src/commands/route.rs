@@ -4,14 +4,13 @@
 //! edge node compiles them, and `Table::explain` walks the chain; so the answer is the
 //! node's, not a re-implementation of it.
 
-use std::io::Read;
-
 use dw_routing::Table;
 use serde_json::{Value, json};
 
 use crate::cli::RouteArgs;
 use crate::context::Context;
 use crate::error::Error;
+use crate::input::{Refused, read_regular_file};
 use crate::output::{Outcome, escape};
 
 /// The largest snapshot file `--snapshot` reads: the extension's default
@@ -36,21 +35,24 @@ pub async fn run(context: &Context, args: RouteArgs) -> Result<Outcome, Error> {
 
 /// The table of a snapshot file, and the description of the source.
 fn read_snapshot_file(path: &std::path::Path) -> Result<(Table, Value), Error> {
-    let io_error = |source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(io_error)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SNAPSHOT_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io_error)?;
-    if bytes.len() as u64 > MAX_SNAPSHOT_FILE_BYTES {
-        return Err(Error::Failed(format!(
-            "{}: larger than {MAX_SNAPSHOT_FILE_BYTES} bytes, the most a node reads",
-            path.display()
-        )));
-    }
+    let bytes =
+        read_regular_file(path, MAX_SNAPSHOT_FILE_BYTES).map_err(|refused| match refused {
+            Refused::Io(source) => Error::Io {
+                path: path.display().to_string(),
+                source,
+            },
+            Refused::NotRegular(kind) => Error::Io {
+                path: path.display().to_string(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("is {kind}, not a regular file"),
+                ),
+            },
+            Refused::TooLarge => Error::Failed(format!(
+                "{}: larger than {MAX_SNAPSHOT_FILE_BYTES} bytes, the most a node reads",
+                path.display()
+            )),
+        })?;
     let table = Table::parse(&bytes).map_err(|error| {
         Error::Failed(format!(
             "{}: not a snapshot a node would load: {error}",

@@ -39,5 +39,6 @@ pub async fn run(context: &Context, args: ShedArgs) -> Result<Outcome, Error> {
     let plan = |state: &State, traffic: Result<&dw_capacity::Traffic, String>| {
         Ok(plan_shed(state, &prefix, traffic, &request)?)
     };
-    run_plan_with_traffic(context, &mut client, &title, args.dry_run, plan).await
+    let guard = args.predict.to_guard();
+    run_plan_with_traffic(context, &mut client, &title, args.dry_run, &guard, plan).await
 }

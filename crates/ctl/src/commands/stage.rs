@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::ops::commit::{State, read_state};
 use crate::ops::fleet::read_nodes;
+use crate::ops::run::WriteGuard;
 use crate::ops::stage::{Acted, CreateRequest, Widening, read_desired};
 use crate::output::{Outcome, escape as shown, listing_text};
 use crate::plan::apply::describe;
@@ -24,12 +25,20 @@ pub async fn run(context: &Context, command: StageCommand) -> Result<Outcome, Er
             reason,
             id,
             dry_run,
+            predict,
             ..
-        } => create(context, &file, &cohort, &reason, id, dry_run).await,
+        } => {
+            let guard = predict.to_guard();
+            create(context, &file, &cohort, &reason, id, dry_run, guard).await
+        }
         StageCommand::List => list(context).await,
         StageCommand::Show { id } => show(context, &id).await,
         StageCommand::Widen {
-            id, cohort, reason, ..
+            id,
+            cohort,
+            reason,
+            predict,
+            ..
         } => {
             let wanted = parse_cohort(cohort.cohort.as_deref(), &cohort.nodes, &cohort.labels)?;
             let widening = Widening {
@@ -37,13 +46,20 @@ pub async fn run(context: &Context, command: StageCommand) -> Result<Outcome, Er
                 nodes: wanted.nodes,
                 labels: wanted.labels,
             };
-            let acted = crate::ops::stage::widen(context, &id, &widening, &reason).await?;
+            let acted =
+                crate::ops::stage::widen(context, &id, &widening, &reason, &predict.to_guard())
+                    .await?;
             Ok(acted_outcome(acted, "widened", &id))
         }
         StageCommand::Promote {
-            id, rebase, reason, ..
+            id,
+            rebase,
+            reason,
+            predict,
+            ..
         } => {
-            let acted = crate::ops::stage::promote(context, &id, rebase, &reason).await?;
+            let guard = predict.to_guard();
+            let acted = crate::ops::stage::promote(context, &id, rebase, &reason, &guard).await?;
             Ok(acted_outcome(acted, "promoted", &id))
         }
         StageCommand::Abort { id, reason, .. } => {
@@ -67,6 +83,7 @@ async fn create(
     reason: &str,
     id: Option<String>,
     dry_run: bool,
+    guard: WriteGuard,
 ) -> Result<Outcome, Error> {
     let desired = read_desired(file).await?;
     let cohort = parse_cohort(cohort.cohort.as_deref(), &cohort.nodes, &cohort.labels)?;
@@ -77,6 +94,7 @@ async fn create(
         reason,
         id: &id,
         dry_run,
+        guard,
     };
     let created = crate::ops::stage::create(context, &request).await?;
     let (stage, diff, members) = (&created.stage, &created.diff, &created.members);

@@ -14,15 +14,12 @@ use serde_json::json;
 use crate::cli::TrafficArgs;
 use crate::context::Context;
 use crate::error::Error;
+use crate::ops::answer_counters::{ANSWERS, OVERFLOW, answers_rate, overflow_rate, usable_rate};
 use crate::ops::prometheus::{Prometheus, promql_string};
 use crate::output::{Outcome, Shown};
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json, percent};
 use crate::plan::traffic_report::{Ranked, Readings, TrafficReport, report};
 
-/// The counter of answers every node's dw-agent serves.
-pub const ANSWERS: &str = "dw_router_answers_total";
-/// Answers whose label set did not fit the node's bounds.
-pub const OVERFLOW: &str = "dw_router_answers_overflow_total";
 /// The most regions the text output names per origin (JSON names them all).
 pub const SHOWN_REGIONS: usize = 8;
 
@@ -63,12 +60,11 @@ pub fn queries(args: &TrafficArgs) -> Vec<(&'static str, String)> {
         Some(geo) => format!("{{geo={}}}", promql_string(geo)),
         None => String::new(),
     };
-    let window = format!("{}s", args.window.0);
-    let rate = format!("rate({ANSWERS}{selector}[{window}])");
+    let rate = answers_rate(&selector, args.window.0);
     let top = args.top;
     let mut queries = vec![
         ("total", format!("sum({rate})")),
-        ("overflow", format!("sum(rate({OVERFLOW}[{window}]))")),
+        ("overflow", overflow_rate(args.window.0)),
         ("origins", format!("sum by (origin) ({rate})")),
         (
             "geos",
@@ -94,6 +90,19 @@ async fn read_prometheus(prometheus: &Prometheus, args: &TrafficArgs) -> Result<
     let mut readings = Readings::default();
     for (name, promql) in queries(args) {
         let samples = prometheus.query(&promql).await?;
+        // A rate that cannot be believed (NaN, infinite, negative) is refused, never shown
+        // as 0: every value in [`Readings`] is usable.
+        if let Some(sample) = samples
+            .iter()
+            .find(|sample| usable_rate(sample.value).is_none())
+        {
+            return Err(Error::Failed(format!(
+                "Prometheus {} answered a rate that cannot be used ({}) for {promql} {:?}",
+                prometheus.url(),
+                sample.value,
+                sample.labels
+            )));
+        }
         let slot = match name {
             "total" => &mut readings.total,
             "overflow" => &mut readings.overflow,

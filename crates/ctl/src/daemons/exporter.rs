@@ -11,7 +11,7 @@
 //! (`dw-viewer`, from `dwctl auth`).
 //!
 //! It also serves each region's configured weights (`dw_routing_weight{region,origin}`,
-//! [`crate::routing_weights`]), for dashboards and alerts that compare weight with traffic,
+//! [`crate::daemons::routing_weights`]), for dashboards and alerts that compare weight with traffic,
 //! and the overloads that automatic drains (`dwctl health`, `dwctl rebalance`) went ahead
 //! with: such a drain always drains, and records the load it predicted for each origin over
 //! the capacity guard's limit in its drain record (`predicted`). Each is
@@ -44,13 +44,13 @@ use serde_json::json;
 use tokio::sync::RwLock;
 
 use crate::context::Context;
+use crate::daemons::routing_weights::{RegionWeights, read_weights};
 use crate::error::Error;
 use crate::ops::fleet::{
     NodeReport, lag_revisions, lag_seconds, now_ms, read_drain_records, read_fleet,
 };
 use crate::output::{Outcome, Shown};
 use crate::plan::drain_record::DrainRecord;
-use crate::routing_weights::{RegionWeights, read_weights};
 use crate::shutdown::Shutdown;
 
 /// The most nodes one reading exports (series per node: about six).
@@ -160,7 +160,7 @@ fn register_overloads(registry: &mut Registry, overloads: &[RecordedOverload]) {
 fn render(reading: &Reading, now: u64, errors: u64, up: bool) -> String {
     let (target, nodes) = (reading.target, &reading.nodes[..]);
     let mut registry = Registry::default();
-    crate::routing_weights::register(&mut registry, &reading.weights, reading.unreadable);
+    crate::daemons::routing_weights::register(&mut registry, &reading.weights, reading.unreadable);
     register_overloads(&mut registry, &reading.overloads);
     let head = Gauge::<i64, AtomicI64>::default();
     head.set(target);

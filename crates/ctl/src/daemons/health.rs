@@ -16,20 +16,19 @@ use etcd_client::Client;
 use serde_json::json;
 
 use crate::cli::HealthArgs;
-use crate::cli::TrafficSourceArgs;
 use crate::context::Context;
 use crate::error::{Error, FieldError};
-use crate::ops::run::{drain_traffic, record_drain_prediction};
+use crate::ops::run::{AutoDrain, ExemptReason, auto_drain, auto_restore};
+use crate::ops::traffic_source::TrafficSource;
 use crate::plan::clock::{now_rfc3339, operator};
-use crate::plan::drain::{DrainRequest, FleetLimit, check_origin_name, plan_drain, plan_restore};
+use crate::plan::drain::{DrainRequest, FleetLimit, check_origin_name};
 use dw_etcd::EtcdOptions;
 
-use crate::ops::commit::{RetryPolicy, read_state, transact};
+use crate::ops::commit::{RetryPolicy, read_state};
 use crate::ops::probe::{ProbeTarget, probe};
 use crate::output::{Outcome, Reporter, Shown};
 use crate::plan::drain_record::SOURCE_HEALTH;
 use crate::plan::keys::Layout;
-use crate::plan::shed::{ShedRequest, plan_shed};
 use crate::plan::shed_record::OnFail;
 use crate::plan::streak::{Streak, Turn};
 use crate::shutdown::Shutdown;
@@ -58,8 +57,8 @@ pub struct HealthConfig {
     /// At most this fraction of the probed origins drained at once (0 to 1).
     pub max_drained_fraction: f64,
     /// Where a drain's predicted load reads its traffic (recorded in the drain record);
-    /// `None`: drains are recorded without a prediction.
-    pub traffic: Option<TrafficSourceArgs>,
+    /// [`TrafficSource::NotGiven`]: drains are recorded without a prediction.
+    pub traffic: TrafficSource,
     /// What a failing origin gets: a drain, or a shed of some percent of its load.
     pub on_fail: OnFail,
 }
@@ -144,7 +143,7 @@ pub async fn command(
         fail_after: args.fail_after,
         recover_after: args.recover_after,
         max_drained_fraction: args.max_drained_fraction,
-        traffic: Some(*args.traffic),
+        traffic: args.traffic.to_source(),
         on_fail: args.on_fail,
     };
     run(&config, context.reporter(), shutdown).await?;
@@ -320,21 +319,25 @@ async fn act(
         if !ours {
             continue;
         }
-        let committed = transact(
+        let committed = match auto_restore(
             client,
             &config.layout,
             &config.retry,
-            &now_rfc3339(),
-            |state| match plan_restore(state, origin, Some(SOURCE_HEALTH)) {
-                Err(crate::plan::Error::Invalid(_)) => Ok(Default::default()),
-                other => Ok(other?),
-            },
+            origin,
+            ExemptReason::HealthDrain,
         )
-        .await?;
+        .await
+        {
+            // No health drain record to give back: nothing to change.
+            Err(Error::Invalid(_)) => None,
+            other => Some(other?),
+        };
         reported.remove(origin);
         known.drained.remove(origin);
         known.ours.remove(origin);
-        if let Some(revision) = committed.revision {
+        if let Some(committed) = committed
+            && let Some(revision) = committed.revision
+        {
             reporter.event(
                 "restored",
                 &format!(
@@ -372,37 +375,15 @@ async fn act(
             }),
         };
         // The drain always proceeds; its predicted load is recorded for alerts to see.
-        let traffic = drain_traffic(config.traffic.as_ref()).await?;
-        let result = transact(
+        let result = auto_drain(
             client,
             &config.layout,
             &config.retry,
-            &now_rfc3339(),
-            |state| {
-                let mut changes = match config.on_fail {
-                    OnFail::Drain => plan_drain(state, &request)?,
-                    OnFail::Shed(percent) => plan_shed(
-                        state,
-                        &config.layout.prefix,
-                        traffic
-                            .as_ref()
-                            .map(|(traffic, _)| traffic)
-                            .map_err(Clone::clone),
-                        &ShedRequest {
-                            drain: request.clone(),
-                            percent,
-                            spill: false,
-                        },
-                    )?,
-                };
-                record_drain_prediction(
-                    &config.layout.prefix,
-                    &traffic,
-                    state,
-                    &mut changes,
-                    origin,
-                );
-                Ok(changes)
+            AutoDrain {
+                request: &request,
+                on_fail: config.on_fail,
+                exempt: ExemptReason::HealthDrain,
+                traffic: &config.traffic,
             },
         )
         .await;

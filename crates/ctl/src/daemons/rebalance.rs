@@ -18,18 +18,19 @@ use etcd_client::{Client, EventType, WatchOptions};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::cli::TrafficSourceArgs;
 use crate::context::Context;
 use crate::error::Error;
-use crate::ops::run::{drain_traffic, record_drain_prediction};
+use crate::ops::run::{AutoDrain, ExemptReason, auto_drain, auto_restore};
+use crate::ops::traffic_source::TrafficSource;
 use crate::plan::clock::{now_rfc3339, operator};
-use crate::plan::drain::{DrainRequest, plan_drain, plan_restore};
+use crate::plan::drain::DrainRequest;
+use crate::plan::shed_record::OnFail;
 use dw_etcd::{Backoff, EtcdOptions};
 
 use crate::cli::RebalanceArgs;
 use crate::daemons::origin::{mark_registered, registered_lease};
 use crate::daemons::sessions::Sessions;
-use crate::ops::commit::{Changes, Committed, RetryPolicy, State, transact};
+use crate::ops::commit::{Committed, RetryPolicy};
 use crate::ops::lease::lease_lives;
 use crate::ops::origin::list_origins;
 use crate::output::{Outcome, Reporter, Shown};
@@ -54,8 +55,8 @@ pub struct RebalanceConfig {
     /// How long a key must stay absent before its origin is drained (`--grace`).
     pub grace: Duration,
     /// Where a drain's predicted load reads its traffic (recorded in the drain record);
-    /// `None`: drains are recorded without a prediction.
-    pub traffic: Option<TrafficSourceArgs>,
+    /// [`TrafficSource::NotGiven`]: drains are recorded without a prediction.
+    pub traffic: TrafficSource,
 }
 
 pub async fn command(
@@ -69,7 +70,7 @@ pub async fn command(
         retry: context.retry.clone(),
         by: format!("rebalance:{}", operator()),
         grace: args.grace,
-        traffic: Some(*args.traffic),
+        traffic: args.traffic.to_source(),
     };
     run(&config, context.reporter(), shutdown).await?;
     Ok(Outcome {
@@ -323,18 +324,19 @@ async fn drain(
     };
     // A refusal means the origin is registered but listed in no region: nothing to take.
     // The drain always proceeds; its predicted load is recorded for alerts to see.
-    let traffic = drain_traffic(config.traffic.as_ref()).await?;
-    let plan = |state: &State| {
-        let mut changes = plan_drain(state, &request)?;
-        record_drain_prediction(&config.layout.prefix, &traffic, state, &mut changes, id);
-        Ok(changes)
-    };
-    report(
-        reporter,
-        "drained",
-        id,
-        transact_unless_invalid(config, client, plan).await,
+    let drained = auto_drain(
+        client,
+        &config.layout,
+        &config.retry,
+        AutoDrain {
+            request: &request,
+            on_fail: OnFail::Drain,
+            exempt: ExemptReason::Rebalance,
+            traffic: &config.traffic,
+        },
     )
+    .await;
+    report(reporter, "drained", id, nothing_if_invalid(drained))
 }
 
 async fn restore(
@@ -344,33 +346,24 @@ async fn restore(
     id: &str,
 ) -> Result<(), Error> {
     // A refusal means no drain is recorded for it: nothing to give back.
-    let plan = |state: &State| plan_restore(state, id, Some(SOURCE_REBALANCE));
-    report(
-        reporter,
-        "restored",
-        id,
-        transact_unless_invalid(config, client, plan).await,
-    )
-}
-
-/// Commits `plan`, taking its refusal as invalid (the origin has nothing to drain or to
-/// restore) to mean that there is nothing to change.
-async fn transact_unless_invalid(
-    config: &RebalanceConfig,
-    client: &mut Client,
-    mut plan: impl FnMut(&State) -> Result<Changes, crate::plan::Error>,
-) -> Result<Committed, Error> {
-    transact(
+    let restored = auto_restore(
         client,
         &config.layout,
         &config.retry,
-        &now_rfc3339(),
-        |state| match plan(state) {
-            Err(crate::plan::Error::Invalid(_)) => Ok(Changes::default()),
-            other => Ok(other?),
-        },
+        id,
+        ExemptReason::Rebalance,
     )
-    .await
+    .await;
+    report(reporter, "restored", id, nothing_if_invalid(restored))
+}
+
+/// A plan refused as invalid (the origin has nothing to drain or to restore) means that
+/// there is nothing to change.
+fn nothing_if_invalid(committed: Result<Committed, Error>) -> Result<Option<Committed>, Error> {
+    match committed {
+        Err(Error::Invalid(_)) => Ok(None),
+        other => other.map(Some),
+    }
 }
 
 /// Reports a drain or restore. A conflict that outlived the retries ends the session (the
@@ -379,9 +372,11 @@ fn report(
     reporter: Reporter,
     event: &str,
     id: &str,
-    committed: Result<Committed, Error>,
+    committed: Result<Option<Committed>, Error>,
 ) -> Result<(), Error> {
-    let committed = committed?;
+    let Some(committed) = committed? else {
+        return Ok(());
+    };
     let notes = Shown(&committed.changes.notes.join("; ")).to_string();
     let shown = Shown(id);
     match committed.revision {

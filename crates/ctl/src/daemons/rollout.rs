@@ -25,6 +25,8 @@ mod driver;
 
 use driver::Driver;
 
+use crate::ops::run::WriteGuard;
+
 /// A new rollout: what `dwctl rollout FILE` was given.
 pub struct StartRequest {
     /// The steps, the bake and the gates.
@@ -37,6 +39,8 @@ pub struct StartRequest {
     pub reason: String,
     /// The check command given on the command line.
     pub check: Option<String>,
+    /// The capacity guard's inputs of the create, each widen and the promote.
+    pub guard: WriteGuard,
 }
 
 /// Starts a rollout: its stage created at the first step's cohort (refused, with nothing
@@ -53,6 +57,7 @@ pub async fn start(
         id,
         reason,
         check,
+        guard,
     } = request;
     let mut store = RolloutStore::open(context).await?;
     let previous = store.load(&id).await?;
@@ -80,6 +85,7 @@ pub async fn start(
         reason: &reason,
         id: &id,
         dry_run: true,
+        guard: guard.clone(),
     };
     let staged = crate::ops::stage::create(context, &request).await?.stage;
     check_probed_origins(&staged, &plan.probes)?;
@@ -121,7 +127,7 @@ pub async fn start(
         updated_at: now,
     };
     let revision = previous.map_or(0, |(_, revision)| revision);
-    let mut driver = Driver::new(context, store, record, revision, shutdown, check);
+    let mut driver = Driver::new(context, store, record, revision, shutdown, check, guard);
     driver.save().await?;
     driver.event(
         "created",
@@ -155,6 +161,7 @@ pub async fn resume(
     context: &Context,
     id: &str,
     check: Option<&str>,
+    guard: WriteGuard,
     shutdown: Shutdown,
 ) -> Result<Outcome, Error> {
     let mut store = RolloutStore::open(context).await?;
@@ -180,7 +187,7 @@ pub async fn resume(
     record.state = RolloutState::Running;
     record.outcome = None;
     let check = check.map(str::to_owned);
-    let mut driver = Driver::new(context, store, record, revision, shutdown, check);
+    let mut driver = Driver::new(context, store, record, revision, shutdown, check, guard);
     driver.save().await?;
     let step = driver.record.step;
     driver.event(

@@ -168,6 +168,7 @@ fn plan_txn(
     state: &State,
     changes: &Changes,
     updated: &str,
+    fences: &[Fence],
 ) -> Result<PlannedTxn, Error> {
     let mut planned = PlannedTxn {
         compares: Vec::new(),
@@ -272,6 +273,19 @@ fn plan_txn(
             Compare::mod_revision(key.as_str(), CompareOp::Equal, *revision)
         });
     }
+    for (origin, mod_revision) in &changes.forget_registrations {
+        let key = layout.registration(origin);
+        let read = Entry {
+            raw: Vec::new(),
+            mod_revision: *mod_revision,
+        };
+        guard(&mut planned, key.clone(), Some(&read));
+        delete(&mut planned, key);
+    }
+    for fence in fences {
+        planned.bytes += fence.key.len() + ITEM_OVERHEAD_BYTES;
+        planned.compares.push(fence.compare());
+    }
     for (key, value) in &changes.audit {
         put(&mut planned, key.clone(), value.clone());
     }
@@ -313,8 +327,14 @@ pub fn request_bytes(layout: &Layout, state: &State, changes: &Changes) -> Resul
     if changes.is_empty() {
         return Ok(0);
     }
-    plan_txn(layout, state, changes, &crate::plan::clock::now_rfc3339())
-        .map(|planned| planned.bytes)
+    plan_txn(
+        layout,
+        state,
+        changes,
+        &crate::plan::clock::now_rfc3339(),
+        &[],
+    )
+    .map(|planned| planned.bytes)
 }
 
 /// Writes `changes` in one transaction guarded on the revisions in `state`. Returns the
@@ -326,7 +346,7 @@ pub async fn commit(
     changes: &Changes,
     updated: &str,
 ) -> Result<Option<i64>, Error> {
-    let planned = plan_txn(layout, state, changes, updated)?;
+    let planned = plan_txn(layout, state, changes, updated, &[])?;
     send(client, planned, changes).await
 }
 
@@ -482,6 +502,75 @@ pub async fn transact_checked<F>(
     retry: &RetryPolicy,
     updated: &str,
     checks: &mut [&mut dyn PreCommitCheck],
+    plan: F,
+) -> Result<Committed, Error>
+where
+    F: FnMut(&State) -> Result<Changes, Error>,
+{
+    transact_fenced(client, layout, retry, updated, &[], checks, plan).await
+}
+
+/// A compare the caller adds to every attempt's transaction, beside the plan's own guards:
+/// a key that must still be as the caller holds it. The load-feedback loop fences its writes
+/// on its leader key, so that a leader that lost its lease (and its key) writes nothing.
+/// A fence, once it fails, never holds again: the write fails with [`Error::Fenced`]
+/// instead of being retried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    key: String,
+    create_revision: i64,
+}
+
+impl Fence {
+    /// The leader key `key` as a campaign created it, at `create_revision` (etcd's
+    /// election: the key exists while the leader's lease lives; a new leader's key has a
+    /// later create revision).
+    pub fn leader(key: impl Into<String>, create_revision: i64) -> Fence {
+        Fence {
+            key: key.into(),
+            create_revision,
+        }
+    }
+
+    /// The key fenced on.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn compare(&self) -> Compare {
+        Compare::create_revision(self.key.as_str(), CompareOp::Equal, self.create_revision)
+    }
+
+    /// Whether the fence holds, by the key's `create_revision` now (`None`: absent).
+    fn holds(&self, create_revision: Option<i64>) -> bool {
+        create_revision == Some(self.create_revision)
+    }
+}
+
+/// The first of `fences` that no longer holds, read linearizably; `None`: all hold.
+async fn broken_fence<'f>(
+    client: &mut Client,
+    fences: &'f [Fence],
+) -> Result<Option<&'f Fence>, Error> {
+    for fence in fences {
+        let response = client.get(fence.key.as_str(), None).await?;
+        let created = response.kvs().first().map(KeyValue::create_revision);
+        if !fence.holds(created) {
+            return Ok(Some(fence));
+        }
+    }
+    Ok(None)
+}
+
+/// [`transact_checked`], each attempt's transaction also compared on `fences` (the
+/// caller's, [`Fence`]). The one builder of every transaction stays [`plan_txn`].
+pub async fn transact_fenced<F>(
+    client: &mut Client,
+    layout: &Layout,
+    retry: &RetryPolicy,
+    updated: &str,
+    fences: &[Fence],
+    checks: &mut [&mut dyn PreCommitCheck],
     mut plan: F,
 ) -> Result<Committed, Error>
 where
@@ -529,7 +618,7 @@ where
                 attempts: attempt,
             });
         }
-        let planned = plan_txn(layout, &state, &changes, updated)?;
+        let planned = plan_txn(layout, &state, &changes, updated, fences)?;
         let written = planned.written.clone();
         match send(client, planned, &changes).await {
             Ok(Some(revision)) => {
@@ -540,7 +629,17 @@ where
                     attempts: attempt,
                 });
             }
-            Ok(None) => {}
+            Ok(None) => {
+                // A guard failed: a concurrent writer, or a fence that no longer holds
+                // (which no retry can mend).
+                if let Some(fence) = broken_fence(client, fences).await? {
+                    return Err(Error::Fenced(format!(
+                        "{} no longer holds as this writer's fence (its leader key was \
+                         deleted or taken over); nothing was written",
+                        fence.key()
+                    )));
+                }
+            }
             Err(error) => {
                 let sent = unavailable.retry_after(error, client, retry).await;
                 unsettled = Some((state, changes, written));
@@ -825,9 +924,9 @@ mod tests {
             .len();
         let big = layout(4 * MAX_VALUE_BYTES);
         let at_limit = with_shard(MAX_VALUE_BYTES - overhead);
-        assert!(plan_txn(&big, &state, &at_limit, "t").is_ok());
+        assert!(plan_txn(&big, &state, &at_limit, "t", &[]).is_ok());
         let past = with_shard(MAX_VALUE_BYTES - overhead + 1);
-        let Err(Error::Invalid(errors)) = plan_txn(&big, &state, &past, "t") else {
+        let Err(Error::Invalid(errors)) = plan_txn(&big, &state, &past, "t", &[]) else {
             panic!("a value of 1 MiB + 1 byte must be refused");
         };
         assert_eq!(errors[0].field, "/dw/routing/region/DE");
@@ -837,14 +936,14 @@ mod tests {
     fn the_request_size_is_an_upper_bound_checked_at_its_edge() {
         let state = State::default();
         let changes = with_shard(1000);
-        let bytes = plan_txn(&layout(1 << 20), &state, &changes, "t")
+        let bytes = plan_txn(&layout(1 << 20), &state, &changes, "t", &[])
             .unwrap()
             .bytes;
         assert!(request_bytes(&layout(1 << 20), &state, &changes).unwrap() >= bytes);
         // Key, value and framing: more than the payload, not much more.
         assert!(bytes > 1000 && bytes < 1000 + 512, "{bytes}");
-        assert!(plan_txn(&layout(bytes), &state, &changes, "t").is_ok());
-        let Err(Error::Invalid(errors)) = plan_txn(&layout(bytes - 1), &state, &changes, "t")
+        assert!(plan_txn(&layout(bytes), &state, &changes, "t", &[]).is_ok());
+        let Err(Error::Invalid(errors)) = plan_txn(&layout(bytes - 1), &state, &changes, "t", &[])
         else {
             panic!("one byte over the limit must be refused");
         };
@@ -874,7 +973,7 @@ mod tests {
         changes
             .audit
             .insert("/dw/control/audit/1".into(), "{\"by\":\"me\"}".into());
-        let planned = plan_txn(&layout(1 << 20), &state, &changes, "now").unwrap();
+        let planned = plan_txn(&layout(1 << 20), &state, &changes, "now", &[]).unwrap();
         let written = planned.written;
         assert_eq!(written.len(), 2, "{written:?}");
         assert_eq!(written[0].read_mod_revision, 5);
@@ -914,7 +1013,7 @@ mod tests {
             regions: [("DE".to_string(), None)].into(),
             ..Changes::default()
         };
-        let written = plan_txn(&layout(1 << 20), &state, &changes, "now")
+        let written = plan_txn(&layout(1 << 20), &state, &changes, "now", &[])
             .unwrap()
             .written;
         assert_eq!(

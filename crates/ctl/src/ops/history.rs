@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::ops::run::run_plan;
+use crate::ops::run::{ExemptReason, NoLoad, WriteGuard, run_plan};
 use crate::output::Outcome;
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::rollback::{Rollback, RollbackKey};
@@ -124,7 +124,14 @@ pub async fn rollback(
     target: RollbackKey,
     revision: i64,
     dry_run: bool,
+    guard: &WriteGuard,
 ) -> Result<Outcome, Error> {
+    // Capacity records are the guard's inputs, not routing: they move no load.
+    let exempt = WriteGuard::Exempt(ExemptReason::MovesNoLoad(NoLoad::Capacities));
+    let guard = match &target {
+        RollbackKey::Capacity(_) | RollbackKey::Headroom => &exempt,
+        RollbackKey::Region(_) | RollbackKey::Policy => guard,
+    };
     let mut client = context.etcd.connect().await?;
     let past = value_at(&mut client, key, revision).await?;
     let rollback = Rollback::new(
@@ -135,7 +142,7 @@ pub async fn rollback(
         &now_rfc3339(),
     )?;
     let title = format!("rollback {key} to revision {revision}");
-    run_plan(context, &mut client, &title, dry_run, |state| {
+    run_plan(context, &mut client, &title, dry_run, guard, |state| {
         Ok(rollback.plan(state)?)
     })
     .await

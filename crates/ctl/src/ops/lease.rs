@@ -15,8 +15,8 @@ pub async fn lease_lives(client: &mut Client, lease: i64) -> Result<bool, Error>
     }
 }
 
-/// The remaining time-to-live of `lease` in seconds, as etcd reports it (`-1` for a lease
-/// it no longer knows); `None` when etcd does not answer (a listing shows `?` then).
+/// The seconds `lease` has left, when etcd answers (`None`: it does not know the lease, or
+/// did not answer).
 pub async fn lease_ttl(client: &mut Client, lease: i64) -> Option<i64> {
     client
         .lease_time_to_live(lease, None)

@@ -5,7 +5,7 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::ops::commit::{Changes, Entry, State, read_state};
 use crate::ops::key::read_entry;
-use crate::ops::run::run_plan;
+use crate::ops::run::{WriteGuard, run_plan};
 use crate::output::Outcome;
 use crate::plan::value::RegionValue;
 
@@ -23,10 +23,15 @@ pub async fn list(context: &Context) -> Result<State, Error> {
 }
 
 /// `region set`: writes `value` as region `geo`.
-pub async fn set(context: &Context, geo: &str, value: &RegionValue) -> Result<Outcome, Error> {
+pub async fn set(
+    context: &Context,
+    geo: &str,
+    value: &RegionValue,
+    guard: &WriteGuard,
+) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
     let title = format!("region {geo} set");
-    run_plan(context, &mut client, &title, false, |_| {
+    run_plan(context, &mut client, &title, false, guard, |_| {
         Ok(Changes {
             regions: [(geo.to_owned(), Some(value.clone()))].into(),
             ..Changes::default()
@@ -36,10 +41,10 @@ pub async fn set(context: &Context, geo: &str, value: &RegionValue) -> Result<Ou
 }
 
 /// `region delete`: deletes region `geo`; not found when there is none.
-pub async fn delete(context: &Context, geo: &str) -> Result<Outcome, Error> {
+pub async fn delete(context: &Context, geo: &str, guard: &WriteGuard) -> Result<Outcome, Error> {
     let mut client = context.etcd.connect().await?;
     let title = format!("region {geo} deleted");
-    run_plan(context, &mut client, &title, false, |state| {
+    run_plan(context, &mut client, &title, false, guard, |state| {
         if !state.regions.contains_key(geo) {
             return Err(Error::NotFound(format!("region `{geo}`")));
         }

@@ -11,33 +11,57 @@ use crate::error::Error;
 use dw_capacity::Traffic;
 
 use crate::ops::commit::{
-    Changes, Committed, PreCommitCheck, State, preview_checked, request_bytes, transact_checked,
+    Changes, Committed, PreCommitCheck, RetryPolicy, State, preview_checked, request_bytes,
+    transact, transact_checked,
 };
-use crate::ops::traffic_source::read_traffic;
+use crate::ops::traffic_source::{TrafficSource, read_traffic};
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::drain::{DrainRequest, plan_drain, plan_restore};
+use crate::plan::drain_record::{SOURCE_HEALTH, SOURCE_REBALANCE};
+pub use crate::plan::guard::{ExemptReason, Guard, NoLoad, StatesGuard};
+use crate::plan::guard::{
+    Judging, Override, Overrider, Planned, TrafficRead, Verdict, decide, override_record, stated,
+};
 use crate::plan::keys::Layout;
 use crate::plan::node_report::NodeReport;
-use crate::plan::prediction::stage::{predict_stage, writes_stage};
-use crate::plan::prediction::{
-    Prediction, changes_routing, drain_prediction, predict_change, refusal, render,
-};
+use crate::plan::prediction::{drain_prediction, render};
+use crate::plan::shed::{ShedRequest, plan_shed};
+use crate::plan::shed_record::OnFail;
+
+/// The inputs of a write's load prediction: where its traffic comes from, and whether the
+/// guard may be overridden (`--allow-overload`).
+#[derive(Debug, Clone)]
+pub struct PredictInputs {
+    /// Where the traffic comes from.
+    pub source: TrafficSource,
+    /// Commit what the guard refuses, audited.
+    pub allow_overload: bool,
+}
+
+/// What every writing op states about the capacity guard: its prediction inputs, or why it
+/// is exempt ([`crate::plan::guard`]).
+pub type WriteGuard = Guard<PredictInputs>;
 
 /// Previews or commits a plan and reports it, with its load prediction and the capacity
-/// guard ([`Predictor`]).
+/// guard ([`Predictor`]) as `guard` states.
 pub async fn run_plan<F>(
     context: &Context,
     client: &mut etcd_client::Client,
     title: &str,
     dry_run: bool,
+    guard: &impl StatesGuard<Inputs = PredictInputs>,
     mut plan: F,
 ) -> Result<Outcome, Error>
 where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
-    run_plan_with_traffic(context, client, title, dry_run, |state, _| plan(state)).await
+    run_plan_with_traffic(context, client, title, dry_run, guard, |state, _| {
+        plan(state)
+    })
+    .await
 }
 
 /// [`run_plan`] for a plan that searches with the traffic the prediction reads (`shed`,
@@ -47,12 +71,13 @@ pub async fn run_plan_with_traffic<F>(
     client: &mut etcd_client::Client,
     title: &str,
     dry_run: bool,
+    guard: &impl StatesGuard<Inputs = PredictInputs>,
     plan: F,
 ) -> Result<Outcome, Error>
 where
     F: FnMut(&State, Result<&Traffic, String>) -> Result<Changes, Error>,
 {
-    let predictor = Predictor::new(context, title).await?;
+    let predictor = Predictor::new(context, title, guard).await?;
     let ran = run_checked(context, client, predictor, dry_run, plan).await?;
     let mut outcome = committed_outcome(title, &ran.committed, ran.request_bytes);
     ran.predictor.report(&mut outcome, dry_run);
@@ -119,52 +144,52 @@ where
     })
 }
 
-/// The traffic a prediction reads and its source, or why there is none.
-type TrafficRead = Result<(Traffic, String), String>;
-
-/// The traffic of `read`, or why there is none (`None`: the command reads no traffic).
+/// The traffic of `read`, or why there is none (`None`: the write is exempt, it reads no
+/// traffic).
 fn traffic_of(read: &Option<Arc<TrafficRead>>) -> Result<&Traffic, String> {
     match read.as_deref() {
         None => Err("this command reads no traffic".into()),
-        Some(Ok((traffic, _))) => Ok(traffic),
-        Some(Err(why)) => Err(why.clone()),
+        Some(read) => read.traffic(),
     }
 }
 
 /// A plan's load prediction and capacity guard, a [`PreCommitCheck`]: reads the traffic
-/// once (a file or Prometheus, [`read_traffic`]), then on every attempt predicts the planned
-/// change on the state read ([`predict_change`]) and refuses it (exit 9, nothing written)
-/// when it puts an origin above its guard, unless `--allow-overload`, which adds an audit
-/// record to the change. Without traffic, capacities or a routing change there is no
-/// prediction, and the report says why.
+/// once (a file or Prometheus, [`read_traffic`]), then on every attempt asks the guard
+/// ([`decide`]) about the planned change on the state read: a refusal is exit 9, nothing
+/// written; `--allow-overload` adds an audit record to the change instead. The report says
+/// what was predicted, or why nothing was (only where a capacity is set).
 pub struct Predictor {
-    /// The traffic and its source, or why there is none (`None`: the command predicts
-    /// nothing, it has no prediction flags). Shared with a plan that searches with it.
+    /// The traffic read (`None`: the write is exempt, nothing is predicted). Shared with a
+    /// plan that searches with it.
     traffic: Option<Arc<TrafficRead>>,
     allow_overload: bool,
     title: String,
     /// Where the audit record of `--allow-overload` goes, and the routing prefix.
     layout: Layout,
-    /// The last attempt's prediction, or why none was made.
-    last: Option<Result<Prediction, String>>,
+    /// The last attempt's verdict.
+    last: Option<Verdict>,
     /// The node reports a change that writes a stage is predicted with (its cohort's
     /// members, [`Predictor::with_nodes`]).
     nodes: Vec<NodeReport>,
 }
 
 impl Predictor {
-    /// Reads the traffic the command's flags name.
-    pub async fn new(context: &Context, title: &str) -> Result<Predictor, Error> {
-        let traffic = match &context.predict {
-            Some(args) => Some(Arc::new(read_traffic(&args.source).await?)),
-            None => None,
+    /// Reads the traffic `guard` names (none for an exempt write).
+    pub async fn new(
+        context: &Context,
+        title: &str,
+        guard: &impl StatesGuard<Inputs = PredictInputs>,
+    ) -> Result<Predictor, Error> {
+        let (traffic, allow_overload) = match stated(guard) {
+            Guard::Predict(inputs) => (
+                Some(Arc::new(read_traffic(&inputs.source).await?)),
+                inputs.allow_overload,
+            ),
+            Guard::Exempt(_) => (None, false),
         };
         Ok(Predictor {
             traffic,
-            allow_overload: context
-                .predict
-                .as_ref()
-                .is_some_and(|args| args.allow_overload),
+            allow_overload,
             title: title.to_owned(),
             layout: context.layout.clone(),
             last: None,
@@ -172,7 +197,7 @@ impl Predictor {
         })
     }
 
-    /// Whether the command reads traffic (it has prediction flags).
+    /// Whether the write reads traffic (it is not exempt).
     pub fn reads_traffic(&self) -> bool {
         self.traffic.is_some()
     }
@@ -183,7 +208,7 @@ impl Predictor {
         self
     }
 
-    /// Predicts `changes` on `state` and applies the guard.
+    /// Asks the guard about `changes` planned on `state`; refuses, or audits an override.
     fn guard(
         &mut self,
         layout: &Layout,
@@ -194,83 +219,80 @@ impl Predictor {
         let Some(traffic) = self.traffic.as_deref() else {
             return Ok(());
         };
-        // A routing change is predicted on current routing; one that writes a stage (and
-        // no routing) on its cohort's nodes.
-        let staged = !changes_routing(changes) && writes_stage(changes);
-        if !changes_routing(changes) && !staged {
-            return Ok(());
-        }
-        let (traffic, _) = match traffic {
-            Ok(traffic) => traffic,
-            Err(why) => {
-                self.last = Some(Err(why.clone()));
-                return Ok(());
+        let verdict = decide(
+            Guard::Predict(Judging {
+                traffic,
+                allow_overload: self.allow_overload,
+            }),
+            Planned {
+                state,
+                changes,
+                prefix: &layout.prefix,
+                nodes: &self.nodes,
+            },
+        )?;
+        match &verdict {
+            Verdict::Refused(message) => return Err(Error::Overload(message.clone())),
+            Verdict::Overridden(overridden) => {
+                let at = now_rfc3339();
+                let key = format!("{}{at}-allow-overload-{}", layout.audits(), state.revision);
+                let by = operator();
+                let record = override_record(
+                    overridden,
+                    Overrider {
+                        change: &self.title,
+                        by: &by,
+                        at: &at,
+                        read_revision: state.revision,
+                    },
+                );
+                changes.notes.push(match overridden {
+                    Override::Overload(_) => format!(
+                        "--allow-overload: committed above the capacity guard; recorded at {}",
+                        Shown(&key)
+                    ),
+                    Override::Unusable(_) => format!(
+                        "--allow-overload: committed unchecked, the traffic source's data \
+                         cannot be used; recorded at {}",
+                        Shown(&key)
+                    ),
+                });
+                changes.audit.insert(key, record.to_string());
             }
-        };
-        if let Some(why) = &state.capacities_unreadable {
-            self.last = Some(Err(why.clone()));
-            return Ok(());
+            Verdict::NotJudged | Verdict::NoPrediction(_) | Verdict::Passed(_) => {}
         }
-        let prediction = if staged {
-            match predict_stage(state, changes, &layout.prefix, traffic, &self.nodes) {
-                Ok(Some(prediction)) => prediction,
-                Ok(None) => return Ok(()),
-                Err(why) => {
-                    self.last = Some(Err(why));
-                    return Ok(());
-                }
-            }
-        } else {
-            predict_change(state, changes, &layout.prefix, traffic)?
-        };
-        let refused = prediction.refused();
-        if !refused.is_empty() {
-            if !self.allow_overload {
-                return Err(Error::Overload(refusal(&prediction)));
-            }
-            let at = now_rfc3339();
-            let key = format!("{}{at}-allow-overload-{}", layout.audits(), state.revision);
-            let record = json!({
-                "action": "allow-overload",
-                "change": self.title,
-                "by": operator(),
-                "at": at,
-                "read_revision": state.revision,
-                "headroom": prediction.headroom,
-                "overloads": refused.iter().map(|overload| json!({
-                    "origin": overload.origin,
-                    "predicted": overload.predicted,
-                    "before": prediction.before.of(&overload.origin),
-                    "capacity": overload.capacity,
-                    "limit": overload.limit,
-                })).collect::<Vec<_>>(),
-            });
-            changes.notes.push(format!(
-                "--allow-overload: committed above the capacity guard; recorded at {}",
-                Shown(&key)
-            ));
-            changes.audit.insert(key, record.to_string());
-        }
-        self.last = Some(Ok(prediction));
+        self.last = Some(verdict);
         Ok(())
     }
 
     /// Adds the prediction (or why none was made) to the outcome: its lines after the
-    /// changes, `prediction` in the JSON.
+    /// changes, `prediction` in the JSON. Nothing when nothing was judged.
     pub fn report(&self, outcome: &mut Outcome, dry_run: bool) {
-        let (lines, json) = match (self.traffic.as_deref(), &self.last) {
-            (None, _) | (Some(_), None) => return,
-            (Some(_), Some(Err(why))) => (
+        let source = match self.traffic.as_deref() {
+            Some(TrafficRead::Usable { source, .. }) => Shown(source).to_string(),
+            _ => String::new(),
+        };
+        let (lines, json) = match &self.last {
+            None | Some(Verdict::NotJudged) | Some(Verdict::Refused(_)) => return,
+            Some(Verdict::NoPrediction(why)) => (
                 vec![format!(
                     "no load prediction: {}; the change is not checked against capacities",
                     Shown(why)
                 )],
                 json!({"made": false, "why": why}),
             ),
-            (Some(Ok((_, source))), Some(Ok(prediction))) => {
-                render(prediction, &Shown(source).to_string(), dry_run)
+            Some(Verdict::Passed(prediction))
+            | Some(Verdict::Overridden(Override::Overload(prediction))) => {
+                render(prediction, &source, dry_run)
             }
-            (Some(Err(why)), Some(Ok(_))) => (Vec::new(), json!({"made": false, "why": why})),
+            Some(Verdict::Overridden(Override::Unusable(why))) => (
+                vec![format!(
+                    "no load prediction: {}; --allow-overload: the change is not checked \
+                     against capacities",
+                    Shown(why)
+                )],
+                json!({"made": false, "why": why, "allow_overload": true}),
+            ),
         };
         if !outcome.text.is_empty() && !lines.is_empty() {
             outcome.text.push('\n');
@@ -290,30 +312,90 @@ impl PreCommitCheck for Predictor {
     }
 }
 
-/// An automatic drain's plan with its predicted load recorded in its drain record
-/// (`predicted`): the overloads it causes, or why no prediction was made. Never refuses:
-/// an origin failing probes or gone serves errors either way. `traffic` is read once per
-/// drain ([`read_traffic`]); `None`: no source was configured.
-pub async fn drain_traffic(
-    source: Option<&crate::cli::TrafficSourceArgs>,
-) -> Result<Result<(Traffic, String), String>, Error> {
-    match source {
-        Some(source) => read_traffic(source).await,
-        None => Ok(Err("no traffic source configured".into())),
-    }
+/// An automatic drain (`health`, `rebalance`): what it takes and why it is exempt.
+pub struct AutoDrain<'a> {
+    /// The drain (its record's source says who).
+    pub request: &'a DrainRequest,
+    /// A drain, or a shed of some percent of the origin's load (`health --on-fail`).
+    pub on_fail: OnFail,
+    /// Why the guard does not judge it (the drain proceeds whatever it predicts).
+    pub exempt: ExemptReason,
+    /// Where its predicted load reads the traffic (recorded in the drain record).
+    pub traffic: &'a TrafficSource,
 }
 
-/// Records in `changes`' drain record of `origin` what [`drain_prediction`] says.
-pub fn record_drain_prediction(
-    context_prefix: &str,
-    traffic: &Result<(Traffic, String), String>,
-    state: &State,
-    changes: &mut Changes,
+/// The one home of the automatic drain: commits `drain` (never refused by the guard: an
+/// origin failing probes or gone serves errors either way), with its predicted load
+/// recorded in its drain record (`predicted`: the overloads it causes, or why no
+/// prediction was made). The traffic is read once per drain. A plan's refusal is returned
+/// as it is (the daemon reports it or takes it as nothing to do).
+pub async fn auto_drain(
+    client: &mut etcd_client::Client,
+    layout: &Layout,
+    retry: &RetryPolicy,
+    drain: AutoDrain<'_>,
+) -> Result<Committed, Error> {
+    let AutoDrain {
+        request,
+        on_fail,
+        exempt,
+        traffic,
+    } = drain;
+    if request.source != automatic_source(exempt)? {
+        return Err(Error::Failed(format!(
+            "an automatic drain exempt as {exempt} must be recorded as {}, not {}",
+            automatic_source(exempt)?,
+            Shown(&request.source)
+        )));
+    }
+    let traffic = read_traffic(traffic).await?;
+    transact(client, layout, retry, &now_rfc3339(), |state| {
+        let mut changes = match on_fail {
+            OnFail::Drain => plan_drain(state, request)?,
+            OnFail::Shed(percent) => plan_shed(
+                state,
+                &layout.prefix,
+                traffic.traffic(),
+                &ShedRequest {
+                    drain: request.clone(),
+                    percent,
+                    spill: false,
+                },
+            )?,
+        };
+        let predicted = drain_prediction(state, &changes, &layout.prefix, &traffic);
+        if let Some(Some(record)) = changes.drains.get_mut(&request.origin) {
+            record.predicted = Some(predicted);
+        }
+        Ok(changes)
+    })
+    .await
+}
+
+/// The restore of an automatic drain, exempt as the drain was: only a drain record of
+/// that daemon (its source, [`automatic_source`]) is given back. A plan's refusal (no such
+/// drain record) is returned as it is.
+pub async fn auto_restore(
+    client: &mut etcd_client::Client,
+    layout: &Layout,
+    retry: &RetryPolicy,
     origin: &str,
-) {
-    let predicted = drain_prediction(state, changes, context_prefix, traffic);
-    if let Some(Some(record)) = changes.drains.get_mut(origin) {
-        record.predicted = Some(predicted);
+    exempt: ExemptReason,
+) -> Result<Committed, Error> {
+    let source = automatic_source(exempt)?;
+    transact(client, layout, retry, &now_rfc3339(), |state| {
+        Ok(plan_restore(state, origin, Some(source))?)
+    })
+    .await
+}
+
+/// The drain records' source of an automatic drain exempt for `exempt`; only `health`'s
+/// and `rebalance`'s drains are.
+pub fn automatic_source(exempt: ExemptReason) -> Result<&'static str, Error> {
+    match exempt {
+        ExemptReason::HealthDrain => Ok(SOURCE_HEALTH),
+        ExemptReason::Rebalance => Ok(SOURCE_REBALANCE),
+        other => Err(Error::Failed(format!("{other} is not an automatic drain"))),
     }
 }
 

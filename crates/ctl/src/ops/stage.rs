@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::input::read_file_async;
 use crate::ops::commit::{Changes, Committed, State};
 use crate::ops::fleet::{NodeReport, read_nodes};
-use crate::ops::run::{Predictor, run_checked};
+use crate::ops::run::{ExemptReason, Predictor, WriteGuard, run_checked};
 use crate::plan::apply::{Desired, DiffLine, FileFormat, parse_desired};
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::rollout_gate::is_member;
@@ -52,6 +52,8 @@ pub struct CreateRequest<'a> {
     pub id: &'a str,
     /// Preview only, write nothing.
     pub dry_run: bool,
+    /// The capacity guard's inputs (a stage moves its cohort's load).
+    pub guard: WriteGuard,
 }
 
 /// What `stage create` made (or, dry, would make).
@@ -99,7 +101,8 @@ pub async fn create(context: &Context, request: &CreateRequest<'_>) -> Result<Cr
             &mut diff,
         )?)
     };
-    let predictor = predictor(context, &mut client, &format!("stage create {id}")).await?;
+    let title = format!("stage create {id}");
+    let predictor = predictor(context, &mut client, &title, &request.guard).await?;
     let ran = run_checked(context, &mut client, predictor, request.dry_run, plan).await?;
     let stage = ran
         .committed
@@ -126,8 +129,9 @@ async fn predictor(
     context: &Context,
     client: &mut etcd_client::Client,
     title: &str,
+    guard: &WriteGuard,
 ) -> Result<Predictor, Error> {
-    let predictor = Predictor::new(context, title).await?;
+    let predictor = Predictor::new(context, title, guard).await?;
     if !predictor.reads_traffic() {
         return Ok(predictor);
     }
@@ -153,7 +157,13 @@ pub struct Acted {
 }
 
 /// Writes a stage action (`action`: `widened`, `promoted`, `aborted`) planned by `plan`.
-async fn act<F>(context: &Context, action: &str, id: &str, mut plan: F) -> Result<Acted, Error>
+async fn act<F>(
+    context: &Context,
+    action: &str,
+    id: &str,
+    guard: &WriteGuard,
+    mut plan: F,
+) -> Result<Acted, Error>
 where
     F: FnMut(&State) -> Result<Changes, Error>,
 {
@@ -161,7 +171,8 @@ where
     // A widen is predicted on the cohort's nodes; a promote writes the staged values as
     // current routing: predicted and guarded like any routing change (abort closes the
     // stage: never refused, nothing predicted).
-    let predictor = predictor(context, &mut client, &format!("stage {action} {id}")).await?;
+    let title = format!("stage {action} {id}");
+    let predictor = predictor(context, &mut client, &title, guard).await?;
     let ran = run_checked(context, &mut client, predictor, false, |state, _| {
         plan(state)
     })
@@ -178,9 +189,10 @@ pub async fn widen(
     id: &str,
     widening: &Widening,
     reason: &str,
+    guard: &WriteGuard,
 ) -> Result<Acted, Error> {
     let plan = |state: &State| Ok(plan_widen(&context.layout, state, id, widening, reason)?);
-    act(context, "widened", id, plan).await
+    act(context, "widened", id, guard, plan).await
 }
 
 /// Promotes stage `id`: its values become current routing for every node, in one
@@ -191,13 +203,15 @@ pub async fn promote(
     id: &str,
     rebase: bool,
     reason: &str,
+    guard: &WriteGuard,
 ) -> Result<Acted, Error> {
     let plan = |state: &State| Ok(plan_promote(&context.layout, state, id, rebase, reason)?);
-    act(context, "promoted", id, plan).await
+    act(context, "promoted", id, guard, plan).await
 }
 
 /// Aborts stage `id`: its cohort returns to current routing.
 pub async fn abort(context: &Context, id: &str, reason: &str) -> Result<Acted, Error> {
     let plan = |state: &State| Ok(plan_abort(&context.layout, state, id, reason)?);
-    act(context, "aborted", id, plan).await
+    let exempt = WriteGuard::Exempt(ExemptReason::StageAbort);
+    act(context, "aborted", id, &exempt, plan).await
 }

@@ -327,3 +327,90 @@ async fn concurrent_drains_restores_and_sets_equal_a_serial_order() {
         "nothing but the committed operations wrote"
     );
 }
+
+/// The commit builder takes its caller's fences (a leader key, for the load-feedback
+/// loop): a write fenced on a key that still holds commits; once that key is gone, or is
+/// another leader's (created again), the write fails as `fenced`, nothing written, and it
+/// is not retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_fence_no_longer_holds_fails_and_writes_nothing() {
+    let etcd = Etcd::start().await;
+    crate::common::seed(&etcd, &REGIONS[..1]).await;
+    let layout = dwctl::Layout::new(PREFIX, CONTROL).unwrap();
+    let retry = dwctl::RetryPolicy::default();
+    let mut client = etcd.client().await;
+    let leader = format!("{CONTROL}leader/feedback");
+    let put = client.put(leader.as_str(), "me", None).await.unwrap();
+    let created = put.header().unwrap().revision();
+    let fence = dwctl::Fence::leader(leader.clone(), created);
+    let set_shard = |shard: &'static str| {
+        move |state: &State| {
+            let mut value = state.region("DE").unwrap().unwrap();
+            value.shard = shard.into();
+            let mut changes = Changes::default();
+            changes.regions.insert("DE".into(), Some(value));
+            Ok(changes)
+        }
+    };
+    // The fence holds: the write commits.
+    let committed = dwctl::transact_fenced(
+        &mut client,
+        &layout,
+        &retry,
+        "now",
+        std::slice::from_ref(&fence),
+        &mut [],
+        set_shard("eu-held"),
+    )
+    .await
+    .unwrap();
+    assert!(committed.revision.is_some());
+    assert_eq!(shard_of(&etcd).await, "eu-held");
+
+    // The leader key is gone (its lease ended): refused, nothing written, one attempt.
+    client.delete(leader.as_str(), None).await.unwrap();
+    let before = etcd.revision().await;
+    let mut attempts = 0;
+    let error = dwctl::transact_fenced(
+        &mut client,
+        &layout,
+        &retry,
+        "now",
+        std::slice::from_ref(&fence),
+        &mut [],
+        |state: &State| {
+            attempts += 1;
+            set_shard("eu-lost")(state)
+        },
+    )
+    .await
+    .expect_err("a write on a lost fence fails");
+    assert_eq!((error.kind(), error.exit_code()), ("fenced", 1), "{error}");
+    assert!(error.to_string().contains(&leader), "{error}");
+    assert_eq!(attempts, 1, "a lost fence is not retried");
+    assert_eq!(etcd.revision().await, before, "nothing written");
+    assert_eq!(shard_of(&etcd).await, "eu-held");
+
+    // Another leader's key under the same name (created again) is not this fence either.
+    client.put(leader.as_str(), "other", None).await.unwrap();
+    let before = etcd.revision().await;
+    let error = dwctl::transact_fenced(
+        &mut client,
+        &layout,
+        &retry,
+        "now",
+        &[fence],
+        &mut [],
+        set_shard("eu-other"),
+    )
+    .await
+    .expect_err("another leader's key is not our fence");
+    assert_eq!(error.kind(), "fenced", "{error}");
+    assert_eq!(etcd.revision().await, before, "nothing written");
+    assert_eq!(shard_of(&etcd).await, "eu-held");
+}
+
+/// DE's shard as etcd holds it.
+async fn shard_of(etcd: &Etcd) -> Value {
+    etcd.get_json(&format!("{PREFIX}region/DE")).await.unwrap()["shard"].clone()
+}

@@ -469,3 +469,77 @@ async fn health_and_lease_drains_cover_bucket_keys() {
         history.stdout
     );
 }
+
+/// `origin forget` goes through the write path (issue 39): `--dry-run` writes nothing; the
+/// forget deletes the registration record guarded on its revision and writes an audit
+/// record with who and why in the same transaction; `dwctl history` shows both; an origin
+/// never registered is not found (exit 1), nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn origin_forget_is_previewed_audited_and_in_history() {
+    let etcd = Etcd::start().await;
+    let registration = format!("{CONTROL}registered/fra-old");
+    let mut client = etcd.client().await;
+    client
+        .put(registration.as_str(), r#"{"lease":1234}"#, None)
+        .await
+        .unwrap();
+    let audits = || async { etcd.dump(&format!("{CONTROL}audit/")).await };
+
+    let before = etcd.revision().await;
+    let run = etcd.dwctl(&[
+        "origin",
+        "forget",
+        "fra-old",
+        "--reason",
+        "CHG-77",
+        "--dry-run",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("dry run, nothing written"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(etcd.revision().await, before, "a dry run writes nothing");
+    assert!(etcd.get(&registration).await.is_some());
+
+    let (code, json, stderr) =
+        etcd.dwctl_json(&["origin", "forget", "fra-old", "--reason", "CHG-77"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json["forgotten"], true, "{json}");
+    assert!(etcd.get(&registration).await.is_none());
+    let audits = audits().await;
+    assert_eq!(audits.len(), 1, "{audits:?}");
+    assert_eq!(audits[0].0, json["audit"].as_str().unwrap());
+    let record: Value = serde_json::from_str(&audits[0].1).unwrap();
+    assert_eq!(record["action"], "origin-forget");
+    assert_eq!(record["origin"], "fra-old");
+    assert_eq!(record["reason"], "CHG-77");
+    assert_eq!(record["registration"], r#"{"lease":1234}"#);
+    // Both writes landed at one revision, and history shows them.
+    let revision = json["revision"].as_i64().unwrap();
+    let history = etcd.dwctl(&["history", &registration]);
+    assert!(
+        history.stdout.contains(&format!("{revision:>8}  delete")),
+        "{}",
+        history.stdout
+    );
+    let history = etcd.dwctl(&["history", &audits[0].0]);
+    assert!(
+        history.stdout.contains(&format!("{revision:>8}  put"))
+            && history.stdout.contains("CHG-77"),
+        "{}",
+        history.stdout
+    );
+
+    // Not registered (any more): not found, nothing written.
+    let before = etcd.revision().await;
+    let run = etcd.dwctl(&["origin", "forget", "fra-old"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no registered origin"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(etcd.revision().await, before);
+}

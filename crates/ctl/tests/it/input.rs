@@ -133,6 +133,68 @@ async fn apply_refuses_devices_fifos_and_directories_at_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `route --snapshot` reads through the same bounded reader: a FIFO (which no one ever
+/// writes: a blocking open would wait forever), a device or a directory is refused at
+/// once (exit 1), and the size bound holds at its edge (64 MiB read, one byte more
+/// refused before the snapshot is parsed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn route_snapshot_refuses_fifos_devices_and_directories_at_once() {
+    let etcd = Etcd::start().await;
+    let dir = temp_dir("route-snapshot");
+    let fifo = dir.join("routing.json");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let dir_path = dir.to_str().unwrap_or_default().to_string();
+    let fifo_path = fifo.to_str().unwrap_or_default().to_string();
+    for (path, kind) in [
+        (fifo_path.as_str(), "a FIFO"),
+        ("/dev/zero", "a device"),
+        (dir_path.as_str(), "a directory"),
+    ] {
+        let mut child = etcd
+            .command(&["route", "DE", "--snapshot", path])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let code = wait_with_deadline(&mut child, Duration::from_secs(10), path);
+        let mut stderr = String::new();
+        if let Some(mut pipe) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+        }
+        assert_eq!(code, 1, "{path}: {stderr}");
+        assert!(
+            stderr.contains(&format!("is {kind}, not a regular file")),
+            "{path}: {stderr}"
+        );
+    }
+    // The bound: a (sparse) file of exactly 64 MiB is read (and is no snapshot), one byte
+    // more is refused as too large.
+    const SNAPSHOT_LIMIT: u64 = 64 * 1024 * 1024;
+    let large = dir.join("large.json");
+    for (size, expected) in [
+        (SNAPSHOT_LIMIT, "not a snapshot a node would load"),
+        (
+            SNAPSHOT_LIMIT + 1,
+            "larger than 67108864 bytes, the most a node reads",
+        ),
+    ] {
+        std::fs::File::create(&large)
+            .and_then(|file| file.set_len(size))
+            .expect("sparse file");
+        let run = etcd.dwctl(&[
+            "route",
+            "DE",
+            "--snapshot",
+            large.to_str().unwrap_or_default(),
+        ]);
+        assert_eq!(run.code, 1, "{size}: {}", run.stderr);
+        assert!(run.stderr.contains(expected), "{size}: {}", run.stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A one-shot command blocked on its input dies on SIGINT (130) and SIGTERM (143), at
 /// once, having written nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

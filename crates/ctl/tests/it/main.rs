@@ -22,4 +22,5 @@ mod scale;
 mod security;
 mod shed;
 mod stages;
+mod unusable_rates;
 mod usage;

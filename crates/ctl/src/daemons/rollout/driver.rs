@@ -12,7 +12,7 @@ use crate::context::Context;
 use crate::error::{EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT, Error};
 use crate::ops::bake_checks::{probe_round, run_check};
 use crate::ops::rollout::RolloutStore;
-use crate::ops::run::Predictor;
+use crate::ops::run::{Predictor, WriteGuard};
 use crate::ops::stage::{self, Widening};
 use crate::output::{Outcome, Reporter, escape as shown};
 use crate::plan::clock::now_rfc3339;
@@ -45,6 +45,8 @@ pub(super) struct Driver<'a> {
     shutdown: Shutdown,
     /// The check command given on this command line (never one read from etcd).
     check: Option<String>,
+    /// The capacity guard's inputs of each widen and the promote (this command line's).
+    guard: WriteGuard,
 }
 
 impl<'a> Driver<'a> {
@@ -56,6 +58,7 @@ impl<'a> Driver<'a> {
         record_revision: i64,
         shutdown: Shutdown,
         check: Option<String>,
+        guard: WriteGuard,
     ) -> Driver<'a> {
         Driver {
             context,
@@ -66,6 +69,7 @@ impl<'a> Driver<'a> {
             progress: ProgressLine::on_terminal(context.output),
             shutdown,
             check,
+            guard,
         }
     }
 
@@ -215,6 +219,7 @@ impl<'a> Driver<'a> {
             self.id(),
             &Widening::to_points(points),
             &reason,
+            &self.guard,
         )
         .await
         {
@@ -560,12 +565,13 @@ impl<'a> Driver<'a> {
 
     async fn promote(&mut self) -> Result<Outcome, Error> {
         let reason = format!("rollout: every step passed; {}", self.record.reason);
-        let promoted = match stage::promote(self.context, self.id(), false, &reason).await {
-            Ok(promoted) => promoted,
-            Err(Error::NotFound(_)) => return Err(self.closed_outside().await),
-            Err(Error::Overload(refusal)) => return Err(self.refused(&refusal).await),
-            Err(error) => return Err(self.stopped(error).await),
-        };
+        let promoted =
+            match stage::promote(self.context, self.id(), false, &reason, &self.guard).await {
+                Ok(promoted) => promoted,
+                Err(Error::NotFound(_)) => return Err(self.closed_outside().await),
+                Err(Error::Overload(refusal)) => return Err(self.refused(&refusal).await),
+                Err(error) => return Err(self.stopped(error).await),
+            };
         self.predicted(&promoted.predictor);
         let revision = promoted.committed.revision.map_or(Value::Null, Value::from);
         self.finish(RolloutState::Promoted, "promoted").await;
