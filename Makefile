@@ -53,7 +53,7 @@ help:
 	@echo "make deb        Debian 13 packages with cargo-deb into target/debian/ (packaging/README.md)"
 	@echo "make install    copy dw_router.so into php-config --extension-dir, write a conf.d ini"
 	@echo "make stubs      print the API as Reflection sees it and check stubs/dw_router.stub.php against it"
-	@echo "make lint       cargo fmt --check, no import loop in a crate (scripts/check-modules), clippy -D warnings"
+	@echo "make lint       cargo fmt --check, no import loop or folder circle in a crate, layers and names kept (scripts/check-modules), clippy -D warnings"
 	@echo "make check-zts  build a thread-safe PHP 8.4 from Debian's source (cached) and check the extension compiles and loads into it"
 
 # The root, then (for 8.4) lsphp built in it from Debian's PHP 8.4 sources (cached; seconds

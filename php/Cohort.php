@@ -11,8 +11,14 @@ declare(strict_types=1);
  *
  * PHP's integers are signed and hexdec() turns 64-bit values into floats, so the unsigned
  * remainder is taken from the two 32-bit halves: 2^32 % 10000 = 7296.
+ *
+ * \DwCohort, its name before it moved into the namespace, stays an alias: PHP code outside
+ * this repository (dashboards) and tests/differential/twin-selftest.php use it.
  */
-final class DwCohort
+
+namespace DwRouter;
+
+final class Cohort
 {
     public const POINTS = 10000;
 
@@ -53,3 +59,5 @@ final class DwCohort
         return true;
     }
 }
+
+\class_alias(Cohort::class, 'DwCohort');

@@ -2,8 +2,6 @@
 
 declare(strict_types=1);
 
-require_once __DIR__ . '/Cohort.php';
-
 /*
  * The staged-rollout overlay rule (docs/routing.md, "Stages") for PHP code that must know
  * what a node routes from while stages are open (the chaos checker, tests): the same
@@ -23,8 +21,16 @@ require_once __DIR__ . '/Cohort.php';
  * positional form of a struct (a JSON array of its fields in order) is read too. Not
  * mirrored (dwctl never writes it): a field given twice (serde refuses the record,
  * json_decode keeps the last value).
+ *
+ * \DwStages, its name before it moved into the namespace, stays an alias: PHP code outside
+ * this repository and tests/differential/twin-selftest.php use it.
  */
-final class DwStages
+
+namespace DwRouter;
+
+require_once __DIR__ . '/Cohort.php';
+
+final class Stages
 {
     public const SCHEMA = 1;
     public const MAX_STAGED_KEYS = 10000;
@@ -84,7 +90,7 @@ final class DwStages
         $applied = [];
         if ($nodeId !== null) {
             foreach ($stages as $key => $stage) {
-                if (!DwCohort::contains($stage['cohort'], $stage['id'], $nodeId, $labels)) {
+                if (!Cohort::contains($stage['cohort'], $stage['id'], $nodeId, $labels)) {
                     continue;
                 }
                 foreach ($stage['kvs'] as $relative => $value) {
@@ -116,7 +122,7 @@ final class DwStages
     {
         try {
             $record = json_decode($value, false, 512, JSON_THROW_ON_ERROR);
-        } catch (JsonException $e) {
+        } catch (\JsonException $e) {
             return 'not a stage record: ' . $e->getMessage();
         }
         if (is_array($record)) {
@@ -126,7 +132,7 @@ final class DwStages
             }
             $record = (object) array_combine(array_slice(self::FIELDS, 0, count($record)), $record);
         }
-        if (!$record instanceof stdClass) {
+        if (!$record instanceof \stdClass) {
             return 'not a stage record: not an object';
         }
         $fields = get_object_vars($record);
@@ -147,7 +153,7 @@ final class DwStages
             }
         }
         if (array_key_exists('base', $fields)) {
-            if (!$fields['base'] instanceof stdClass) {
+            if (!$fields['base'] instanceof \stdClass) {
                 return 'not a stage record: base is not a map';
             }
             foreach (get_object_vars($fields['base']) as $revision) {
@@ -160,7 +166,7 @@ final class DwStages
         if (is_string($cohort)) {
             return "not a stage record: $cohort";
         }
-        if (!$fields['kvs'] instanceof stdClass) {
+        if (!$fields['kvs'] instanceof \stdClass) {
             return 'not a stage record: kvs is not a map';
         }
         $staged = [];
@@ -179,7 +185,7 @@ final class DwStages
         if (!self::validId($fields['id'])) {
             return 'the stage id is not 1 to 63 of a-z, 0-9, ".", "_", "-" starting with a letter or digit';
         }
-        if ($cohort['points'] > DwCohort::POINTS) {
+        if ($cohort['points'] > Cohort::POINTS) {
             return "cohort points {$cohort['points']} is above 10000 (100 %)";
         }
         if (count($cohort['nodes']) > self::MAX_COHORT_NODES || count($cohort['labels']) > self::MAX_COHORT_NODES) {
@@ -225,7 +231,7 @@ final class DwStages
             }
             $cohort = (object) array_combine(array_slice(['points', 'nodes', 'labels'], 0, count($cohort)), $cohort);
         }
-        if (!$cohort instanceof stdClass) {
+        if (!$cohort instanceof \stdClass) {
             return 'cohort is not an object';
         }
         $out = ['points' => 0, 'nodes' => [], 'labels' => []];
@@ -250,7 +256,7 @@ final class DwStages
                     $out['nodes'] = array_values(array_unique($value));
                     break;
                 case 'labels':
-                    if (!$value instanceof stdClass) {
+                    if (!$value instanceof \stdClass) {
                         return 'cohort labels is not a map';
                     }
                     foreach (get_object_vars($value) as $name => $label) {
@@ -268,3 +274,5 @@ final class DwStages
         return $out;
     }
 }
+
+\class_alias(Stages::class, 'DwStages');

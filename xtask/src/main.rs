@@ -184,84 +184,92 @@ fn roff_line(line: &str) -> String {
 
 /// The sections after the options of the page `name` (`dw-agent`, `dwctl`,
 /// `dwctl-drain`, ...): every path named is one the packages install or the units use.
-fn extra_sections(name: &str) -> Vec<(&'static str, Vec<&'static str>)> {
+fn extra_sections(name: &str) -> Vec<(&'static str, Vec<String>)> {
+    let lines = |lines: &[&str]| -> Vec<String> { lines.iter().map(|&l| l.to_owned()).collect() };
     match name {
         "dw-agent" => vec![
             (
                 "EXIT STATUS",
-                vec![
+                lines(&[
                     "0  stopped by SIGTERM or SIGINT (SIGHUP is logged and ignored)",
                     "1  cannot start: a file or value a flag names is unusable, the snapshot's directory is missing or not writable, the metrics address cannot be bound",
                     "2  usage: an unknown flag or a bad value (the unit does not restart on it)",
                     "etcd being unreachable is never a reason to exit: the agent retries.",
-                ],
+                ]),
             ),
             (
                 "ENVIRONMENT",
-                vec![
+                lines(&[
                     "Every option falls back to the DW_AGENT_* variable shown beside it; the unit reads them from /etc/default/dw-agent.",
                     "With none set the agent mirrors a local etcd, http://127.0.0.1:2379.",
-                ],
+                ]),
             ),
             (
                 "FILES",
-                vec![
+                lines(&[
                     "/etc/default/dw-agent  the unit's environment (a commented conffile)",
                     "/usr/lib/systemd/system/dw-agent.service  the unit, enabled and started on install",
                     "/run/dw-router/routing.json  the snapshot (and routing.json.heartbeat)",
+                    "/run/dw-router  the snapshot's directory, owned by dw-agent, 0755: dw-agent.service (RuntimeDirectory=) and /usr/lib/tmpfiles.d/dw-agent.conf make it; without systemd, create it as root before every first start after a boot (/run is emptied): install -d -o dw-agent -g dw-agent -m 0755 /run/dw-router",
                     "/usr/share/doc/dw-agent/agent.md  the guide; snapshot-format.md, snapshot-trust.md beside it",
-                ],
+                ]),
             ),
             (
                 "SEE ALSO",
-                vec!["dwctl(1), systemd.exec(5), /usr/share/doc/dw-agent/agent.md"],
+                lines(&["dwctl(1), systemd.exec(5), /usr/share/doc/dw-agent/agent.md"]),
             ),
         ],
         "dwctl" => vec![
             (
                 "EXIT STATUS",
-                vec![
-                    "0 on success; otherwise one of the codes listed above: 1 error, 2 usage, 3 conflict, 4 validation failed, 5 lagging, 6 committed but --wait failed, 7 and 8 rollout, 130 and 143 signals.",
-                ],
+                // dwctl's one list of exit codes (crates/ctl/src/error/exit_status.rs).
+                dwctl::EXIT_STATUSES
+                    .iter()
+                    .map(|status| format!("{}  {}", status.codes_text(), status.help.join(" ")))
+                    .collect(),
             ),
             (
                 "ENVIRONMENT",
-                vec![
+                lines(&[
                     "Every global option falls back to the DWCTL_* variable shown beside it (DWCTL_ENDPOINTS, DWCTL_CACERT, ...); with none set dwctl talks to a local etcd, http://127.0.0.1:2379.",
                     "The units read theirs from /etc/default/dwctl, including DWCTL_REBALANCE_ARGS, DWCTL_HEALTH_ARGS, DWCTL_ORIGIN_TTL, DWCTL_ORIGIN_META and DWCTL_EXPORTER_ARGS.",
-                ],
+                ]),
             ),
             (
                 "FILES",
-                vec![
+                lines(&[
                     "/etc/default/dwctl  the units' environment (a commented conffile)",
                     "/usr/lib/systemd/system/dwctl-rebalance.service, dwctl-health.service, dwctl-origin@.service, dwctl-fleet-exporter.service  the units, installed disabled",
                     "/usr/share/doc/dwctl/dwctl.md  the guide; routing.md (the format of regions and policy) beside it",
                     "/usr/share/doc/dwctl/examples/  routing.json, routing.toml (for dwctl apply), prometheus.yml",
                     "/usr/share/doc/dwctl/monitoring/  the alerting rules and the Grafana dashboard",
-                ],
+                ]),
             ),
             (
                 "SEE ALSO",
-                vec![
+                lines(&[
                     "dwctl-apply(1), dwctl-drain(1), dwctl-status(1) and the other dwctl-*(1) pages, dw-agent(8)",
-                ],
+                ]),
             ),
         ],
         _ => vec![
             (
                 "EXIT STATUS",
-                vec![
-                    "As dwctl(1): 0 on success, 2 for usage, 4 when validation failed (nothing written); the full list is there.",
-                ],
+                vec![format!(
+                    "dwctl's exit codes, each described in dwctl(1) (not every command gives every one): {}.",
+                    dwctl::exit_codes_summary()
+                )],
             ),
             (
                 "GLOBAL OPTIONS",
-                vec![
+                lines(&[
                     "The options of dwctl(1) (etcd connection, prefixes, output, retries) apply to this command too, with their DWCTL_* variables.",
-                ],
+                ]),
             ),
-            ("SEE ALSO", vec!["dwctl(1), /usr/share/doc/dwctl/dwctl.md"]),
+            (
+                "SEE ALSO",
+                lines(&["dwctl(1), /usr/share/doc/dwctl/dwctl.md"]),
+            ),
         ],
     }
 }

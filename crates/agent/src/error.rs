@@ -104,11 +104,25 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Config(message) => write!(f, "invalid configuration: {message}"),
-            Error::SnapshotDir { dir, source } => write!(
-                f,
-                "snapshot directory {} cannot hold the snapshot: {source}",
-                dir.display()
-            ),
+            Error::SnapshotDir { dir, source } => {
+                write!(
+                    f,
+                    "snapshot directory {} cannot hold the snapshot: {source}",
+                    dir.display()
+                )?;
+                if source.kind() == io::ErrorKind::NotFound {
+                    // Without systemd nothing makes it (dw-agent.service's
+                    // RuntimeDirectory= and tmpfiles.d do), and /run is empty after a boot.
+                    write!(
+                        f,
+                        "; create it as root: install -d -o dw-agent -g dw-agent -m 0755 {} \
+                         (or systemd-tmpfiles --create dw-agent.conf; /run is emptied at \
+                         every boot)",
+                        dir.display()
+                    )?;
+                }
+                Ok(())
+            }
             Error::MetricsListener { addr, source } => {
                 write!(f, "cannot listen for metrics on {addr}: {source}")
             }
@@ -167,5 +181,36 @@ impl From<dw_etcd::Error> for Error {
             },
             None => Error::Config(error.detail()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A missing snapshot directory (a start without systemd, which makes it) says how to
+    /// create it; another failure does not.
+    #[test]
+    fn a_missing_snapshot_directory_says_how_to_create_it() {
+        let missing = Error::SnapshotDir {
+            dir: PathBuf::from("/run/dw-router"),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        };
+        let text = missing.to_string();
+        assert!(
+            text.starts_with("snapshot directory /run/dw-router cannot hold the snapshot: "),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "; create it as root: install -d -o dw-agent -g dw-agent -m 0755 /run/dw-router "
+            ),
+            "{text}"
+        );
+        let denied = Error::SnapshotDir {
+            dir: PathBuf::from("/run/dw-router"),
+            source: io::Error::from(io::ErrorKind::PermissionDenied),
+        };
+        assert!(!denied.to_string().contains("create it"), "{denied}");
     }
 }

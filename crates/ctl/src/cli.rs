@@ -10,6 +10,7 @@ use crate::output::OutputFormat;
 use auth::AUTH_HELP;
 
 mod auth;
+mod endpoints;
 mod output_format;
 pub(crate) mod rollout;
 mod stage;
@@ -17,6 +18,7 @@ mod traffic;
 
 use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
+pub use endpoints::EndpointsSource;
 pub use stage::{CohortArgs, StageCommand};
 pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, TrafficSourceArgs};
 
@@ -29,25 +31,13 @@ Every change is one etcd transaction guarded on the revisions it read, so no edg
 sees half of it and no two writers clobber each other. Values are validated with the same \
 rules the edge nodes use (dw-routing) before anything is written.";
 
-const EXIT_CODES: &str = "\
-Exit codes:
-  0  ok
-  1  error (etcd unreachable, key not found, ...)
-  2  usage (bad flags or arguments)
-  3  conflict: every retry lost to a concurrent writer, nothing written; re-run
-     (`stage promote`: a staged key was changed outside dwctl; see --rebase)
-  4  validation failed: the message names the field, nothing written
-  5  lagging: `status` found a live node behind the routing revision, or `--wait` timed
-     out before the quorum of live nodes reported the change (the write itself committed)
-  6  the write committed (its revision is printed first), then `--wait` failed: it could
-     not read the fleet (permissions, etcd unreachable); see `dwctl status`
-  7, 8  rollout: a gate failed and the stage was aborted / a step timed out (stage kept)
-  9  the capacity guard refused the change: its predicted load puts an origin above
-     headroom x capacity (the origins, loads and the part that fits are named); nothing
-     written; --allow-overload commits it anyway, audited (rollout: stopped at that
-     step, resumable)
-  130, 143  stopped by SIGINT / SIGTERM (one-shot commands; input is at most 1 MiB)
+/// What `dwctl --help` prints after the options: the exit codes (listed once, in
+/// `error::exit_status`), examples, the environment.
+fn after_help() -> String {
+    format!("{}\n{AFTER_HELP_EXAMPLES}", crate::error::exit_codes_help())
+}
 
+const AFTER_HELP_EXAMPLES: &str = "\
 Examples:
   dwctl region list
   dwctl drain fra-a --reason 'INC-123: 502s from fra-a'
@@ -64,7 +54,7 @@ DWCTL_DIAL_TIMEOUT, DWCTL_REQUEST_TIMEOUT; DWCTL_PROMETHEUS_URL (traffic). Guide
 
 /// The parsed command line: global flags, then one command.
 #[derive(Debug, Parser)]
-#[command(name = "dwctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
+#[command(name = "dwctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = after_help())]
 #[command(mut_args(EtcdArgs::env("DWCTL_")), mut_args(dwctl_connection_flag))]
 pub struct Cli {
     /// Flags every command takes (etcd, prefixes, output, retries).

@@ -5,6 +5,12 @@ use std::process::ExitCode;
 
 pub use dw_ctl_plan::FieldError;
 
+mod exit_status;
+
+pub use exit_status::{
+    EXIT_STATUSES, ExitStatus, documented_codes, exit_codes_help, exit_codes_summary,
+};
+
 /// Exit code 6: the write committed, but `--wait` could not follow the fleet (no read
 /// permission on the nodes prefix, etcd unreachable after the commit, ...).
 pub const EXIT_WAIT_FAILED: u8 = 6;
@@ -147,6 +153,16 @@ impl Error {
             Error::Fenced(_) => "fenced",
             Error::Interrupted { .. } => "interrupted",
             Error::Rollout { kind, .. } => kind,
+        }
+    }
+
+    /// Whether etcd could not be reached (or stayed unavailable), as opposed to answering
+    /// with a refusal: the error after which dwctl names the endpoints it tried.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            Error::EtcdUnavailable { .. } => true,
+            Error::Etcd(source) => dw_etcd::is_retryable(source),
+            _ => false,
         }
     }
 

@@ -69,15 +69,16 @@ pub use dw_capacity::renormalise;
 pub use dw_etcd::EtcdOptions;
 
 pub use crate::{
-    cli::{Cli, Command, PrometheusArgs, TrafficArgs, WaitArgs},
+    cli::{Cli, Command, EndpointsSource, PrometheusArgs, TrafficArgs, WaitArgs},
     commands::{run_command, run_command_noting},
     context::Context,
     daemons::health::{HealthConfig, run as run_health},
     daemons::origin::{RegisterConfig, register as register_origin},
     daemons::rebalance::{LEASE_EXPIRED, RebalanceConfig, run as run_rebalance},
     error::{
-        EXIT_OVERLOAD, EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STEP_TIMED_OUT,
-        EXIT_WAIT_FAILED, Error, FieldError,
+        EXIT_OVERLOAD, EXIT_PROMOTE_CONFLICT, EXIT_ROLLOUT_ABORTED, EXIT_STATUSES,
+        EXIT_STEP_TIMED_OUT, EXIT_WAIT_FAILED, Error, ExitStatus, FieldError, documented_codes,
+        exit_codes_help, exit_codes_summary,
     },
     ops::commit::{
         Changes, Committed, DEFAULT_MAX_REQUEST_BYTES, Entry, Fence, MAX_VALUE_BYTES,
@@ -113,9 +114,11 @@ use std::process::ExitCode;
 use tokio::signal::unix as signal;
 
 /// The whole program behind `main`: runs the parsed command line, prints its outcome or
-/// its error, and returns the documented exit code.
-pub fn main_with(cli: Cli) -> ExitCode {
+/// its error, and returns the documented exit code. `endpoints_from` says where the etcd
+/// endpoints came from, named after an error that says etcd could not be reached.
+pub fn main_with(cli: Cli, endpoints_from: EndpointsSource) -> ExitCode {
     let output = cli.global.output;
+    let endpoints = cli.global.etcd.endpoints.clone();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -199,6 +202,10 @@ pub fn main_with(cli: Cli) -> ExitCode {
         }
         Err(error) => {
             eprintln!("dwctl: {}", terminal_safe(&error.to_string()));
+            if error.is_unreachable() {
+                let hint = endpoints_from.unreachable_hint(&endpoints);
+                eprintln!("dwctl: {}", terminal_safe(&hint));
+            }
             if output == OutputFormat::Json {
                 let fields: Vec<serde_json::Value> = match &error {
                     Error::Invalid(fields) => fields

@@ -56,7 +56,7 @@ function dw_chaos_has_stages(array $state): bool
  */
 function dw_chaos_effective(array $state, ?array $node): array
 {
-    $overlay = DwStages::overlay($state, DW_CHAOS_PREFIX, $node === null || $node[0] === '' ? null : $node[0], $node[1] ?? []);
+    $overlay = \DwRouter\Stages::overlay($state, DW_CHAOS_PREFIX, $node === null || $node[0] === '' ? null : $node[0], $node[1] ?? []);
     return [$overlay['kvs'], array_column($overlay['stages'], 'id')];
 }
 
@@ -119,7 +119,7 @@ function dw_chaos_stage_fate(array $events, string $id): array
     if ($changed === []) {
         return ['created' => $created, 'closed' => $closed, 'promoted' => false];
     }
-    $stage = DwStages::parse($id, $last);
+    $stage = \DwRouter\Stages::parse($id, $last);
     // the fields that route (promote writes the value again, with its own `updated`)
     $routing = function (?string $value): ?array {
         $v = json_decode((string) $value, true);

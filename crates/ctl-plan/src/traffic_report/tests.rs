@@ -263,14 +263,3 @@ fn the_json_keeps_its_field_order_and_numbers() {
     assert_eq!(report["capacity_headroom"].to_string(), "0.8");
     assert_eq!(fra["per_second"].to_string(), "150.0");
 }
-
-#[test]
-fn rates_that_are_not_finite_count_as_zero() {
-    let mut readings = readings();
-    readings.origins = vec![sample(&[("origin", "fra-a")], f64::NAN)];
-    readings.geos = vec![sample(&[("origin", "fra-a"), ("geo", "DE")], f64::INFINITY)];
-    let report = report(&readings, &state(), &OriginListing::default(), &[]);
-    let fra = origin(&report, "fra-a");
-    assert_eq!(fra["per_second"], 0.0);
-    assert_eq!(fra["geos"][0]["per_second"], 0.0);
-}

@@ -34,7 +34,8 @@ than about four scrape intervals gives no rate at all.
 
 No Prometheus URL (--prometheus or DWCTL_PROMETHEUS_URL): exit 2 saying how to give one. \
 Prometheus unreachable, refusing the credentials or answering something that is not its \
-API: exit 1 with what it said. etcd unreachable: exit 1.
+API: exit 1 with what it said. A rate that cannot be used (NaN, infinite, below 0; never \
+shown as 0): exit 1. etcd unreachable: exit 1.
 
 Examples:
   export DWCTL_PROMETHEUS_URL=http://prometheus.internal:9090

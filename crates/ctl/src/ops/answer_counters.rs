@@ -32,9 +32,10 @@ pub fn prediction_rows(window_seconds: u64) -> String {
 /// A rate as Prometheus answered it, when it can be used: finite and not below 0. `None`
 /// for NaN (Prometheus' 0/0), an infinity or a negative rate: such a rate is *unusable*,
 /// never read as 0 (issue 40: a counter that cannot be believed must not look like a node
-/// that answers nothing). The one rule for every rate dwctl reads from Prometheus.
+/// that answers nothing). `-0` is 0. The one rule for every rate dwctl reads from
+/// Prometheus.
 pub fn usable_rate(value: f64) -> Option<f64> {
-    (value.is_finite() && value >= 0.0).then_some(value)
+    (value.is_finite() && value >= 0.0).then_some(value.abs())
 }
 
 #[cfg(test)]
@@ -44,7 +45,8 @@ mod tests {
     #[test]
     fn a_rate_is_usable_when_finite_and_not_below_zero() {
         assert_eq!(usable_rate(0.0), Some(0.0));
-        assert_eq!(usable_rate(-0.0), Some(-0.0));
+        let zero = usable_rate(-0.0).unwrap();
+        assert!(zero == 0.0 && zero.is_sign_positive(), "{zero}");
         assert_eq!(usable_rate(12.5), Some(12.5));
         assert_eq!(usable_rate(f64::MAX), Some(f64::MAX));
         assert_eq!(usable_rate(f64::MIN_POSITIVE), Some(f64::MIN_POSITIVE));

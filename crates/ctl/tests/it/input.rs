@@ -92,6 +92,24 @@ async fn apply_reads_at_most_one_mebibyte() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Runs dwctl with `args` (stdin and stdout closed), within 10 s or the test fails
+/// (`what` names the case): its exit code and stderr.
+fn run_with_deadline(etcd: &Etcd, args: &[&str], what: &str) -> (i32, String) {
+    let mut child = etcd
+        .command(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let code = wait_with_deadline(&mut child, Duration::from_secs(10), what);
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    (code, stderr)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_refuses_devices_fifos_and_directories_at_once() {
     let etcd = Etcd::start().await;
@@ -111,18 +129,7 @@ async fn apply_refuses_devices_fifos_and_directories_at_once() {
             vec!["region", "set", "DE", "--file", path],
             vec!["policy", "set", "--file", path],
         ] {
-            let mut child = etcd
-                .command(&command)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn");
-            let code = wait_with_deadline(&mut child, Duration::from_secs(10), path);
-            let mut stderr = String::new();
-            if let Some(mut pipe) = child.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
-            }
+            let (code, stderr) = run_with_deadline(&etcd, &command, path);
             assert_eq!(code, 1, "{command:?}: {stderr}");
             assert!(
                 stderr.contains(&format!("is {kind}, not a regular file")),
@@ -151,18 +158,7 @@ async fn route_snapshot_refuses_fifos_devices_and_directories_at_once() {
         ("/dev/zero", "a device"),
         (dir_path.as_str(), "a directory"),
     ] {
-        let mut child = etcd
-            .command(&["route", "DE", "--snapshot", path])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let code = wait_with_deadline(&mut child, Duration::from_secs(10), path);
-        let mut stderr = String::new();
-        if let Some(mut pipe) = child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
-        }
+        let (code, stderr) = run_with_deadline(&etcd, &["route", "DE", "--snapshot", path], path);
         assert_eq!(code, 1, "{path}: {stderr}");
         assert!(
             stderr.contains(&format!("is {kind}, not a regular file")),

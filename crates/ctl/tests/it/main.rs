@@ -11,6 +11,7 @@ mod commands;
 mod concurrency;
 mod daemons;
 mod exporter;
+mod first_install;
 mod geography;
 mod input;
 mod origin_notice;
