@@ -472,6 +472,60 @@ $cases['stage overlay'] = static function (): array {
     return $checks;
 };
 
+// Visitor buckets (php/Buckets.php) on the cases dw-routing's tests/it/bucket_cases.rs holds
+// dw_routing::buckets to (bucket-cases.php writes them): counts, assignments in their text
+// form and error messages, byte for byte.
+$cases['visitor buckets: the shared cases'] = static function (): array {
+    require_once dirname(__DIR__, 2) . '/php/Buckets.php';
+    $doc = json_decode((string) file_get_contents(dirname(__DIR__, 2) . '/crates/routing/tests/bucket-cases.json'), true, 16, JSON_THROW_ON_ERROR);
+    $attempt = static function (callable $f): array {
+        try {
+            return ['ok' => $f()];
+        } catch (\DwRouter\BucketError $e) {
+            return ['error' => $e->getMessage()];
+        }
+    };
+    $checks = [[[\count($doc['apportion']) >= 10, \count($doc['decode']) >= 30, \count($doc['sequences']) >= 40], [true, true, true]]];
+    foreach ($doc['counts'] as $case) {
+        $checks[] = [$attempt(static fn () => \DwRouter\Buckets::checkCount($case['n'])), isset($case['error']) ? ['error' => $case['error']] : ['ok' => $case['n']]];
+    }
+    foreach ($doc['apportion'] as $case) {
+        $checks[] = [[$case, $attempt(static fn () => \DwRouter\Buckets::apportion($case['weights'], $case['n']))],
+            [$case, isset($case['error']) ? ['error' => $case['error']] : ['ok' => $case['counts']]]];
+    }
+    foreach ($doc['decode'] as $case) {
+        $got = $attempt(static fn () => \DwRouter\Buckets::encode(\DwRouter\Buckets::decode($case['text'], $case['n'], $case['origins'])));
+        $checks[] = [[substr($case['text'], 0, 64), $got], [substr($case['text'], 0, 64), isset($case['error']) ? ['error' => $case['error']] : ['ok' => $case['want']]]];
+    }
+    $steps = 0;
+    foreach ($doc['sequences'] as $sequence) {
+        $origins = $sequence['origins'];
+        $assignment = \DwRouter\Buckets::defaultAssignment($sequence['weights'], $sequence['n']);
+        $checks[] = [[$sequence['name'], \DwRouter\Buckets::encode($assignment)], [$sequence['name'], $sequence['default']]];
+        foreach ($sequence['steps'] as $index => $step) {
+            $steps++;
+            $got = $attempt(static fn () => $step['origins'] === $origins
+                ? \DwRouter\Buckets::reassign($assignment, $step['weights'])
+                : \DwRouter\Buckets::reassignByName($assignment, $origins, $step['origins'], $step['weights']));
+            if (isset($step['error'])) {
+                $checks[] = [[$sequence['name'], $index, $got], [$sequence['name'], $index, ['error' => $step['error']]]];
+                continue;
+            }
+            $next = $got['ok'] ?? [];
+            $moved = 0;
+            foreach ($assignment as $bucket => $origin) {
+                $moved += (int) ($origins[$origin] !== ($step['origins'][$next[$bucket] ?? -1] ?? null));
+            }
+            $checks[] = [[$sequence['name'], $index, \DwRouter\Buckets::encode($next), $moved],
+                [$sequence['name'], $index, $step['want'], $step['moved']]];
+            [$origins, $assignment] = [$step['origins'], $next];
+        }
+    }
+    $checks[] = [$steps >= 100, true];
+
+    return $checks;
+};
+
 // The shared cases of the cache tags (crates/routing/tests/cache-tags-cases.json), which
 // dw-routing's Table::cache_tags is held to too; and cacheTags() is null before any
 // resolve() and after a reload() changed the table.
