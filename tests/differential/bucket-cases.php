@@ -103,6 +103,8 @@ $seq('an origin removed: its buckets go to the default blocks', 6, ['a', 'b', 'c
     [['a', 'c'], [1, 1], '0:3,1:3', 2]]);
 $seq('the list reordered: nothing moves, the indices follow', 4, ['a', 'b'], [1, 1], '0:2,1:2', [
     [['b', 'a'], [1, 1], '1:2,0:2', 0]]);
+$seq('largest remainder\'s population paradox: draining an origin without a bucket moves another\'s', 2, ['a', 'b', 'c'], [3, 1, 1], '0:1,1:1', [
+    [['a', 'b', 'c'], [3, 1, 0], '0:2', 1]]);
 $seq('every weight 0: refused, the next change starts from the last assignment', 4, ['a', 'b'], [1, 1], '0:2,1:2', [
     [['a', 'b'], [0, 0], $noWeight, null], [['a', 'b'], [1, 0], '0:4', 2]]);
 
