@@ -174,7 +174,10 @@ impl Assignment {
         let mut owners = Vec::with_capacity(usize::from(self.buckets()));
         let mut start = 0u16;
         for run in self.runs.iter() {
-            owners.extend(std::iter::repeat_n(run.origin, usize::from(run.end - start)));
+            owners.extend(std::iter::repeat_n(
+                run.origin,
+                usize::from(run.end - start),
+            ));
             start = run.end;
         }
         owners
@@ -269,7 +272,10 @@ impl Assignment {
             if count == 0 {
                 return Err(refuse(format!("run {index} counts no bucket")));
             }
-            if runs.last().is_some_and(|last| u32::from(last.origin) == origin) {
+            if runs
+                .last()
+                .is_some_and(|last| u32::from(last.origin) == origin)
+            {
                 return Err(refuse(format!(
                     "run {index} gives origin {origin} as the run before it does: one run"
                 )));
@@ -520,7 +526,10 @@ mod tests {
         assert_eq!(apportion(&[0, 5], n(4)).unwrap(), [0, 4]);
         // 1024e6 / 1000001 = 1023 r 998977; 1024 / 1000001 = 0 r 1024.
         assert_eq!(apportion(&[1_000_000, 1], n(1024)).unwrap(), [1024, 0]);
-        assert_eq!(apportion(&[u32::MAX, u32::MAX], n(1024)).unwrap(), [512, 512]);
+        assert_eq!(
+            apportion(&[u32::MAX, u32::MAX], n(1024)).unwrap(),
+            [512, 512]
+        );
     }
 
     #[test]
@@ -607,9 +616,16 @@ mod tests {
             ("000000:2", 0),
             ("0:١", 0),
         ] {
-            assert_eq!(refused(text, 2, 2), format!("run {run} is {syntax}"), "{text:?}");
+            assert_eq!(
+                refused(text, 2, 2),
+                format!("run {run} is {syntax}"),
+                "{text:?}"
+            );
         }
-        assert_eq!(refused("0:1,2:1", 2, 2), "run 1 gives origin 2; the region lists 2 origins");
+        assert_eq!(
+            refused("0:1,2:1", 2, 2),
+            "run 1 gives origin 2; the region lists 2 origins"
+        );
         assert_eq!(
             refused("0:1,99999:1", 2, 2),
             "run 1 gives origin 99999; the region lists 2 origins"
@@ -634,9 +650,7 @@ mod tests {
     #[test]
     fn decode_length_limit_at_its_edge() {
         // The longest canonical encoding: 1,024 one-bucket runs of five-digit origins.
-        let longest: Vec<String> = (0..1024)
-            .map(|b| format!("{}:1", 10_000 + b % 2))
-            .collect();
+        let longest: Vec<String> = (0..1024).map(|b| format!("{}:1", 10_000 + b % 2)).collect();
         let longest = longest.join(",");
         assert_eq!(longest.len(), MAX_ENCODED_BYTES);
         let assignment = Assignment::decode(&longest, n(1024), 10_002).unwrap();
@@ -665,15 +679,30 @@ mod tests {
             "region: field `origins`: the stored assignment gives a bucket to origin 2; 2 were listed"
         );
         assert_eq!(
-            reason(reassign_by_name(&stored, &["a", "b", "c"], &["a", "b"], &[1])),
+            reason(reassign_by_name(
+                &stored,
+                &["a", "b", "c"],
+                &["a", "b"],
+                &[1]
+            )),
             "region: field `weight`: gives 1 weights for 2 origins"
         );
         assert_eq!(
-            reason(reassign_by_name(&stored, &["a", "b", "c"], &["a", "a"], &[1, 1])),
+            reason(reassign_by_name(
+                &stored,
+                &["a", "b", "c"],
+                &["a", "a"],
+                &[1, 1]
+            )),
             "region: field `origins`: origin \"a\" is listed twice"
         );
         assert_eq!(
-            reason(reassign_by_name(&stored, &["a", "b", "b"], &["a", "b"], &[1, 1])),
+            reason(reassign_by_name(
+                &stored,
+                &["a", "b", "b"],
+                &["a", "b"],
+                &[1, 1]
+            )),
             "region: field `origins`: origin \"b\" is listed twice"
         );
     }

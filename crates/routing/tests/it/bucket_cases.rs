@@ -131,9 +131,7 @@ fn sequences_of_changes_match_the_shared_cases() {
                 .owners()
                 .iter()
                 .zip(next.owners())
-                .filter(|&(&from, to)| {
-                    origins[usize::from(from)] != next_origins[usize::from(to)]
-                })
+                .filter(|&(&from, to)| origins[usize::from(from)] != next_origins[usize::from(to)])
                 .count();
             assert_eq!(
                 Some(moved as u64),

@@ -113,7 +113,9 @@ fn apply(origins: &Origins, change: &Change, added: &mut usize) -> Option<Origin
 fn counts_by_name(assignment: &Assignment, names: &[String]) -> HashMap<String, u32> {
     let mut counts: HashMap<String, u32> = names.iter().map(|n| (n.clone(), 0)).collect();
     for origin in assignment.owners() {
-        *counts.get_mut(&names[usize::from(origin)]).expect("a listed origin") += 1;
+        *counts
+            .get_mut(&names[usize::from(origin)])
+            .expect("a listed origin") += 1;
     }
     counts
 }
@@ -142,14 +144,27 @@ fn check_step(
         let (from, to) = (&old.names[usize::from(from)], &new.names[usize::from(to)]);
         if from != to {
             moved += 1;
-            prop_assert!(count(&new_counts, from) < count(&old_counts, from), "{from} did not fall");
-            prop_assert!(count(&new_counts, to) > count(&old_counts, to), "{to} did not rise");
+            prop_assert!(
+                count(&new_counts, from) < count(&old_counts, from),
+                "{from} did not fall"
+            );
+            prop_assert!(
+                count(&new_counts, to) > count(&old_counts, to),
+                "{to} did not rise"
+            );
         }
     }
-    prop_assert_eq!(moved, decreases, "moved buckets against the sum of the decreases");
+    prop_assert_eq!(
+        moved,
+        decreases,
+        "moved buckets against the sum of the decreases"
+    );
     let text = after.encode();
     prop_assert!(text.len() <= MAX_ENCODED_BYTES);
-    prop_assert_eq!(&Assignment::decode(&text, n, new.names.len()).expect("decodes"), after);
+    prop_assert_eq!(
+        &Assignment::decode(&text, n, new.names.len()).expect("decodes"),
+        after
+    );
     // Nothing changes again without a change.
     prop_assert_eq!(&reassign(after, &new.weights).expect("same weights"), after);
     Ok(())
