@@ -193,6 +193,21 @@ proptest! {
     }
 
     #[test]
+    fn decode_accepts_only_the_one_spelling_and_never_panics(
+        text in prop_oneof!["[0-9:,]{0,24}", "(0|1|2|01|10|00|9)(:(0|1|2|3|02|10)(,|,,)?){0,6}", ".{0,24}"],
+        n in 2..=6i64,
+        origins in 0..=3usize,
+    ) {
+        let n = BucketCount::new(n).expect("in range");
+        if let Ok(assignment) = Assignment::decode(&text, n, origins) {
+            // Whatever is accepted is canonical: it encodes back to the same bytes.
+            prop_assert_eq!(assignment.encode(), text);
+            prop_assert_eq!(assignment.buckets(), n.get());
+            prop_assert!(assignment.owners().iter().all(|&o| usize::from(o) < origins));
+        }
+    }
+
+    #[test]
     fn every_change_moves_exactly_the_sum_of_the_decreases(
         start in origins(),
         n in buckets(),
