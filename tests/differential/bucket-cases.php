@@ -21,6 +21,7 @@ declare(strict_types=1);
  */
 
 require_once __DIR__ . '/../../php/Buckets.php';
+require_once __DIR__ . '/../lib/bucket-properties.php';
 
 use DwRouter\BucketError;
 use DwRouter\Buckets;
@@ -111,32 +112,18 @@ $seq('every weight 0: refused, the next change starts from the last assignment',
 // Seeded sequences, computed by php/Buckets.php.
 mt_srand(41, MT_RAND_MT19937);
 $pickN = static fn (): int => [2, 3, 5, 16, 100, 1000, 1024, mt_rand(2, 1024)][mt_rand(0, 7)];
-$pickWeight = static fn (): int => mt_rand(0, 3) === 0 ? 0 : (mt_rand(0, 1) === 0 ? mt_rand(1, 10) : mt_rand(1, 1000000));
 $added = 0;
 for ($s = 0; $s < 40; $s++) {
     $n = $pickN();
     $names = array_map(static fn (int $i): string => "o$i", range(0, mt_rand(0, 4)));
     do {
-        $weights = array_map(static fn (): int => $pickWeight(), $names);
+        $weights = array_map(static fn (): int => bucket_random_weight(), $names);
     } while (array_sum($weights) === 0);
     $assignment = Buckets::defaultAssignment($weights, $n);
     $start = [$names, $weights, Buckets::encode($assignment)];
     $steps = [];
     for ($k = mt_rand(2, 6); $k > 0; $k--) {
-        [$newNames, $newWeights] = [$names, $weights];
-        $i = mt_rand(0, \count($names) - 1);
-        switch (mt_rand(0, 6)) {
-            case 0: $newWeights = array_map(static fn (): int => $pickWeight(), $names); break;
-            case 1: $newWeights[$i] = 0; break;                                           // drain
-            case 2: $newWeights[$i] = mt_rand(1, 1000); break;                            // restore
-            case 3: $newWeights[$i] = intdiv($weights[$i] * (100 - mt_rand(1, 99)), 100); break; // shed
-            case 4: array_splice($newNames, mt_rand(0, \count($names)), 0, ['new' . ++$added]);
-                    $newWeights = []; foreach ($newNames as $o) { $newWeights[] = $weights[array_search($o, $names, true)] ?? $pickWeight(); } break;
-            case 5: if (\count($names) > 1) { array_splice($newNames, $i, 1); array_splice($newWeights, $i, 1); } break;
-            case 6: $order = range(0, \count($names) - 1); shuffle($order);
-                    $newNames = array_map(static fn (int $j): string => $names[$j], $order);
-                    $newWeights = array_map(static fn (int $j): int => $weights[$j], $order); break;
-        }
+        [$newNames, $newWeights] = bucket_random_change($names, $weights, $added);
         try {
             $next = $newNames === $names ? Buckets::reassign($assignment, $newWeights)
                 : Buckets::reassignByName($assignment, $names, $newNames, $newWeights);
@@ -145,30 +132,14 @@ for ($s = 0; $s < 40; $s++) {
             continue;
         }
         // The properties, before anything is written: exact counts, moves = decreases.
-        $want = Buckets::apportion($newWeights, $n);
-        $got = array_fill(0, \count($newNames), 0);
-        foreach ($next as $o) {
-            $got[$o]++;
-        }
-        $old = array_fill_keys($names, 0);
-        foreach ($assignment as $o) {
-            $old[$names[$o]]++;
-        }
-        $new = array_fill_keys($newNames, 0);
-        foreach ($next as $o) {
-            $new[$newNames[$o]]++;
-        }
-        $decreases = 0;
-        foreach ($old as $o => $c) {
-            $decreases += max(0, $c - ($new[$o] ?? 0));
+        $problems = bucket_step_problems($assignment, $names, $next, $newNames, $newWeights);
+        if ($problems !== []) {
+            fwrite(STDERR, "sequence $s: " . implode('; ', $problems) . "\n");
+            exit(1);
         }
         $moved = 0;
         foreach ($assignment as $b => $o) {
             $moved += (int) ($names[$o] !== $newNames[$next[$b]]);
-        }
-        if ($got !== $want || $moved !== $decreases) {
-            fwrite(STDERR, "sequence $s: counts or moves wrong\n");
-            exit(1);
         }
         $steps[] = [$newNames, $newWeights, Buckets::encode($next), $moved];
         [$names, $weights, $assignment] = [$newNames, $newWeights, $next];

@@ -526,6 +526,77 @@ $cases['visitor buckets: the shared cases'] = static function (): array {
     return $checks;
 };
 
+// The same properties as dw-routing's tests/it/buckets.rs, on the twin (tests/lib/
+// bucket-properties.php): 150 seeded sequences of random changes keep the counts exact and
+// move exactly the sum of the decreases; a drain and its restore are a round trip whenever
+// the drain shrank no other origin; whatever decode() accepts is the one spelling.
+$cases['visitor buckets: properties'] = static function (): array {
+    require_once dirname(__DIR__) . '/lib/bucket-properties.php';
+    mt_srand(4141, MT_RAND_MT19937);
+    $checks = [];
+    $added = 0;
+    $steps = 0;
+    $roundTrips = 0;
+    for ($s = 0; $s < 150; $s++) {
+        $n = [2, 3, 16, 1024, mt_rand(2, 1024)][mt_rand(0, 4)];
+        $names = array_map(static fn (int $i): string => "o$i", range(0, mt_rand(0, 5)));
+        do {
+            $weights = array_map(static fn (): int => bucket_random_weight(), $names);
+        } while (array_sum($weights) === 0);
+        $assignment = \DwRouter\Buckets::defaultAssignment($weights, $n);
+        // A drain and its restore.
+        $x = mt_rand(0, \count($names) - 1);
+        $drained = $weights;
+        $drained[$x] = 0;
+        if (array_sum($drained) > 0) {
+            $mid = \DwRouter\Buckets::reassign($assignment, $drained);
+            $back = \DwRouter\Buckets::reassign($mid, $weights);
+            $shrank = false;
+            foreach (\DwRouter\Buckets::apportion($weights, $n) as $i => $count) {
+                $shrank = $shrank || ($i !== $x && \DwRouter\Buckets::apportion($drained, $n)[$i] < $count);
+            }
+            $checks[] = [[$s, bucket_step_problems($assignment, $names, $mid, $names, $drained), bucket_step_problems($mid, $names, $back, $names, $weights)], [$s, [], []]];
+            if (!$shrank) {
+                $roundTrips++;
+                $checks[] = [[$s, 'round trip', $back], [$s, 'round trip', $assignment]];
+            }
+        }
+        for ($k = mt_rand(1, 6); $k > 0; $k--) {
+            [$newNames, $newWeights] = bucket_random_change($names, $weights, $added);
+            if (array_sum($newWeights) === 0) {
+                continue;
+            }
+            $next = $newNames === $names ? \DwRouter\Buckets::reassign($assignment, $newWeights)
+                : \DwRouter\Buckets::reassignByName($assignment, $names, $newNames, $newWeights);
+            $steps++;
+            $checks[] = [[$s, $k, bucket_step_problems($assignment, $names, $next, $newNames, $newWeights)], [$s, $k, []]];
+            [$names, $weights, $assignment] = [$newNames, $newWeights, $next];
+        }
+    }
+    $accepted = 0;
+    for ($i = 0; $i < 2000; $i++) {
+        // Near misses: runs of likely numbers, some mangled by a random byte.
+        $runs = [];
+        for ($r = mt_rand(0, 4); $r > 0; $r--) {
+            $runs[] = ['0', '1', '2', '3', '01'][mt_rand(0, 4)] . ':' . ['0', '1', '2', '3', '4', '02'][mt_rand(0, 5)];
+        }
+        $text = implode(',', $runs);
+        if (mt_rand(0, 3) === 0) {
+            $text = substr_replace($text, '0123:, x'[mt_rand(0, 7)], mt_rand(0, \strlen($text)), mt_rand(0, 1));
+        }
+        try {
+            $owners = \DwRouter\Buckets::decode($text, 4, 3);
+        } catch (\DwRouter\BucketError) {
+            continue;
+        }
+        $accepted++;
+        $checks[] = [[$text, \DwRouter\Buckets::encode($owners), \count($owners)], [$text, $text, 4]];
+    }
+    $checks[] = [[$steps >= 300, $roundTrips >= 50, $accepted >= 10], [true, true, true]];
+
+    return $checks;
+};
+
 // The shared cases of the cache tags (crates/routing/tests/cache-tags-cases.json), which
 // dw-routing's Table::cache_tags is held to too; and cacheTags() is null before any
 // resolve() and after a reload() changed the table.
