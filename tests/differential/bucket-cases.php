@@ -106,6 +106,8 @@ $seq('the list reordered: nothing moves, the indices follow', 4, ['a', 'b'], [1,
     [['b', 'a'], [1, 1], '1:2,0:2', 0]]);
 $seq('largest remainder\'s population paradox: draining an origin without a bucket moves another\'s', 2, ['a', 'b', 'c'], [3, 1, 1], '0:1,1:1', [
     [['a', 'b', 'c'], [3, 1, 0], '0:2', 1]]);
+$seq('no history: a restore pulls toward the default block, not back to the drained buckets', 4, ['a', 'b'], [1, 1], '0:2,1:2', [
+    [['b', 'a'], [1, 1], '1:2,0:2', 0], [['b', 'a'], [1, 0], '0:4', 2], [['b', 'a'], [1, 1], '0:2,1:2', 2]]);
 $seq('every weight 0: refused, the next change starts from the last assignment', 4, ['a', 'b'], [1, 1], '0:2,1:2', [
     [['a', 'b'], [0, 0], $noWeight, null], [['a', 'b'], [1, 0], '0:4', 2]]);
 

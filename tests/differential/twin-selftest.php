@@ -528,8 +528,9 @@ $cases['visitor buckets: the shared cases'] = static function (): array {
 
 // The same properties as dw-routing's tests/it/buckets.rs, on the twin (tests/lib/
 // bucket-properties.php): 150 seeded sequences of random changes keep the counts exact and
-// move exactly the sum of the decreases; a drain and its restore are a round trip whenever
-// the drain shrank no other origin; whatever decode() accepts is the one spelling.
+// move exactly the sum of the decreases; from a default assignment, a drain and its restore
+// are a round trip whenever the drain shrank no other origin; whatever decode() accepts is
+// the one spelling.
 $cases['visitor buckets: properties'] = static function (): array {
     require_once dirname(__DIR__) . '/lib/bucket-properties.php';
     mt_srand(4141, MT_RAND_MT19937);

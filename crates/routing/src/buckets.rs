@@ -353,8 +353,9 @@ fn blocks(counts: &[u16]) -> Vec<u16> {
 ///
 /// So the buckets moved are exactly the sum of the origins' decreases (no assignment with
 /// the target counts moves fewer), they leave only origins whose count falls and reach
-/// only origins whose count rises, and a drain followed by its restore gives every
-/// bucket back whenever the drain shrank no other origin.
+/// only origins whose count rises. From a default assignment, a drain followed by its
+/// restore gives every bucket back whenever the drain shrank no other origin; after other
+/// changes it need not (the rule keeps no history: a restore pulls toward the default).
 ///
 /// Errors as [`apportion`], and `stored` giving a bucket to an origin index at or past
 /// `weights.len()` (field `buckets`).
