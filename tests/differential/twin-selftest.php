@@ -598,6 +598,35 @@ $cases['visitor buckets: properties'] = static function (): array {
     return $checks;
 };
 
+// php/Buckets.php's limits that the shared cases leave out (dw-routing's unit tests check
+// the same edges): 65,536 origins and one more, a weight of 2^32 - 1 and one more, -1.
+$cases['visitor buckets: limits at their edges'] = static function (): array {
+    require_once dirname(__DIR__, 2) . '/php/Buckets.php';
+    $attempt = static function (callable $f): string {
+        try {
+            $f();
+
+            return 'ok';
+        } catch (\DwRouter\BucketError | \InvalidArgumentException $e) {
+            return $e::class . ': ' . $e->getMessage();
+        }
+    };
+    $many = array_fill(0, \DwRouter\Buckets::MAX_ASSIGNED_ORIGINS, 1);
+    $many[65535] = 1000000;
+    $assignment = \DwRouter\Buckets::defaultAssignment($many, 1024);
+    $checks = [[[\DwRouter\Buckets::originOf($assignment, 1023), \DwRouter\Buckets::originOf($assignment, 1024)], [65535, null]]];
+    $many[] = 1;
+    $checks[] = [$attempt(static fn () => \DwRouter\Buckets::apportion($many, 1024)),
+        'DwRouter\\BucketError: region: field `origins`: lists 65537 origins; a bucketed region lists at most 65536'];
+    $checks[] = [$attempt(static fn () => \DwRouter\Buckets::apportion([0xFFFFFFFF, 1], 2)), 'ok'];
+    foreach ([0x100000000, -1] as $weight) {
+        $checks[] = [$attempt(static fn () => \DwRouter\Buckets::apportion([$weight, 1], 2)),
+            'InvalidArgumentException: a weight is an integer from 0 to 2^32 - 1'];
+    }
+
+    return $checks;
+};
+
 // The shared cases of the cache tags (crates/routing/tests/cache-tags-cases.json), which
 // dw-routing's Table::cache_tags is held to too; and cacheTags() is null before any
 // resolve() and after a reload() changed the table.
