@@ -68,16 +68,18 @@ final class Buckets
         $counts = [];
         $remainders = [];
         $given = 0;
-        foreach (array_values($weights) as $index => $weight) {
+        foreach (array_values($weights) as $weight) {
             $scaled = $weight * $n;
             $quota = intdiv($scaled, $sum);
             $given += $quota;
             $counts[] = $quota;
-            $remainders[] = [$scaled % $sum, $index];
+            $remainders[] = $scaled % $sum;
         }
-        usort($remainders, static fn (array $a, array $b): int => [$b[0], $a[1]] <=> [$a[0], $b[1]]);
+        // Largest remainder first, then the origin listed first: a total order.
+        $order = array_keys($counts);
+        array_multisort($remainders, SORT_DESC, SORT_NUMERIC, $order, SORT_ASC, SORT_NUMERIC);
         for ($i = 0; $i < $n - $given; $i++) {
-            $counts[$remainders[$i][1]]++;
+            $counts[$order[$i]]++;
         }
 
         return $counts;
