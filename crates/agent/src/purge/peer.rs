@@ -76,7 +76,11 @@ pub(crate) fn covers(listener: SocketAddr, server: SocketAddr) -> Option<bool> {
 /// Ok when a connection made to `server` between reading `before` and `after` (the
 /// listening sockets of its port) went to a listener of [`TRUSTED_OWNER`]; otherwise why
 /// the secret must not be sent on it.
-pub(crate) fn judge(server: SocketAddr, before: &[Listener], after: &[Listener]) -> Result<(), String> {
+pub(crate) fn judge(
+    server: SocketAddr,
+    before: &[Listener],
+    after: &[Listener],
+) -> Result<(), String> {
     let sure = |listeners: &[Listener]| -> Vec<Listener> {
         listeners
             .iter()
@@ -109,10 +113,11 @@ pub(crate) fn judge(server: SocketAddr, before: &[Listener], after: &[Listener])
             .find(|l| covers(l.address, server).is_none());
         return Err(match ambiguous {
             Some(wildcard) => format!(
-                "only {} listens for {server}, and the kernel's table does not say whether it \
-                 takes IPv4: not sending the secret (give the purge URL as http://[::1]:{}/..., \
-                 or have the web server listen on {})",
+                "only {} (uid {}) listens for {server}, and the kernel's table does not say \
+                 whether it takes IPv4: not sending the secret (give the purge URL as \
+                 http://[::1]:{}/..., or have the web server listen on {})",
                 wildcard.address,
+                wildcard.uid,
                 server.port(),
                 server.ip()
             ),
@@ -282,7 +287,10 @@ mod tests {
         assert_eq!(covers(addr("127.0.0.1:80"), v6), Some(false));
         assert_eq!(covers(addr("0.0.0.0:80"), v6), Some(false));
         // an IPv4-mapped server address is the IPv4 one
-        assert_eq!(covers(addr("127.0.0.1:80"), addr("[::ffff:127.0.0.1]:80")), Some(true));
+        assert_eq!(
+            covers(addr("127.0.0.1:80"), addr("[::ffff:127.0.0.1]:80")),
+            Some(true)
+        );
     }
 
     #[test]
@@ -293,10 +301,16 @@ mod tests {
         let wildcard = [listener("0.0.0.0:8080", 0, 8)];
         assert_eq!(judge(server, &wildcard, &wildcard), Ok(()));
         // a v6-only [::] of another user beside root's IPv4 listener takes nothing of ours
-        let beside = [listener("127.0.0.1:8080", 0, 7), listener("[::]:8080", 65534, 9)];
+        let beside = [
+            listener("127.0.0.1:8080", 0, 7),
+            listener("[::]:8080", 65534, 9),
+        ];
         assert_eq!(judge(server, &beside, &beside), Ok(()));
         // another port's squatter is not ours
-        let other_port = [listener("127.0.0.1:8080", 0, 7), listener("0.0.0.0:8081", 65534, 9)];
+        let other_port = [
+            listener("127.0.0.1:8080", 0, 7),
+            listener("0.0.0.0:8081", 65534, 9),
+        ];
         assert_eq!(judge(server, &other_port, &other_port), Ok(()));
     }
 
@@ -315,7 +329,10 @@ mod tests {
             let error = judge(server, &held, &held).unwrap_err();
             assert!(error.contains("uid 65534, not root"), "{squatter}: {error}");
             // there before the connect, gone after (it accepted, closed, root came back)
-            let root = [listener("127.0.0.1:8080", 0, 7), listener("[::1]:8080", 0, 8)];
+            let root = [
+                listener("127.0.0.1:8080", 0, 7),
+                listener("[::1]:8080", 0, 8),
+            ];
             assert!(judge(server, &held, &root).is_err(), "{squatter}");
             assert!(judge(server, &root, &held).is_err(), "{squatter}");
         }
@@ -328,10 +345,21 @@ mod tests {
         let after = [listener("127.0.0.1:8080", 0, 8)];
         let error = judge(server, &before, &after).unwrap_err();
         assert!(error.contains("changed while"), "{error}");
-        assert!(judge(server, &before, &[]).unwrap_err().contains("changed while"));
-        assert!(judge(server, &[], &before).unwrap_err().contains("changed while"));
+        assert!(
+            judge(server, &before, &[])
+                .unwrap_err()
+                .contains("changed while")
+        );
+        assert!(
+            judge(server, &[], &before)
+                .unwrap_err()
+                .contains("changed while")
+        );
         // a reuseport group: one socket of it there throughout is enough
-        let group = [listener("127.0.0.1:8080", 0, 7), listener("127.0.0.1:8080", 0, 8)];
+        let group = [
+            listener("127.0.0.1:8080", 0, 7),
+            listener("127.0.0.1:8080", 0, 8),
+        ];
         assert_eq!(judge(server, &group, &after), Ok(()));
     }
 
@@ -343,6 +371,10 @@ mod tests {
         let dual = [listener("[::]:8080", 0, 7)];
         let error = judge(server, &dual, &dual).unwrap_err();
         assert!(error.contains("http://[::1]:8080/"), "{error}");
+        let squatter = [listener("[::]:8080", 65534, 7)];
+        let error = judge(server, &squatter, &squatter).unwrap_err();
+        assert!(error.contains("[::]:8080 (uid 65534)"), "{error}");
+        assert!(judge(addr("[::1]:8080"), &squatter, &squatter).is_err());
         // the same wildcard surely takes IPv6
         assert_eq!(judge(addr("[::1]:8080"), &dual, &dual), Ok(()));
     }
@@ -357,6 +389,10 @@ mod tests {
         assert_eq!(ours.len(), 1, "{found:?}");
         assert_eq!(ours[0].uid, uid);
         assert_ne!(ours[0].inode, 0);
-        assert_eq!(listeners(address.port()).unwrap(), found, "stable between reads");
+        assert_eq!(
+            listeners(address.port()).unwrap(),
+            found,
+            "stable between reads"
+        );
     }
 }
