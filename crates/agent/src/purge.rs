@@ -54,9 +54,6 @@ pub(crate) const RETRY_INITIAL: Duration = Duration::from_millis(100);
 pub(crate) const RETRY_MAX: Duration = Duration::from_secs(5);
 /// Lines waiting (to be sent, or to be repeated) at most; beyond, they become `all`.
 const MAX_WAITING_LINES: usize = 100_000;
-/// The addresses of the endpoint's host tried in turn, at most (`localhost`: `::1` and
-/// `127.0.0.1`).
-const MAX_ADDRESSES: usize = 4;
 /// The suffix of the secret's hash file, beside the snapshot.
 pub(crate) const HASH_SUFFIX: &str = ".purge-sha256";
 
@@ -355,12 +352,13 @@ impl Task {
 /// the kernel's tables before connect() and after it, and the connection is kept only if
 /// root's listener took it ([`peer::judge`]). An address refused (another user's listener,
 /// nothing listening) is left for the next one; the error names each address's failure.
+/// The tries are bounded by the request's deadline ([`REQUEST_TIMEOUT`]).
 async fn connect(url: &PurgeUrl) -> Result<TcpStream, String> {
     let addresses = tokio::net::lookup_host((url.connect_host(), url.port))
         .await
         .map_err(|e| format!("cannot resolve {}: {e}", url.host))?;
     let mut failures = Vec::new();
-    for server in addresses.take(MAX_ADDRESSES) {
+    for server in addresses {
         let listeners = |when: &str| {
             peer::listeners(server.port()).map_err(|e| {
                 format!("{server}: cannot read the kernel's socket table {when} connecting: {e}; not sending the secret")
