@@ -330,6 +330,28 @@ fn is_root() -> bool {
 /// A TCP listener on `addr` made by the calling thread (so owned by its uid), with
 /// `SO_REUSEADDR` as web servers set it and, for IPv6, `IPV6_V6ONLY` set to `v6only`.
 fn bind_listener(addr: SocketAddr, v6only: bool) -> std::io::Result<std::net::TcpListener> {
+    let socket = bind_socket(addr, v6only, false)?;
+    listen(&socket)?;
+    Ok(socket)
+}
+
+/// listen(2) on a socket [`bind_socket`] bound.
+fn listen(socket: &std::net::TcpListener) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: listen on a descriptor the listener owns.
+    if unsafe { libc::listen(socket.as_raw_fd(), 128) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A TCP socket bound to `addr` by the calling thread, not listening yet: `SO_REUSEADDR`,
+/// `SO_REUSEPORT` when `reuseport`, and for IPv6 `IPV6_V6ONLY` set to `v6only`.
+fn bind_socket(
+    addr: SocketAddr,
+    v6only: bool,
+    reuseport: bool,
+) -> std::io::Result<std::net::TcpListener> {
     use std::os::fd::FromRawFd;
     let fail = || Err(std::io::Error::last_os_error());
     let domain = if addr.is_ipv4() {
@@ -349,7 +371,9 @@ fn bind_listener(addr: SocketAddr, v6only: bool) -> std::io::Result<std::net::Tc
         let option = |level, name, value: libc::c_int| {
             libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), size)
         };
-        if option(libc::SOL_SOCKET, libc::SO_REUSEADDR, on) != 0 {
+        if option(libc::SOL_SOCKET, libc::SO_REUSEADDR, on) != 0
+            || (reuseport && option(libc::SOL_SOCKET, libc::SO_REUSEPORT, on) != 0)
+        {
             return fail();
         }
         let result = match addr {
@@ -388,7 +412,7 @@ fn bind_listener(addr: SocketAddr, v6only: bool) -> std::io::Result<std::net::Tc
                 )
             }
         };
-        if result != 0 || libc::listen(fd, 128) != 0 {
+        if result != 0 {
             return fail();
         }
         Ok(listener)
@@ -653,8 +677,9 @@ async fn a_squatter_of_another_uid_gets_no_byte_on_any_family() {
 
 /// After the web server started on 127.0.0.1, a squatter can still hold the same port on
 /// IPv6 (v6-only `[::]`): with a `localhost` URL the agent refuses it and purges through
-/// 127.0.0.1. No other user can bind the port where it would take IPv4 connections (the
-/// kernel rule the check rests on).
+/// 127.0.0.1. No other user can listen on the port where it would take IPv4 connections,
+/// not with a socket bound before the server's, nor with `SO_REUSEPORT` (the kernel rules
+/// the check rests on).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn beside_the_running_server_a_squatter_gets_nothing_and_purges_land() {
     if !is_root() {
@@ -667,7 +692,38 @@ async fn beside_the_running_server_a_squatter_gets_nothing_and_purges_land() {
     let mut client = cluster.client().await;
     let port = free_port();
     let server: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let worker = NobodyServer::worker(bind_listener(server, false).unwrap());
+    // A squatter that bound the address before the server, and listens once it does.
+    let (bound_tx, bound_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let early = std::thread::spawn(move || {
+        assert!(become_nobody_on_this_thread());
+        let socket = bind_socket(server, false, false).unwrap();
+        bound_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        listen(&socket).map_err(|e| e.kind())
+    });
+    bound_rx.recv().unwrap();
+    // Root's listener in a reuseport group, as nginx's `listen ... reuseport` makes them.
+    let root = bind_socket(server, false, true).unwrap();
+    listen(&root).unwrap();
+    go_tx.send(()).unwrap();
+    assert_eq!(
+        early.join().unwrap(),
+        Err(std::io::ErrorKind::AddrInUse),
+        "listen(2) checks the port again: a socket bound earlier cannot listen beside root's"
+    );
+    let reuseport = std::thread::spawn(move || {
+        assert!(become_nobody_on_this_thread());
+        bind_socket(server, false, true)
+            .and_then(|s| listen(&s))
+            .map_err(|e| e.kind())
+    });
+    assert_eq!(
+        reuseport.join().unwrap(),
+        Err(std::io::ErrorKind::AddrInUse),
+        "SO_REUSEPORT groups only sockets of one owner"
+    );
+    let worker = NobodyServer::worker(root);
     for (addr, v6only) in [("0.0.0.0", false), ("127.0.0.1", false), ("::", false)] {
         let addr = SocketAddr::new(addr.parse().unwrap(), port);
         match NobodyServer::squatter(addr, v6only) {
