@@ -14,9 +14,9 @@
 //! Routing never waits for the cache: the agent loop only computes the lines and hands
 //! them over without blocking; the task posts them. The secret (32 random bytes, kept in
 //! memory only) is sent as `Authorization: Bearer <64 hex>`, and only on a connection
-//! whose server side root owns (`purge_peer`: not to a process that took the port while
-//! the web server was down); the endpoint reads only its SHA-256, which
-//! `<snapshot>.purge-sha256` holds.
+//! that a listening socket root created took, one that listened throughout the connect
+//! (`purge/peer.rs`: not to a process of another user holding the port); the endpoint
+//! reads only its SHA-256, which `<snapshot>.purge-sha256` holds.
 
 pub(crate) mod config;
 pub(crate) mod lines;
@@ -308,10 +308,7 @@ impl Task {
 
     /// Connects, sends the request, and returns the answer's status.
     async fn exchange(&self, body: String) -> Result<hyper::StatusCode, String> {
-        let stream = TcpStream::connect((self.url.connect_host(), self.url.port))
-            .await
-            .map_err(|e| format!("cannot connect: {e}"))?;
-        crate::purge::peer::check(&stream).await?;
+        let stream = connect(&self.url).await?;
         let _ = stream.set_nodelay(true);
         let (mut sender, connection) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
@@ -348,6 +345,43 @@ impl Task {
                 None => format!("no answer: {e}"),
             })
     }
+}
+
+/// A connection to the endpoint on which the secret may be sent (`purge::peer`): for each
+/// address `url`'s host resolves to, in turn, the port's listening sockets are read from
+/// the kernel's tables before connect() and after it, and the connection is kept only if
+/// root's listener took it ([`peer::judge`]). An address refused (another user's listener,
+/// nothing listening) is left for the next one; the error names each address's failure.
+/// The tries are bounded by the request's deadline ([`REQUEST_TIMEOUT`]).
+async fn connect(url: &PurgeUrl) -> Result<TcpStream, String> {
+    let addresses = tokio::net::lookup_host((url.connect_host(), url.port))
+        .await
+        .map_err(|e| format!("cannot resolve {}: {e}", url.host))?;
+    let mut failures = Vec::new();
+    for server in addresses {
+        let listeners = |when: &str| {
+            peer::listeners(server.port()).map_err(|e| {
+                format!("{server}: cannot read the kernel's socket table {when} connecting: {e}; not sending the secret")
+            })
+        };
+        let attempt = async {
+            let before = listeners("before")?;
+            let stream = TcpStream::connect(server)
+                .await
+                .map_err(|e| format!("cannot connect to {server}: {e}"))?;
+            let after = listeners("after")?;
+            peer::judge(server, &before, &after)?;
+            Ok::<_, String>(stream)
+        };
+        match attempt.await {
+            Ok(stream) => return Ok(stream),
+            Err(failure) => failures.push(failure),
+        }
+    }
+    if failures.is_empty() {
+        return Err(format!("{} resolves to no address", url.host));
+    }
+    Err(failures.join("; "))
 }
 
 /// The wait before retry number `failures` (1, 2, ...): 100 ms doubling, at most 5 s.
