@@ -15,7 +15,7 @@
 //!   capacity is set nothing is judged and nothing is said about it;
 //! - the automatic drains of `health` and `rebalance` are never refused (an origin failing
 //!   probes or gone serves errors either way): exempt, they record their prediction in
-//!   the drain record ([`crate::prediction::drain_prediction`]);
+//!   the drain record ([`drain_prediction`]);
 //! - writes that move no load (a registration forgotten, capacity records) are exempt.
 
 use dw_capacity::Traffic;
@@ -191,7 +191,7 @@ pub enum Verdict {
     /// No prediction could be made; the change goes ahead and says why.
     NoPrediction(String),
     /// Predicted; nothing it raises is above a guard.
-    Passed(Prediction),
+    Passed(Box<Prediction>),
     /// Refused: nothing is written (dwctl: exit 9); the message says why and what fits.
     Refused(String),
     /// What the guard refuses, committed with `--allow-overload`: an audit record goes in
@@ -203,7 +203,7 @@ pub enum Verdict {
 #[derive(Debug, Clone)]
 pub enum Override {
     /// A change predicted above the guard.
-    Overload(Prediction),
+    Overload(Box<Prediction>),
     /// A change the source's traffic could not judge (why).
     Unusable(String),
 }
@@ -257,11 +257,47 @@ pub fn decide(guard: Guard<Judging<'_>>, planned: Planned<'_>) -> Result<Verdict
         predict_change(state, changes, prefix, traffic)?
     };
     if prediction.refused().is_empty() {
-        Ok(Verdict::Passed(prediction))
+        Ok(Verdict::Passed(Box::new(prediction)))
     } else if judging.allow_overload {
-        Ok(Verdict::Overridden(Override::Overload(prediction)))
+        Ok(Verdict::Overridden(Override::Overload(Box::new(
+            prediction,
+        ))))
     } else {
         Ok(Verdict::Refused(refusal(&prediction)))
+    }
+}
+
+/// What an automatic drain records of its predicted load (`predicted` in its drain
+/// record): `{"made": true, "source", "headroom", "overloads": [{"origin", "predicted",
+/// "before", "capacity", "limit"}]}` (the overloads the drain causes or worsens), or
+/// `{"made": false, "why"}`.
+pub fn drain_prediction(
+    state: &State,
+    changes: &Changes,
+    prefix: &str,
+    traffic: &TrafficRead,
+) -> Value {
+    let (traffic, source) = match traffic.usable() {
+        Ok(found) => found,
+        Err(why) => return json!({"made": false, "why": why}),
+    };
+    if let Some(why) = &state.capacities_unreadable {
+        return json!({"made": false, "why": why});
+    }
+    match predict_change(state, changes, prefix, traffic) {
+        Ok(prediction) => json!({
+            "made": true,
+            "source": source,
+            "headroom": prediction.headroom,
+            "overloads": prediction.refused().iter().map(|overload| json!({
+                "origin": overload.origin,
+                "predicted": overload.predicted,
+                "before": prediction.before.of(&overload.origin),
+                "capacity": overload.capacity,
+                "limit": overload.limit,
+            })).collect::<Vec<_>>(),
+        }),
+        Err(error) => json!({"made": false, "why": error.to_string()}),
     }
 }
 
@@ -568,5 +604,28 @@ mod tests {
         let guard: Guard<u8> = Guard::Exempt(ExemptReason::Rebalance);
         assert_eq!(stated(&guard), Guard::Exempt(ExemptReason::Rebalance));
         assert_eq!(stated(&Guard::Predict(3u8)), Guard::Predict(3));
+    }
+
+    #[test]
+    fn an_automatic_drain_records_its_overloads_or_why_none_were_predicted() {
+        let state = state(true);
+        let changes = drain(&state);
+        let traffic = Traffic::parse(br#"{"geos":{"DE":{"sticky":1000}}}"#).unwrap();
+        let read = TrafficRead::Usable {
+            traffic,
+            source: "f".into(),
+            left_out: Vec::new(),
+        };
+        let recorded = drain_prediction(&state, &changes, PREFIX, &read);
+        assert_eq!(recorded["made"], true);
+        assert_eq!(recorded["overloads"][0]["origin"], "fra-b");
+        assert_eq!(recorded["overloads"][0]["capacity"], 1000.0);
+        let none = drain_prediction(
+            &state,
+            &changes,
+            PREFIX,
+            &TrafficRead::NotGiven("no source".into()),
+        );
+        assert_eq!(none, json!({"made": false, "why": "no source"}));
     }
 }

@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 
 use crate::Error;
 use crate::capacity::{number_json, percent};
-use crate::guard::TrafficRead;
 use crate::model::{Changes, StageEdits, State};
 use crate::shown::Shown;
 
@@ -172,40 +171,6 @@ pub fn predict_change(
         stages_open: !state.stages.is_empty(),
         staged: None,
     })
-}
-
-/// What an automatic drain records of its predicted load (`predicted` in its drain
-/// record): `{"made": true, "source", "headroom", "overloads": [{"origin", "predicted",
-/// "before", "capacity", "limit"}]}` (the overloads the drain causes or worsens), or
-/// `{"made": false, "why"}`.
-pub fn drain_prediction(
-    state: &State,
-    changes: &Changes,
-    prefix: &str,
-    traffic: &TrafficRead,
-) -> Value {
-    let (traffic, source) = match traffic.usable() {
-        Ok(found) => found,
-        Err(why) => return json!({"made": false, "why": why}),
-    };
-    if let Some(why) = &state.capacities_unreadable {
-        return json!({"made": false, "why": why});
-    }
-    match predict_change(state, changes, prefix, traffic) {
-        Ok(prediction) => json!({
-            "made": true,
-            "source": source,
-            "headroom": prediction.headroom,
-            "overloads": prediction.refused().iter().map(|overload| json!({
-                "origin": overload.origin,
-                "predicted": overload.predicted,
-                "before": prediction.before.of(&overload.origin),
-                "capacity": overload.capacity,
-                "limit": overload.limit,
-            })).collect::<Vec<_>>(),
-        }),
-        Err(error) => json!({"made": false, "why": error.to_string()}),
-    }
 }
 
 fn rate(value: f64) -> String {
@@ -523,28 +488,5 @@ mod tests {
         assert!(prediction.refused().is_empty());
         assert!(prediction.fitting.is_none());
         assert!(!changes_routing(&Changes::default()));
-    }
-
-    #[test]
-    fn an_automatic_drain_records_its_overloads_or_why_none_were_predicted() {
-        let state = state();
-        let changes = drain(&state);
-        let traffic = Traffic::parse(br#"{"geos":{"DE":{"sticky":1000}}}"#).unwrap();
-        let read = TrafficRead::Usable {
-            traffic,
-            source: "f".into(),
-            left_out: Vec::new(),
-        };
-        let recorded = drain_prediction(&state, &changes, "/dw/routing/", &read);
-        assert_eq!(recorded["made"], true);
-        assert_eq!(recorded["overloads"][0]["origin"], "fra-b");
-        assert_eq!(recorded["overloads"][0]["capacity"], 1000.0);
-        let none = drain_prediction(
-            &state,
-            &changes,
-            "/dw/routing/",
-            &TrafficRead::NotGiven("no source".into()),
-        );
-        assert_eq!(none, json!({"made": false, "why": "no source"}));
     }
 }

@@ -6,7 +6,11 @@ use clap::{Arg, Args, Parser, Subcommand};
 use dw_etcd::EtcdArgs;
 use dw_routing::keys::{DEFAULT_CONTROL_PREFIX, DEFAULT_NODES_PREFIX};
 
+use crate::context::Context;
+use crate::error::Error;
+use crate::ops::commit::RetryPolicy;
 use crate::output::OutputFormat;
+use crate::plan::keys::Layout;
 use auth::AUTH_HELP;
 
 mod auth;
@@ -107,6 +111,25 @@ pub struct GlobalArgs {
     /// Attempts of a guarded write before giving up with exit code 3.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100), global = true)]
     pub retries: u32,
+}
+
+impl GlobalArgs {
+    /// The context these flags describe; a usage error for a malformed one.
+    pub fn to_context(&self) -> Result<Context, Error> {
+        let etcd = self.etcd.clone().into_options()?;
+        Ok(Context {
+            retry: RetryPolicy {
+                attempts: self.retries,
+                reconnect: Some(std::sync::Arc::new(etcd.clone())),
+                ..RetryPolicy::default()
+            },
+            etcd,
+            layout: Layout::new(&self.prefix, &self.control_prefix)?
+                .with_nodes(&self.nodes_prefix)?
+                .with_max_request_bytes(self.max_request_bytes),
+            output: self.output,
+        })
+    }
 }
 
 /// Every dwctl command.

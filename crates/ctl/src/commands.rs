@@ -41,7 +41,7 @@ pub async fn run_command_noting(
     shutdown: Shutdown,
     note: &CommitNote,
 ) -> Result<Outcome, Error> {
-    let context = Context::from_args(&cli.global)?;
+    let context = cli.global.to_context()?;
     let wait = cli.command.wait();
     let mut outcome = run_one(&context, cli.command, shutdown).await?;
     match (wait, outcome.json["revision"].as_i64()) {

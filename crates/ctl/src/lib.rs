@@ -20,10 +20,12 @@
 //!   `run(config, reporter, shutdown)` functions ([`register_origin`], [`run_rebalance`],
 //!   [`run_health`]); the binary only wires SIGTERM/SIGINT to [`Shutdown`].
 //!
-//! The code, in layers (docs/ARCHITECTURE.md has the map): `cli` (clap definitions),
-//! `commands` (one module per subcommand: arguments, an op, the outcome printed), `daemons`
-//! (the long-running commands), `ops` (all I/O against etcd; every transaction is built in
-//! `ops::commit`), all above the pure planner, a crate of its own (`dw-ctl-plan`,
+//! The code, in layers (docs/ARCHITECTURE.md has the map): `commands` (one module per
+//! subcommand: arguments, an op, the outcome printed), `daemons` (the long-running
+//! commands), `cli` (clap definitions, and their conversion to the plain values below:
+//! the context, the prediction's inputs), `ops` (all I/O against etcd; every transaction is
+//! built in `ops::commit`; no clap type), `context` ([`Context`]), all above the pure
+//! planner, a crate of its own (`dw-ctl-plan`,
 //! crates/ctl-plan: state in, changes out; no etcd client, no tokio, no clap), named
 //! `plan` here. Beside them: [`Context`], `output`, `input`, `progress`, `shutdown`,
 //! `error`. `scripts/check-modules` checks that nothing imports upward (`context`, what
@@ -89,7 +91,7 @@ pub use crate::{
     ops::history::{HistoryEntry, read_history},
     ops::origin::{OriginListing, list_origins},
     ops::probe::{ProbeTarget, probe},
-    ops::prometheus::PrometheusOptions,
+    ops::prometheus::{PrometheusOptions, PrometheusSettings},
     ops::route::{RoutingRead, read_routing},
     ops::run::{PredictInputs, WriteGuard},
     ops::traffic_source::{PrometheusSource, TrafficSource, Window},

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::error::Error;
-use crate::ops::prometheus::PrometheusOptions;
+use crate::ops::prometheus::{PrometheusOptions, PrometheusSettings};
 use crate::ops::run::{PredictInputs, WriteGuard};
 use crate::ops::traffic_source::{PrometheusSource, TrafficSource};
 pub use crate::ops::traffic_source::{Window, parse_window};
@@ -90,49 +90,26 @@ pub struct PrometheusArgs {
     pub prometheus_timeout: Duration,
 }
 
-/// What `dwctl traffic` says when no URL is given (exit 2).
-pub const NO_URL: &str = "no Prometheus to ask: give its base URL with --prometheus URL or \
-the environment variable DWCTL_PROMETHEUS_URL (e.g. export \
-DWCTL_PROMETHEUS_URL=http://prometheus:9090); it must scrape every dw-agent's /metrics \
-(/usr/share/doc/dwctl/traffic-ops.md)";
-
 impl PrometheusArgs {
-    /// The client options these flags describe, secrets read; a usage error (exit 2)
-    /// without a URL.
-    pub fn options(&self) -> Result<PrometheusOptions, Error> {
-        let url = match self.url.as_deref().map(str::trim) {
-            Some(url) if !url.is_empty() => url.to_string(),
-            _ => return Err(Error::Usage(NO_URL.into())),
-        };
-        let password = match (
-            &self.prometheus_password_file,
-            std::env::var("DWCTL_PROMETHEUS_PASSWORD"),
-        ) {
-            (Some(path), _) => Some(dw_etcd::read_secret_file(
-                "--prometheus-password-file",
-                path,
-            )?),
-            (None, Ok(password)) => Some(password),
-            (None, Err(_)) => None,
-        };
-        let bearer_token = match &self.prometheus_bearer_token_file {
-            Some(path) => Some(dw_etcd::read_secret_file(
-                "--prometheus-bearer-token-file",
-                path,
-            )?),
-            None => None,
-        };
-        Ok(PrometheusOptions {
-            url,
+    /// These flags as plain settings (secrets named, not read).
+    pub fn settings(&self) -> PrometheusSettings {
+        PrometheusSettings {
+            url: self.url.clone(),
             user: self.prometheus_user.clone(),
-            password,
-            bearer_token,
+            password_file: self.prometheus_password_file.clone(),
+            bearer_token_file: self.prometheus_bearer_token_file.clone(),
             cacert: self.prometheus_cacert.clone(),
             cert: self.prometheus_cert.clone(),
             key: self.prometheus_key.clone(),
             insecure: self.prometheus_insecure,
             timeout: self.prometheus_timeout,
-        })
+        }
+    }
+
+    /// The client options these flags describe, secrets read; a usage error (exit 2)
+    /// without a URL.
+    pub fn options(&self) -> Result<PrometheusOptions, Error> {
+        self.settings().options()
     }
 }
 
@@ -189,19 +166,18 @@ pub struct TrafficArgs {
 }
 
 impl TrafficSourceArgs {
-    /// The source these flags name, secrets read: a Prometheus whose options cannot be
-    /// made (a secret file that cannot be read) is said by the prediction, not an error.
+    /// The source these flags name (a Prometheus' secrets are read when it is asked).
     pub fn to_source(&self) -> TrafficSource {
         if let Some(path) = &self.traffic_file {
             return TrafficSource::File(path.clone());
         }
-        match self.prometheus.options() {
-            Ok(options) => TrafficSource::Prometheus(PrometheusSource {
-                options,
+        let settings = self.prometheus.settings();
+        match settings.url.as_deref().map(str::trim) {
+            Some(url) if !url.is_empty() => TrafficSource::Prometheus(PrometheusSource {
+                settings,
                 window: self.window,
             }),
-            Err(Error::Usage(_)) => TrafficSource::NotGiven,
-            Err(error) => TrafficSource::Unaskable(format!("Prometheus cannot be asked: {error}")),
+            _ => TrafficSource::NotGiven,
         }
     }
 }

@@ -72,9 +72,10 @@ pub const EXIT_STATUSES: &[ExitStatus] = &[
         name: "the capacity guard refused the change (nothing written)",
         help: &[
             "the capacity guard refused the change: its predicted load puts an origin above",
-            "headroom x capacity (the origins, loads and the part that fits are named); nothing",
-            "written; --allow-overload commits it anyway, audited (rollout: stopped at that",
-            "step, resumable)",
+            "headroom x capacity (the origins, loads and the part that fits are named), or,",
+            "where capacities are set, the traffic source answered data that cannot be used;",
+            "nothing written; --allow-overload commits it anyway, audited (rollout: stopped at",
+            "that step, resumable)",
         ],
     },
     ExitStatus {

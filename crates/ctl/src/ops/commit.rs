@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp};
 
+pub use crate::context::RetryPolicy;
 use crate::error::{Error, FieldError};
 pub use crate::plan::drain::reconcile_drain_records;
 pub use crate::plan::keys::DEFAULT_MAX_REQUEST_BYTES;
@@ -394,33 +395,6 @@ fn explain_txn_error(error: etcd_client::Error, changes: &Changes, bytes: usize)
     }
 }
 
-/// How often and how patiently a guarded write is retried.
-#[derive(Debug, Clone)]
-pub struct RetryPolicy {
-    /// How many times to try before exit code 3.
-    pub attempts: u32,
-    /// The first pause's bound.
-    pub base: Duration,
-    /// The largest pause's bound.
-    pub cap: Duration,
-    /// How to reach another member when the one in use fails (unreachable, no leader, a
-    /// leader change, a timeout): [`transact`] connects again through these options,
-    /// which pick a member that answers and knows a leader. `None`: try the same client
-    /// again.
-    pub reconnect: Option<std::sync::Arc<dw_etcd::EtcdOptions>>,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            attempts: 10,
-            base: Duration::from_millis(20),
-            cap: Duration::from_secs(1),
-            reconnect: None,
-        }
-    }
-}
-
 /// Attempts at least this many times when etcd is unavailable (whatever `--retries`
 /// says): with pauses of [`UNAVAILABLE_PAUSE`] x 1, 2, 4, 4 between them, about 3 s, more
 /// than an election of etcd's default timings takes (1 s election timeout).
@@ -428,18 +402,6 @@ pub const UNAVAILABLE_ATTEMPTS: u32 = 5;
 
 /// The first pause after etcd was unavailable; it doubles, up to 4 times this.
 pub const UNAVAILABLE_PAUSE: Duration = Duration::from_millis(250);
-
-impl RetryPolicy {
-    /// "Full jitter": a random pause up to an exponentially growing bound, so that writers
-    /// that collided once do not collide again in lockstep.
-    pub fn pause(&self, attempt: u32) -> Duration {
-        let bound = self
-            .base
-            .saturating_mul(1u32 << attempt.min(16))
-            .min(self.cap);
-        bound.mul_f64(fastrand::f64())
-    }
-}
 
 /// The result of [`transact`].
 #[derive(Debug, Clone)]

@@ -1,8 +1,8 @@
 //! A small client of Prometheus' HTTP API: instant queries (`/api/v1/query`) over plain
 //! HTTP or TLS, with the protections Prometheus servers usually sit behind (basic auth, a
 //! bearer token, a private CA, client certificates). `dwctl traffic` reads the answer
-//! counters through it; the capacity planning that follows reuses it (and the flags of
-//! [`PrometheusArgs`](crate::cli::PrometheusArgs), `DWCTL_PROMETHEUS_URL` among them).
+//! counters through it; the load prediction reuses it (the flags of `cli::PrometheusArgs`,
+//! `DWCTL_PROMETHEUS_URL` among them, as [`PrometheusSettings`]).
 //!
 //! Built on hyper's HTTP/1 client connection and tokio-rustls (ring), the crates already
 //! in the lockfile. One connection per query; no redirects followed; no proxy.
@@ -44,6 +44,76 @@ pub const SYSTEM_CA_BUNDLES: [&str; 2] = [
     "/etc/ssl/certs/ca-certificates.crt",
     "/etc/pki/tls/certs/ca-bundle.crt",
 ];
+
+/// What `dwctl traffic` says when no URL is given (exit 2).
+pub const NO_URL: &str = "no Prometheus to ask: give its base URL with --prometheus URL or \
+the environment variable DWCTL_PROMETHEUS_URL (e.g. export \
+DWCTL_PROMETHEUS_URL=http://prometheus:9090); it must scrape every dw-agent's /metrics \
+(/usr/share/doc/dwctl/traffic-ops.md)";
+
+/// How to reach Prometheus as configured (the `--prometheus*` flags, plain values), its
+/// secrets named by file and read only when asked ([`PrometheusSettings::options`]): a
+/// long-running command reads a rotated token file again at its next query.
+#[derive(Debug, Clone, Default)]
+pub struct PrometheusSettings {
+    /// The base URL, as given (`None` or blank: none given).
+    pub url: Option<String>,
+    /// Basic auth user.
+    pub user: Option<String>,
+    /// A file holding the basic auth password (else `DWCTL_PROMETHEUS_PASSWORD`).
+    pub password_file: Option<PathBuf>,
+    /// A file holding a bearer token.
+    pub bearer_token_file: Option<PathBuf>,
+    /// A PEM CA bundle.
+    pub cacert: Option<PathBuf>,
+    /// A PEM client certificate.
+    pub cert: Option<PathBuf>,
+    /// Its private key.
+    pub key: Option<PathBuf>,
+    /// Do not verify the server's certificate.
+    pub insecure: bool,
+    /// How long one query may take.
+    pub timeout: Duration,
+}
+
+impl PrometheusSettings {
+    /// The client options, secrets read now; a usage error (exit 2) without a URL.
+    pub fn options(&self) -> Result<PrometheusOptions, Error> {
+        let url = match self.url.as_deref().map(str::trim) {
+            Some(url) if !url.is_empty() => url.to_string(),
+            _ => return Err(Error::Usage(NO_URL.into())),
+        };
+        let password = match (
+            &self.password_file,
+            std::env::var("DWCTL_PROMETHEUS_PASSWORD"),
+        ) {
+            (Some(path), _) => Some(dw_etcd::read_secret_file(
+                "--prometheus-password-file",
+                path,
+            )?),
+            (None, Ok(password)) => Some(password),
+            (None, Err(_)) => None,
+        };
+        let bearer_token = match &self.bearer_token_file {
+            Some(path) => Some(dw_etcd::read_secret_file(
+                "--prometheus-bearer-token-file",
+                path,
+            )?),
+            None => None,
+        };
+        Ok(PrometheusOptions {
+            url,
+            user: self.user.clone(),
+            password,
+            bearer_token,
+            cacert: self.cacert.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            insecure: self.insecure,
+            timeout: self.timeout,
+        })
+    }
+}
 
 /// How to reach one Prometheus server.
 #[derive(Debug, Clone, Default)]

@@ -23,11 +23,12 @@ use crate::plan::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::plan::drain_record::{SOURCE_HEALTH, SOURCE_REBALANCE};
 pub use crate::plan::guard::{ExemptReason, Guard, NoLoad, StatesGuard};
 use crate::plan::guard::{
-    Judging, Override, Overrider, Planned, TrafficRead, Verdict, decide, override_record, stated,
+    Judging, Override, Overrider, Planned, TrafficRead, Verdict, decide, drain_prediction,
+    override_record, stated,
 };
 use crate::plan::keys::Layout;
 use crate::plan::node_report::NodeReport;
-use crate::plan::prediction::{drain_prediction, render};
+use crate::plan::prediction::render;
 use crate::plan::shed::{ShedRequest, plan_shed};
 use crate::plan::shed_record::OnFail;
 

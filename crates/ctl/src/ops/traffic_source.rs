@@ -14,7 +14,7 @@ use dw_capacity::{AnswerRow, MAX_TRAFFIC_BYTES, Traffic};
 use crate::error::Error;
 use crate::input::{Refused, read_regular_file};
 use crate::ops::answer_counters::{ANSWERS, OVERFLOW, overflow_rate, prediction_rows, usable_rate};
-use crate::ops::prometheus::{Prometheus, PrometheusOptions};
+use crate::ops::prometheus::{Prometheus, PrometheusSettings};
 use crate::plan::guard::TrafficRead;
 
 /// Where a load prediction reads its traffic.
@@ -26,16 +26,13 @@ pub enum TrafficSource {
     File(PathBuf),
     /// A Prometheus, over a window.
     Prometheus(PrometheusSource),
-    /// A Prometheus was named but cannot be asked (a secret file that cannot be read):
-    /// why.
-    Unaskable(String),
 }
 
 /// A Prometheus to read the answer counters from, and the window of their rates.
 #[derive(Debug, Clone)]
 pub struct PrometheusSource {
-    /// How to reach it.
-    pub options: PrometheusOptions,
+    /// How to reach it (its secrets read at each prediction).
+    pub settings: PrometheusSettings,
     /// The window the rates are taken over.
     pub window: Window,
 }
@@ -46,9 +43,8 @@ pub const NO_SOURCE: &str =
 
 /// The traffic to predict with and where it came from, or why there is none.
 pub async fn read_traffic(source: &TrafficSource) -> Result<TrafficRead, Error> {
-    let PrometheusSource { options, window } = match source {
+    let PrometheusSource { settings, window } = match source {
         TrafficSource::NotGiven => return Ok(TrafficRead::NotGiven(NO_SOURCE.into())),
-        TrafficSource::Unaskable(why) => return Ok(TrafficRead::Unanswered(why.clone())),
         TrafficSource::File(path) => {
             let shown = path.display().to_string();
             let bytes = read_bounded(path).map_err(|error| Error::Io {
@@ -65,7 +61,16 @@ pub async fn read_traffic(source: &TrafficSource) -> Result<TrafficRead, Error> 
         }
         TrafficSource::Prometheus(prometheus) => prometheus,
     };
-    let prometheus = match Prometheus::new(options) {
+    let options = match settings.options() {
+        Ok(options) => options,
+        Err(Error::Usage(_)) => return Ok(TrafficRead::NotGiven(NO_SOURCE.into())),
+        Err(error) => {
+            return Ok(TrafficRead::Unanswered(format!(
+                "Prometheus cannot be asked: {error}"
+            )));
+        }
+    };
+    let prometheus = match Prometheus::new(&options) {
         Ok(prometheus) => prometheus,
         Err(error) => {
             return Ok(TrafficRead::Unanswered(format!(

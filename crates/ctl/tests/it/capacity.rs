@@ -668,3 +668,103 @@ async fn a_stage_predicts_its_cohorts_load_and_a_widen_that_would_overload_is_re
         run.stdout
     );
 }
+
+/// A Prometheus that answers every query with an empty vector (no answers in the window),
+/// on a loopback port; it serves until the test process ends.
+fn empty_prometheus() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            // Headers, then the form body by its Content-Length.
+            while let Ok(read) = stream.read(&mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..read]);
+                let text = String::from_utf8_lossy(&request).to_lowercase();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length = text
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length:"))
+                        .and_then(|value| value.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+            }
+            let body = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// Issue 40's rule on the guard (issue 39): where capacities are set, a source that
+/// answered with traffic that cannot be used (no answers in the window) is never waved
+/// through: exit 9, nothing written; `--allow-overload` commits it, audited. Where no
+/// capacity is set, nothing is judged and nothing is said about it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unusable_traffic_is_refused_where_capacities_are_set_and_silent_where_none_is() {
+    let (etcd, _) = guarded_cluster().await;
+    let prometheus = empty_prometheus();
+    let before = etcd.revision().await;
+    let run = etcd.dwctl(&["drain", "fra-a", "--prometheus", &prometheus]);
+    assert_eq!(run.code, 9, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("answered data that cannot be used")
+            && run.stderr.contains("has no dw_router_answers_total"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(etcd.revision().await, before, "nothing written");
+
+    let run = etcd.dwctl(&[
+        "drain",
+        "fra-a",
+        "--prometheus",
+        &prometheus,
+        "--allow-overload",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("--allow-overload: committed unchecked"),
+        "{}",
+        run.stdout
+    );
+    let audits = etcd.dump(&format!("{CONTROL}audit/")).await;
+    assert_eq!(audits.len(), 1, "{audits:?}");
+    let record: Value = serde_json::from_str(&audits[0].1).unwrap();
+    assert_eq!(record["action"], "allow-overload");
+    assert!(
+        record["unusable_traffic"]
+            .as_str()
+            .unwrap()
+            .contains("has no dw_router_answers_total"),
+        "{record}"
+    );
+
+    // No capacity set: the same source, and no source at all, judge and say nothing.
+    assert_eq!(
+        etcd.dwctl(&["origin", "capacity", "fra-b", "--clear"]).code,
+        0
+    );
+    let run = etcd.dwctl(&["restore", "fra-a", "--prometheus", &prometheus]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stdout.contains("prediction"), "{}", run.stdout);
+    let (code, json, stderr) = etcd.dwctl_json(&["drain", "fra-a", "--dry-run"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(json.get("prediction").is_none(), "{json}");
+    let run = etcd.dwctl(&["drain", "fra-a"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stdout.contains("no load prediction"), "{}", run.stdout);
+}

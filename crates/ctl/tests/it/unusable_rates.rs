@@ -74,14 +74,15 @@ async fn unusable_rates_are_refused_by_traffic_and_never_predicted_as_0() {
             "{value}: {}",
             run.stderr
         );
-        let (code, json, stderr) =
-            etcd.dwctl_json(&["drain", "fra-a", "--dry-run", "--prometheus", &url]);
-        assert_eq!(code, 0, "{value}: {stderr}");
-        assert_eq!(json["prediction"]["made"], false, "{value}: {json}");
-        let why = json["prediction"]["why"].as_str().unwrap_or_default();
+        // Capacities are set: traffic that cannot be used is refused (exit 9), never
+        // predicted as 0 nor waved through.
+        let run = etcd.dwctl(&["drain", "fra-a", "--dry-run", "--prometheus", &url]);
+        assert_eq!(run.code, 9, "{value}: {}\n{}", run.stdout, run.stderr);
         assert!(
-            why.contains("answered traffic that cannot be used: a rate of"),
-            "{value}: {json}"
+            run.stderr
+                .contains("answered traffic that cannot be used: a rate of"),
+            "{value}: {}",
+            run.stderr
         );
     }
     // A usable rate is read (the fake is sound): the prediction is made.
