@@ -18,7 +18,6 @@
 //! the web server was down); the endpoint reads only its SHA-256, which
 //! `<snapshot>.purge-sha256` holds.
 
-pub(crate) mod config;
 pub(crate) mod lines;
 pub(crate) mod peer;
 
@@ -38,9 +37,9 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::config::Config;
+use crate::config::purge::{PurgeConfig, PurgeUrl};
 use crate::error::Error;
 use crate::metrics::purge_counters::PurgeCounters;
-use crate::purge::config::{PurgeConfig, PurgeUrl};
 use crate::purge::lines::{ALL, PICK, Routing, batches, lines};
 use crate::report::json::Report;
 

@@ -12,23 +12,15 @@
 //! Rendering takes no lock publication holds for longer than a counter update
 //! ([`crate::metrics`]).
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
+use std::sync::Arc;
 use tokio::net::TcpListener;
 
+use crate::config::bounds::{CLIENT_TIMEOUT, HEAD_TIMEOUT, MAX_REQUEST_HEAD};
 use crate::metrics::{self, Metrics};
-
-/// The longest request head read (hyper's smallest buffer); a longer one is answered 431.
-const MAX_REQUEST_HEAD: usize = 8 * 1024;
-/// How long a client has to send its request head and read the answer.
-pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a client has to send its whole request head.
-pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Counts the guard's evictions and refusals in `/metrics`.
 struct Counted(Arc<Metrics>);
@@ -105,6 +97,8 @@ mod tests {
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
+
+    use std::time::Duration;
 
     use super::*;
 
