@@ -4,6 +4,7 @@
 
 mod answers;
 pub(crate) mod http;
+mod label_value;
 pub(crate) mod purge_counters;
 pub(crate) mod series;
 mod status;
