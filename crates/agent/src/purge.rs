@@ -22,6 +22,7 @@ pub(crate) mod lines;
 pub(crate) mod peer;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,6 +54,9 @@ pub(crate) const RETRY_INITIAL: Duration = Duration::from_millis(100);
 pub(crate) const RETRY_MAX: Duration = Duration::from_secs(5);
 /// Lines waiting (to be sent, or to be repeated) at most; beyond, they become `all`.
 const MAX_WAITING_LINES: usize = 100_000;
+/// The most addresses of the purge host tried for one request (a name can resolve to
+/// many; `localhost` is two).
+pub(crate) const MAX_ADDRESSES_TRIED: usize = 8;
 /// The suffix of the secret's hash file, beside the snapshot.
 pub(crate) const HASH_SUFFIX: &str = ".purge-sha256";
 
@@ -305,12 +309,38 @@ impl Task {
         }
     }
 
+    /// A connection to the endpoint that may receive the secret: each address the host
+    /// resolves to is tried in [`connect_order`] (so a `localhost` URL tries 127.0.0.1,
+    /// then [::1]) until one connects and passes the peer check. A process of another
+    /// user listening on one loopback address then costs one connection, not the purge.
+    async fn connect_checked(&self) -> Result<TcpStream, String> {
+        let host = self.url.connect_host();
+        let resolved = tokio::net::lookup_host((host, self.url.port))
+            .await
+            .map_err(|e| format!("cannot resolve {host}: {e}"))?;
+        let mut failures = Vec::new();
+        for addr in connect_order(resolved) {
+            let stream = match TcpStream::connect(addr).await {
+                Ok(stream) => stream,
+                Err(e) => {
+                    failures.push(format!("{addr}: cannot connect: {e}"));
+                    continue;
+                }
+            };
+            match crate::purge::peer::check(&stream).await {
+                Ok(()) => return Ok(stream),
+                Err(why) => failures.push(format!("{addr}: {why}")),
+            }
+        }
+        if failures.is_empty() {
+            return Err(format!("{host} resolves to no address"));
+        }
+        Err(failures.join("; "))
+    }
+
     /// Connects, sends the request, and returns the answer's status.
     async fn exchange(&self, body: String) -> Result<hyper::StatusCode, String> {
-        let stream = TcpStream::connect((self.url.connect_host(), self.url.port))
-            .await
-            .map_err(|e| format!("cannot connect: {e}"))?;
-        crate::purge::peer::check(&stream).await?;
+        let stream = self.connect_checked().await?;
         let _ = stream.set_nodelay(true);
         let (mut sender, connection) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
@@ -347,6 +377,22 @@ impl Task {
                 None => format!("no answer: {e}"),
             })
     }
+}
+
+/// The order in which the purge host's addresses are tried: IPv4 before IPv6, each in
+/// the resolver's order, each once, at most [`MAX_ADDRESSES_TRIED`].
+pub(crate) fn connect_order(resolved: impl IntoIterator<Item = SocketAddr>) -> Vec<SocketAddr> {
+    let mut order: Vec<SocketAddr> = Vec::new();
+    // A resolver's answer is short; a hostile one is read no further than this.
+    for addr in resolved.into_iter().take(MAX_ADDRESSES_TRIED * 8) {
+        if !order.contains(&addr) {
+            order.push(addr);
+        }
+    }
+    // A stable sort: the resolver's order within each family.
+    order.sort_by_key(SocketAddr::is_ipv6);
+    order.truncate(MAX_ADDRESSES_TRIED);
+    order
 }
 
 /// The wait before retry number `failures` (1, 2, ...): 100 ms doubling, at most 5 s.
@@ -390,6 +436,34 @@ async fn sleep_until(deadline: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_s_addresses_are_tried_ipv4_first_each_once_at_most_eight() {
+        let addr = |text: &str| text.parse::<SocketAddr>().unwrap();
+        // `localhost` as glibc orders it (RFC 6724: ::1 first).
+        assert_eq!(
+            connect_order([addr("[::1]:80"), addr("127.0.0.1:80")]),
+            [addr("127.0.0.1:80"), addr("[::1]:80")]
+        );
+        assert_eq!(
+            connect_order([
+                addr("[::1]:80"),
+                addr("127.0.0.2:80"),
+                addr("127.0.0.1:80"),
+                addr("127.0.0.2:80"),
+            ]),
+            [addr("127.0.0.2:80"), addr("127.0.0.1:80"), addr("[::1]:80")]
+        );
+        let many: Vec<SocketAddr> = (1..=9u8)
+            .map(|n| SocketAddr::from(([127, 0, 0, n], 80)))
+            .collect();
+        assert_eq!(connect_order(many.clone()), many[..MAX_ADDRESSES_TRIED]);
+        assert_eq!(
+            connect_order(many[..MAX_ADDRESSES_TRIED].to_vec()).len(),
+            MAX_ADDRESSES_TRIED
+        );
+        assert!(connect_order([]).is_empty());
+    }
 
     fn waiting(lines: &[(&str, bool)]) -> BTreeMap<String, bool> {
         lines.iter().map(|(l, r)| ((*l).to_owned(), *r)).collect()
