@@ -17,6 +17,7 @@ pub(crate) use self::series::CONTENT_TYPE;
 use self::series::Series;
 use self::status::Condition;
 pub use self::status::{State, Status, StatusHandle};
+use crate::config::bounds::MAX_RENDER_BYTES;
 
 #[derive(Debug)]
 pub(crate) struct Metrics {
@@ -230,7 +231,8 @@ impl Metrics {
         self
     }
 
-    /// The Prometheus text of every series; the ones that follow the clock are set first.
+    /// The Prometheus text of every series, at most [`MAX_RENDER_BYTES`] (the rest cut and
+    /// counted); the ones that follow the clock are set first.
     pub(crate) fn render(&self) -> String {
         let single = &self.series.single;
         let seconds = |mark: &AtomicU64| {
@@ -245,7 +247,16 @@ impl Metrics {
             .seconds_since_last_response
             .set(seconds(&self.last_response));
         single.healthy.set(i64::from(self.health().is_ok()));
-        self.series.encode()
+        let (text, cut) = self.series.encode(MAX_RENDER_BYTES);
+        if cut {
+            single.metrics_render_cuts.inc();
+        }
+        text
+    }
+
+    /// A scrape was answered with the newest render again (`metrics/http.rs`).
+    pub(crate) fn render_reused(&self) {
+        self.series.single.metrics_renders_reused.inc();
     }
 }
 

@@ -8,8 +8,6 @@
 //! alike. The writer's own encoding of a region key (docs/traffic.md, `%XX` as cache
 //! tags are) is thus served encoded once more: `a%20b` as `a%2520b`.
 
-use std::fmt::Write as _;
-
 /// The bytes served unchanged.
 fn passes(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"_.:/@+-".contains(&byte)
@@ -17,13 +15,15 @@ fn passes(byte: u8) -> bool {
 
 /// `bytes` as served in a label value (see the module's text).
 pub(crate) fn label_value(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = String::with_capacity(bytes.len());
     for &byte in bytes {
         if passes(byte) {
             out.push(char::from(byte));
         } else {
-            // Writing into a String cannot fail.
-            let _ = write!(out, "%{byte:02X}");
+            out.push('%');
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0x0f)]));
         }
     }
     out
