@@ -365,7 +365,7 @@ pub struct Cli {
     pub page_size: i64,
 
     /// Connections the metrics port holds at once; beyond it the oldest one still
-    /// waiting for its request is closed
+    /// waiting for its request, or not reading its answer, is closed
     #[arg(long, env = "DW_AGENT_METRICS_MAX_CONNECTIONS", default_value_t = DEFAULT_METRICS_MAX_CONNECTIONS,
           value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=4096), usize::from))]
     pub metrics_max_connections: usize,
