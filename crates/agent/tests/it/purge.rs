@@ -758,3 +758,77 @@ async fn beside_the_running_server_a_squatter_gets_nothing_and_purges_land() {
     assert_eq!(squatted.bytes(), 0, "the squatter got no byte");
     agent.stop().await;
 }
+
+/// A listener on `addr` that another user owns (uid 65534), as a squatter's is, that never
+/// accepts. A thread of its own switches its effective uid alone to bind it: the raw
+/// syscall changes the calling thread only (glibc's wrapper would change every thread of
+/// the test process), and the thread ends right after.
+fn squat_as_nobody(addr: SocketAddr) -> std::net::TcpListener {
+    std::thread::spawn(move || {
+        let keep = libc::uid_t::MAX; // -1: unchanged
+        // SAFETY: setresuid(2) takes three integers and touches no memory of ours.
+        let switched = unsafe { libc::syscall(libc::SYS_setresuid, keep, 65534, keep) };
+        assert_eq!(switched, 0, "setresuid (the tests run as root)");
+        let listener = std::net::TcpListener::bind(addr);
+        // SAFETY: as above; the saved uid is still 0, so the way back is allowed.
+        let restored = unsafe { libc::syscall(libc::SYS_setresuid, keep, 0, keep) };
+        assert_eq!(restored, 0);
+        listener.expect("the squatter binds")
+    })
+    .join()
+    .expect("the squatter's thread")
+}
+
+/// With a `localhost` URL and another user's process listening on one loopback address
+/// (issue 40, 7b), the purge lands at the web server on the other: each address the name
+/// resolves to is tried, 127.0.0.1 then [::1], and the squatter gets a connection with no
+/// byte on it. Run once with the squatter on each family.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_localhost_url_purges_past_a_squatter_on_either_loopback() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host(("localhost", 80))
+        .await
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    if !(resolved.iter().any(SocketAddr::is_ipv4) && resolved.iter().any(SocketAddr::is_ipv6)) {
+        eprintln!("SKIPPED: localhost resolves to {resolved:?} here, not to both loopbacks");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path(), 1).await;
+    let mut client = cluster.client().await;
+    let listed = put(&mut client, &format!("{PREFIX}region/DE"), REGION).await;
+    for (squatter_ip, server_ip) in [("::1", "127.0.0.1"), ("127.0.0.1", "::1")] {
+        let port = free_port();
+        let squatter = squat_as_nobody(SocketAddr::new(squatter_ip.parse().unwrap(), port));
+        let mut endpoint =
+            Endpoint::listen(SocketAddr::new(server_ip.parse().unwrap(), port)).await;
+        let snapshot = dir.path().join(format!("routing-{port}.json"));
+        let mut config = test_config(cluster.endpoints(), &snapshot);
+        config.purge = Some(PurgeConfig {
+            repeat_after: Duration::ZERO,
+            ..PurgeConfig::new(&format!("http://localhost:{port}/dw-purge.php")).unwrap()
+        });
+        let mut agent = RunningAgent::start(config).await;
+        agent.published(listed).await;
+        let landed = endpoint.next().await;
+        assert_eq!(landed.body, "all", "squatter on {squatter_ip}");
+        assert!(landed.authorization.is_some());
+        // Whatever reached the squatter's port: connections with no byte on them.
+        squatter.set_nonblocking(true).unwrap();
+        while let Ok((mut stream, _)) = squatter.accept() {
+            use std::io::Read;
+            stream.set_nonblocking(false).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            let mut received = Vec::new();
+            let _ = stream.read_to_end(&mut received);
+            assert!(
+                received.is_empty(),
+                "the squatter on {squatter_ip} got {received:?}"
+            );
+        }
+        agent.stop().await;
+    }
+}
