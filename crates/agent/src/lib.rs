@@ -49,8 +49,8 @@ use std::future::Future;
 
 pub use crate::agent::Agent;
 pub use crate::config::{
-    Cli, Config, DEFAULT_METRICS_ADDR, DEFAULT_SNAPSHOT_PATH, LogFormat, ReportConfig, Timing,
-    check_node_id, host_name, parse_labels,
+    Cli, Config, DEFAULT_METRICS_ADDR, DEFAULT_PHP_USERS, DEFAULT_SNAPSHOT_PATH, LogFormat,
+    PhpUser, ReportConfig, Timing, check_node_id, host_name, parse_labels, parse_php_users,
 };
 pub use crate::error::Error;
 pub use crate::metrics::{State, Status, StatusHandle};

@@ -34,10 +34,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::Error;
 use crate::labels::LabelSet;
 use crate::layout::{
-    ENTRY_WORDS, FILE_WORDS, FIRST_PENDING_ID, INDEX_BUCKETS, INDEX_OFFSET, MAGIC,
-    MAX_LABEL_BYTES, MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID, PENDING_LABEL_SETS, SLOT_COUNTERS,
-    SLOT_HEADER_WORDS, SLOT_WORDS, VERSION, check_header, entry_offset, header,
-    pending_entry_offset, slot_header, slot_offset,
+    ENTRY_WORDS, FILE_WORDS, FIRST_PENDING_ID, INDEX_BUCKETS, INDEX_OFFSET, MAGIC, MAX_LABEL_BYTES,
+    MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID, PENDING_LABEL_SETS, SLOT_COUNTERS, SLOT_HEADER_WORDS,
+    SLOT_WORDS, VERSION, check_header, entry_offset, header, pending_entry_offset, slot_header,
+    slot_offset,
 };
 
 /// How many times [`Counters::label_id_in_slot`] tries the registry lock (yielding the CPU
@@ -148,6 +148,12 @@ impl<'m, L: Locks> Counters<'m, L> {
             Some(id) => id,
             None => self.pending_id(slot.min(MAX_SLOTS - 1), &entry),
         }
+    }
+
+    /// The id of `labels` in the registry (registered when new; [`OVERFLOW_ID`] when the
+    /// registry is full); None when its lock is busy. Never waits.
+    pub fn try_label_id(&self, labels: &LabelSet) -> Option<u32> {
+        self.registered_id(&labels.encode())
     }
 
     /// Whether `id` (from [`Counters::label_id_in_slot`]) is the file's, and so may be
@@ -318,7 +324,6 @@ pub fn words_to_bytes(words: &[AtomicU64]) -> Vec<u8> {
     bytes
 }
 
-const _: () = assert!(
-    SLOT_WORDS == SLOT_HEADER_WORDS + SLOT_COUNTERS + PENDING_LABEL_SETS * ENTRY_WORDS
-);
+const _: () =
+    assert!(SLOT_WORDS == SLOT_HEADER_WORDS + SLOT_COUNTERS + PENDING_LABEL_SETS * ENTRY_WORDS);
 const _: () = assert!(SLOT_COUNTERS == FIRST_PENDING_ID as usize + PENDING_LABEL_SETS);

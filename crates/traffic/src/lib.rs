@@ -40,8 +40,8 @@ pub use crate::{
     error::Error,
     file::{
         DirectoryTotals, FILE_MODE, FileLocks, FileState, MAX_FILES, MAX_REFUSALS_KEPT,
-        MAX_SCANNED_ENTRIES, MappedFile, UsersTotals, file_name, locate, read_directory,
-        read_file, read_users, uid_of_file_name, user_dir,
+        MAX_SCANNED_ENTRIES, MappedFile, UsersTotals, file_name, locate, read_directory, read_file,
+        read_users, uid_of_file_name, user_dir,
     },
     labels::{LabelSet, Step, bounded},
     reader::{Totals, parse},

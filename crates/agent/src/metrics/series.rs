@@ -167,11 +167,16 @@ impl Series {
         Series { registry, ..series }
     }
 
-    /// Serves the answer counters of `dir` (dw_router's `dw_router.answers_dir`) with
-    /// `node` as their `node` label.
-    pub(crate) fn add_answers(&mut self, dir: std::path::PathBuf, node: String) {
+    /// Serves the answer counters of `users` in `dir` (dw_router's
+    /// `dw_router.answers_dir`) with `node` as their `node` label.
+    pub(crate) fn add_answers(
+        &mut self,
+        dir: std::path::PathBuf,
+        node: String,
+        users: Vec<crate::config::PhpUser>,
+    ) {
         self.registry
-            .register_collector(Box::new(super::answers::Answers { dir, node }));
+            .register_collector(Box::new(super::answers::Answers::new(dir, node, users)));
     }
 
     /// The Prometheus text of every series.

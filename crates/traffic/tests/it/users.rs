@@ -103,9 +103,15 @@ fn decoy_files_do_not_hide_a_configured_user() {
     }
     let found = read_users(dir.path(), &[nobody]);
     assert_eq!(found.totals.series.get(&de(b"FR")), Some(&3));
-    assert_eq!(found.files, [(nobody, dir.path().join(file_name(nobody)), FileState::Read)]);
+    assert_eq!(
+        found.files,
+        [(nobody, dir.path().join(file_name(nobody)), FileState::Read)]
+    );
     // A scan of the directory (as before) lost it behind the decoys.
-    assert_eq!(read_directory(dir.path()).totals.series.get(&de(b"FR")), None);
+    assert_eq!(
+        read_directory(dir.path()).totals.series.get(&de(b"FR")),
+        None
+    );
 }
 
 #[test]
@@ -137,20 +143,31 @@ fn the_per_user_directory_is_used_when_it_exists_and_refused_if_others_can_write
     std::fs::create_dir(&own).unwrap();
     std::os::unix::fs::chown(&own, Some(PHP_USER), None).unwrap();
     std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o2750)).unwrap();
-    assert_eq!(locate(dir.path(), PHP_USER).unwrap(), own.join(file_name(PHP_USER)));
-    write_owned(&own.join(file_name(PHP_USER)), PHP_USER, &file_with(b"JP", 2));
+    assert_eq!(
+        locate(dir.path(), PHP_USER).unwrap(),
+        own.join(file_name(PHP_USER))
+    );
+    write_owned(
+        &own.join(file_name(PHP_USER)),
+        PHP_USER,
+        &file_with(b"JP", 2),
+    );
     let found = read_users(dir.path(), &[PHP_USER]);
     assert_eq!(found.totals.series.get(&de(b"JP")), Some(&2));
     // Writable by others: refused, it could have been replaced.
     std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o777)).unwrap();
     let found = read_users(dir.path(), &[PHP_USER]);
     assert!(found.totals.series.is_empty());
-    assert!(matches!(&found.files[0].2, FileState::Refused(why) if why.to_string().contains("writable by others")));
+    assert!(
+        matches!(&found.files[0].2, FileState::Refused(why) if why.to_string().contains("writable by others"))
+    );
     // Made by another user (in a parent every user can write): refused.
     std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::os::unix::fs::chown(&own, Some(ATTACKER), None).unwrap();
     let found = read_users(dir.path(), &[PHP_USER]);
-    assert!(matches!(&found.files[0].2, FileState::Refused(why) if why.to_string().contains("owned by uid 1001")));
+    assert!(
+        matches!(&found.files[0].2, FileState::Refused(why) if why.to_string().contains("owned by uid 1001"))
+    );
     // Missing file in a good directory: missing, not refused.
     std::os::unix::fs::chown(&own, Some(0), None).unwrap();
     std::fs::remove_file(own.join(file_name(PHP_USER))).unwrap();
@@ -169,7 +186,9 @@ fn more_users_than_the_bound_are_refused_each() {
             .iter()
             .all(|(_, _, state)| *state == FileState::Missing)
     );
-    assert!(matches!(&found.files[dw_traffic::MAX_FILES].2, FileState::Refused(why) if why.to_string().contains("more than 64")));
+    assert!(
+        matches!(&found.files[dw_traffic::MAX_FILES].2, FileState::Refused(why) if why.to_string().contains("more than 64"))
+    );
 }
 
 /// The writer (here root, as a php-fpm master in MINIT) maps its file in its per-user
