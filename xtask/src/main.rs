@@ -209,6 +209,7 @@ fn extra_sections(name: &str) -> Vec<(&'static str, Vec<&'static str>)> {
                     "/etc/default/dw-agent  the unit's environment (a commented conffile)",
                     "/usr/lib/systemd/system/dw-agent.service  the unit, enabled and started on install",
                     "/run/dw-router/routing.json  the snapshot (and routing.json.heartbeat)",
+                    "/run/dw-router-answers/UID/answers-UID.bin  the answer counters of each --php-users user, read by name; the per-user directories are made by --prepare-dirs (as root: the unit's ExecStartPre) and /usr/lib/tmpfiles.d/dw-agent.conf",
                     "/usr/share/doc/dw-agent/agent.md  the guide; snapshot-format.md, snapshot-trust.md beside it",
                 ],
             ),
