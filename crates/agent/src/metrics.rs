@@ -402,7 +402,7 @@ impl Metrics {
         mut self,
         dir: std::path::PathBuf,
         node: String,
-        users: Vec<crate::config::PhpUser>,
+        users: Vec<(String, Option<u32>)>,
     ) -> Metrics {
         self.series.add_answers(dir, node, users);
         self

@@ -22,22 +22,21 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
-use crate::config::PhpUser;
-
 /// The collector: the directory, the PHP users whose files are read, and the node id
 /// every series carries.
 #[derive(Debug)]
 pub(crate) struct Answers {
     pub(crate) dir: PathBuf,
     pub(crate) node: String,
-    pub(crate) users: Vec<PhpUser>,
+    /// The `--php-users` users: each as configured, and its uid (None: names no user).
+    pub(crate) users: Vec<(String, Option<u32>)>,
     /// Each user's file state at the last scrape (by the user's name as configured), so
     /// that a change is logged once, not at every scrape.
     last: Mutex<BTreeMap<String, &'static str>>,
 }
 
 impl Answers {
-    pub(crate) fn new(dir: PathBuf, node: String, users: Vec<PhpUser>) -> Answers {
+    pub(crate) fn new(dir: PathBuf, node: String, users: Vec<(String, Option<u32>)>) -> Answers {
         Answers {
             dir,
             node,
@@ -50,7 +49,7 @@ impl Answers {
     /// (read, missing, refused). Logs a user whose file's state changed: at warn when it
     /// is not read (missing or refused, with why), at info when it is read again.
     fn read(&self) -> (dw_traffic::Totals, [u64; 3]) {
-        let uids: Vec<u32> = self.users.iter().filter_map(|user| user.uid).collect();
+        let uids: Vec<u32> = self.users.iter().filter_map(|(_, uid)| *uid).collect();
         let found = dw_traffic::read_users(&self.dir, &uids);
         let mut states = [0u64; 3];
         let mut last = self
@@ -58,8 +57,8 @@ impl Answers {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut files = found.files.iter();
-        for user in &self.users {
-            let (state, file, why) = match user.uid {
+        for (name, uid) in &self.users {
+            let (state, file, why) = match uid {
                 None => ("missing", None, "names no user on this node".to_owned()),
                 Some(_) => match files.next() {
                     Some((_, path, state)) => (
@@ -78,14 +77,14 @@ impl Answers {
                 "missing" => 1,
                 _ => 2,
             }] += 1;
-            if last.insert(user.name.clone(), state) == Some(state) {
+            if last.insert(name.clone(), state) == Some(state) {
                 continue;
             }
             let file = file.map(|path| label_value(path.as_os_str().as_encoded_bytes()));
             if state == "read" {
-                tracing::info!(user = %user.name, file = file.as_deref().unwrap_or(""), "answer counter file read");
+                tracing::info!(user = %name, file = file.as_deref().unwrap_or(""), "answer counter file read");
             } else {
-                tracing::warn!(user = %user.name, file = file.as_deref().unwrap_or(""), state, %why,
+                tracing::warn!(user = %name, file = file.as_deref().unwrap_or(""), state, %why,
                     "answer counter file not read: this user's answers are not counted (dw_agent_counter_files)");
             }
         }
@@ -162,16 +161,12 @@ mod tests {
     use dw_traffic::{Counters, LabelSet, ProcessLocks, Step, count, words_to_bytes, zeroed_words};
 
     use super::*;
-    use crate::config::PhpUser;
     use crate::metrics::Metrics;
 
     /// PHP users by uid.
-    fn uids(uids: &[u32]) -> Vec<PhpUser> {
+    fn uids(uids: &[u32]) -> Vec<(String, Option<u32>)> {
         uids.iter()
-            .map(|&uid| PhpUser {
-                name: uid.to_string(),
-                uid: Some(uid),
-            })
+            .map(|&uid| (uid.to_string(), Some(uid)))
             .collect()
     }
 
@@ -265,10 +260,7 @@ mod tests {
         write(dw_traffic::file_name(33), 1001); // made first under www-data's name
         write(dw_traffic::file_name(65534), 65534); // nobody's, genuine
         let mut users = uids(&[0, 33, 65534]);
-        users.push(PhpUser {
-            name: "no-such-user-dw".into(),
-            uid: None,
-        });
+        users.push(("no-such-user-dw".into(), None));
         let metrics = Metrics::new(Duration::from_secs(60), None).with_answers(
             dir.path().to_owned(),
             "n".into(),

@@ -173,7 +173,7 @@ impl Series {
         &mut self,
         dir: std::path::PathBuf,
         node: String,
-        users: Vec<crate::config::PhpUser>,
+        users: Vec<(String, Option<u32>)>,
     ) {
         self.registry
             .register_collector(Box::new(super::answers::Answers::new(dir, node, users)));
