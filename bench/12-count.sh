@@ -13,6 +13,9 @@ QUICK=${DW_BENCH_QUICK:-0}
 # Optional: a build of the commit before counting existed (the same resolve() without any
 # counting code), for a third column. Not built here: give its path.
 BASELINE=${DW_BENCH_BASELINE_SO:-}
+# Optional: a build of an earlier commit with counting (e.g. the one before a change to the
+# counting protocol), measured with counting on beside this build's count_answers=1.
+PREVIOUS=${DW_BENCH_PREVIOUS_SO:-}
 [[ -f $SO ]] || { echo "12-count: $SO not built (make build)" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "12-count: valgrind missing (run inside scripts/devenv)" >&2; exit 1; }
 mkdir -p "$RAW"
@@ -28,8 +31,9 @@ php examples/generate.php --regions 250 --out "$WORK/snapshot.json" >/dev/null
 # the first run (a reload inside its measured loop, seen as 18 instructions a call).
 touch -d "-1 minute" "$WORK/snapshot.json"
 # Instructions per call in part 2 (the measured loop) of a callgrind run.
-per_call() { # mode count_answers [so]
-  local out=$RAW/cg-$1-$2.out try
+per_call() { # mode count_answers [so] [tag]
+  local tag=${4:-$2}
+  local out=$RAW/cg-$1-$tag.out try
   # When the router's watcher ends up polling (seen now and then on the shared box, the
   # cause not pinned down: no inotify instance to be had is the likely one), every call
   # also reads the clock, ~40-80 instructions that are not resolve()'s own. Such a run is
@@ -39,12 +43,12 @@ per_call() { # mode count_answers [so]
     valgrind --tool=callgrind --dump-before=usleep --toggle-collect='*resolve_handler*' \
       --callgrind-out-file="$out" \
       php -d "extension=${3:-$SO}" -d "dw_router.count_answers=$2" -d "dw_router.answers_dir=$WORK/answers" \
-      bench/count/loop.php "$WORK/snapshot.json" "$1" "$N" 2>"$RAW/cg-$1-$2.log" >/dev/null \
-      || { tail -20 "$RAW/cg-$1-$2.log" >&2; exit 1; }
-    rm -f "$RAW/polled-$1-$2"
+      bench/count/loop.php "$WORK/snapshot.json" "$1" "$N" 2>"$RAW/cg-$1-$tag.log" >/dev/null \
+      || { tail -20 "$RAW/cg-$1-$tag.log" >&2; exit 1; }
+    rm -f "$RAW/polled-$1-$tag"
     grep -q clock_gettime "$out.2" || break
-    : >"$RAW/polled-$1-$2"
-    log "$1 $2: the router polled, run $try of 3"
+    : >"$RAW/polled-$1-$tag"
+    log "$1 $tag: the router polled, run $try of 3"
   done
   local ir
   ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$out.2")
@@ -59,6 +63,10 @@ for mode in memo sticky; do
   if [[ -n $BASELINE ]]; then
     log "callgrind, $mode, baseline $BASELINE, $N calls"
     ir[$mode-base]=$(per_call "$mode" base "$BASELINE")
+  fi
+  if [[ -n $PREVIOUS ]]; then
+    log "callgrind, $mode, previous build $PREVIOUS, count_answers=1, $N calls"
+    ir[$mode-prev]=$(per_call "$mode" 1 "$PREVIOUS" prev)
   fi
 done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -100,6 +108,19 @@ for mode in memo sticky; do
   fi
   echo "| $mode |${base:+ $base |} $off | $on | $added | ${ratio}x | $target |"
 done
+if [[ -n $PREVIOUS ]]; then
+  echo
+  echo "Counting on, this build against an earlier build with counting (\`DW_BENCH_PREVIOUS_SO\`$( [[ -n ${DW_BENCH_PREVIOUS_NAME:-} ]] && echo ": $DW_BENCH_PREVIOUS_NAME")), both \`count_answers=1\`:"
+  echo
+  echo "| call | earlier build | this build | change | target |"
+  echo "|---|---|---|---|---|"
+  for mode in memo sticky; do
+    prev=${ir[$mode-prev]} on=${ir[$mode-1]}
+    change=$(awk -v a="$on" -v b="$prev" 'BEGIN { printf "%+.2f%%", (a / b - 1) * 100 }')
+    within=$(awk -v a="$on" -v b="$prev" 'BEGIN { d = a / b - 1; if (d < 0) d = -d; print (d <= 0.02 ? "met" : "not met") }')
+    echo "| $mode | $prev | $on | $change | within 2 %: $within |"
+  done
+fi
 polled=$(cd "$RAW" && for f in polled-*; do [[ -e $f ]] && printf '%s ' "${f#polled-}"; done; true)
 if [[ -n $polled ]]; then
   echo

@@ -86,8 +86,11 @@ impl AnswerIds {
         }
         let labels = labels(table, geo_key, chain_geo, sticky, route);
         let id = traffic::id_plus_one(&labels)?;
+        // A pending label set's id (the registry was busy) is not kept: the next answer
+        // registers it.
         if let Some(ids) = ids.as_mut()
             && ids.len() < MAX_CACHED_KEYS
+            && traffic::is_cacheable(id)
         {
             ids.insert(key, id);
         }

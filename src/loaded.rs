@@ -163,10 +163,14 @@ impl Loaded {
             .answer_ids
             .id_plus_one(&self.table, country, sticky, route)
             .unwrap_or(traffic::NOT_COUNTED_ID);
-        if let Some(counted_as) = counted_as {
-            counted_as.store(id, Ordering::Relaxed);
-        } else if sticky && let Some((_, origin)) = route {
-            self.country_ids.put(country, origin, id);
+        // A pending label set's id (the registry was busy) is kept nowhere: the next
+        // answer asks again and registers it.
+        if traffic::is_cacheable(id) {
+            if let Some(counted_as) = counted_as {
+                counted_as.store(id, Ordering::Relaxed);
+            } else if sticky && let Some((_, origin)) = route {
+                self.country_ids.put(country, origin, id);
+            }
         }
         traffic::count(id);
     }

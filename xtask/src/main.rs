@@ -211,6 +211,7 @@ fn extra_sections(name: &str) -> Vec<(&'static str, Vec<String>)> {
                     "/usr/lib/systemd/system/dw-agent.service  the unit, enabled and started on install",
                     "/run/dw-router/routing.json  the snapshot (and routing.json.heartbeat)",
                     "/run/dw-router  the snapshot's directory, owned by dw-agent, 0755: dw-agent.service (RuntimeDirectory=) and /usr/lib/tmpfiles.d/dw-agent.conf make it; without systemd, create it as root before every first start after a boot (/run is emptied): install -d -o dw-agent -g dw-agent -m 0755 /run/dw-router",
+                    "/run/dw-router-answers/UID/answers-UID.bin  the answer counters of each --php-users user, read by name; the per-user directories are made by --prepare-dirs (as root: the unit's ExecStartPre) and /usr/lib/tmpfiles.d/dw-agent.conf",
                     "/usr/share/doc/dw-agent/agent.md  the guide; snapshot-format.md, snapshot-trust.md beside it",
                 ]),
             ),

@@ -103,7 +103,12 @@ impl Agent {
                 .or_else(|| config.report.as_ref().map(|report| report.node_id.clone()))
                 .or_else(crate::config::host_name)
                 .unwrap_or_else(|| "unknown".into());
-            metrics = metrics.with_answers(dir.clone(), node);
+            let users = config
+                .php_users
+                .iter()
+                .map(|user| (user.name.clone(), user.uid))
+                .collect();
+            metrics = metrics.with_answers(dir.clone(), node, users);
         }
         let metrics = Arc::new(metrics);
         let mut agent_refusal = None;

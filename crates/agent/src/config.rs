@@ -3,6 +3,7 @@
 
 pub(crate) mod bounds;
 pub(crate) mod node_identity;
+pub(crate) mod php_users;
 pub(crate) mod purge;
 
 use std::collections::BTreeMap;
@@ -22,6 +23,9 @@ use crate::config::bounds::{
 };
 use crate::config::node_identity::check_label;
 pub use crate::config::node_identity::{check_node_id, host_name, parse_labels};
+pub use crate::config::php_users::{
+    DEFAULT_ANSWERS_GROUP, DEFAULT_PHP_USERS, PhpUser, parse_php_users, prepare_dirs,
+};
 use crate::config::purge::PurgeConfig;
 
 /// Where the snapshot goes when `--snapshot` is not given: a directory of the agent's own
@@ -69,6 +73,9 @@ pub struct Config {
     /// Where dw_router's workers count their answers (`dw_router.answers_dir`), served
     /// on `/metrics` (docs/traffic.md); `None` serves none.
     pub answers_dir: Option<PathBuf>,
+    /// The PHP users whose counter files are read from `answers_dir`, each by its name
+    /// (`--php-users`); no other file is read.
+    pub php_users: Vec<PhpUser>,
     /// This node's id as given (`--node-id`), whether reports are written or not: the
     /// `node` label of the answer counters. `None`: the report's id, else the host name.
     pub node_id: Option<String>,
@@ -204,6 +211,7 @@ impl Config {
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             purge: None,
             answers_dir: None,
+            php_users: parse_php_users(DEFAULT_PHP_USERS).unwrap_or_default(),
             node_id: None,
         }
     }
@@ -375,6 +383,23 @@ pub struct Cli {
     #[arg(long, env = "DW_AGENT_ANSWERS_DIR", default_value = DEFAULT_ANSWERS_DIR)]
     pub answers_dir: String,
 
+    /// The node's PHP users (names or uids, comma separated, at most 64): only their
+    /// counter files are read, each by its name (<answers-dir>/<uid>/answers-<uid>.bin, or
+    /// <answers-dir>/answers-<uid>.bin without that directory). Include root when php-fpm
+    /// runs (its master maps the file as root for all its pools)
+    #[arg(long, env = "DW_AGENT_PHP_USERS", default_value = DEFAULT_PHP_USERS)]
+    pub php_users: String,
+
+    /// Make <answers-dir> (root's, 0755) and a directory per --php-users user in it (the
+    /// user's, 2750, of --answers-group), then exit; run as root (dw-agent.service's
+    /// ExecStartPre, or by a hosting panel after adding a PHP user)
+    #[arg(long, env = "DW_AGENT_PREPARE_DIRS")]
+    pub prepare_dirs: bool,
+
+    /// The group of the per-user directories --prepare-dirs makes: the agent's
+    #[arg(long, env = "DW_AGENT_ANSWERS_GROUP", default_value = DEFAULT_ANSWERS_GROUP)]
+    pub answers_group: String,
+
     /// This node's id: in its report, and the node label of dw_router_answers_total
     /// (default: the host name)
     #[arg(long, env = "DW_AGENT_NODE_ID")]
@@ -411,6 +436,21 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// `--prepare-dirs`: makes the answers directory and the per-user directories of
+    /// `--php-users` ([`prepare_dirs`]); what it did, a line each.
+    pub fn prepare_answers_dirs(&self) -> Result<Vec<String>, Error> {
+        let dir = match self.answers_dir.trim() {
+            "" | "off" => {
+                return Err(Error::Config(
+                    "--prepare-dirs: --answers-dir is off, there is nothing to prepare".into(),
+                ));
+            }
+            dir => PathBuf::from(dir),
+        };
+        let users = parse_php_users(&self.php_users).map_err(Error::Config)?;
+        prepare_dirs(&dir, &users, self.answers_group.trim()).map_err(Error::Config)
+    }
+
     /// Turns the parsed command line into a validated [`Config`], reading the password file.
     pub fn into_config(self) -> Result<Config, Error> {
         let metrics_addr = match self.metrics_addr.trim() {
@@ -469,6 +509,7 @@ impl Cli {
                 "" | "off" => None,
                 dir => Some(PathBuf::from(dir)),
             },
+            php_users: parse_php_users(&self.php_users).map_err(Error::Config)?,
             node_id: self.node_id.map(|id| id.trim().to_owned()),
         };
         config.validate()?;

@@ -52,8 +52,8 @@ pub use crate::config::purge::{
     DEFAULT_PURGE_REPEAT_AFTER, MAX_PURGE_REPEAT_AFTER, PurgeConfig, PurgeUrl,
 };
 pub use crate::config::{
-    Cli, Config, DEFAULT_METRICS_ADDR, DEFAULT_SNAPSHOT_PATH, LogFormat, ReportConfig, Timing,
-    check_node_id, host_name, parse_labels,
+    Cli, Config, DEFAULT_METRICS_ADDR, DEFAULT_PHP_USERS, DEFAULT_SNAPSHOT_PATH, LogFormat,
+    PhpUser, ReportConfig, Timing, check_node_id, host_name, parse_labels, parse_php_users,
 };
 pub use crate::error::Error;
 pub use crate::metrics::{State, Status, StatusHandle};

@@ -12,6 +12,18 @@ use tracing_subscriber::EnvFilter;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format, &cli.log);
+    if cli.prepare_dirs {
+        return match cli.prepare_answers_dirs() {
+            Ok(done) => {
+                done.iter().for_each(|line| println!("{line}"));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match serve(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

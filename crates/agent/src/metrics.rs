@@ -226,8 +226,13 @@ impl Metrics {
 
     /// These metrics, serving the answer counters of `dir` under `node` as well
     /// (`--answers-dir`; docs/traffic.md).
-    pub(crate) fn with_answers(mut self, dir: std::path::PathBuf, node: String) -> Metrics {
-        self.series.add_answers(dir, node);
+    pub(crate) fn with_answers(
+        mut self,
+        dir: std::path::PathBuf,
+        node: String,
+        users: Vec<(String, Option<u32>)>,
+    ) -> Metrics {
+        self.series.add_answers(dir, node, users);
         self
     }
 

@@ -16,23 +16,52 @@
 //!   unpublished entry (overwritten by the next) or a published entry with no bucket (the
 //!   next registration of that label set adds a second entry; readers add duplicates
 //!   up, so a series is never duplicated).
+//! - Nothing waits for a lock another process can hold (any process that can open the
+//!   file can take a record lock on it): the registry lock and the slot locks are taken
+//!   with `F_SETLK`, never `F_SETLKW`, and the header is written without a lock (its words
+//!   are constants, so two writers write the same). When the registry lock is busy,
+//!   [`Counters::label_id_in_slot`] keeps the label set in the worker's own slot, a
+//!   *pending* label set ([`PENDING_LABEL_SETS`] per slot, written and published as the
+//!   registry's entries are, by the slot's only writer), and the answer counts there
+//!   under its labels; a later answer registers it in the registry and counts there. A
+//!   pending count is never moved (a move would make a total go down or count twice): the
+//!   reader adds a slot's pending label sets to the file's series, as it adds
+//!   duplicates. A worker killed part way leaves an unpublished pending entry (the next
+//!   holder of the slot overwrites it), having lost at most the answer it was counting.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Error;
 use crate::labels::LabelSet;
 use crate::layout::{
-    ENTRY_WORDS, FILE_WORDS, INDEX_BUCKETS, INDEX_OFFSET, MAGIC, MAX_LABEL_BYTES, MAX_LABEL_SETS,
-    MAX_SLOTS, OVERFLOW_ID, SLOT_HEADER_WORDS, SLOT_WORDS, VERSION, check_header, entry_offset,
-    header, slot_offset,
+    ENTRY_WORDS, FILE_WORDS, FIRST_PENDING_ID, INDEX_BUCKETS, INDEX_OFFSET, MAGIC, MAX_LABEL_BYTES,
+    MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID, PENDING_LABEL_SETS, SLOT_COUNTERS, SLOT_HEADER_WORDS,
+    SLOT_WORDS, VERSION, check_header, entry_offset, header, pending_entry_offset, slot_header,
+    slot_offset,
 };
+
+/// How many times [`Counters::label_id_in_slot`] tries the registry lock (yielding the CPU
+/// between tries) before it keeps the label set pending: another worker registering holds
+/// it for a few microseconds, a hostile process for ever. Never a wait.
+pub const REGISTRY_LOCK_TRIES: usize = 3;
 
 /// The locks a writer takes, provided by whoever mapped the words.
 pub trait Locks {
-    /// Takes slot `slot` for this worker's life, if no live worker holds it.
+    /// Takes slot `slot` for this worker's life, if no live worker holds it (never waits).
     fn try_lock_slot(&self, slot: usize) -> bool;
-    /// Runs `f` holding the registry lock (waits for it).
-    fn with_registry_lock<R>(&self, f: impl FnOnce() -> R) -> Result<R, Error>;
+    /// Runs `f` holding the registry lock if it can be taken at once; `None` (and `f` not
+    /// run) when another process holds it. Never waits.
+    fn try_with_registry_lock<R>(&self, f: impl FnOnce() -> R) -> Option<R>;
+}
+
+impl<L: Locks> Locks for &L {
+    fn try_lock_slot(&self, slot: usize) -> bool {
+        (**self).try_lock_slot(slot)
+    }
+
+    fn try_with_registry_lock<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        (**self).try_with_registry_lock(f)
+    }
 }
 
 /// The counters of one file, as a writer sees them.
@@ -56,6 +85,8 @@ pub fn count(counters: &[AtomicU64], id: u32) {
 impl<'m, L: Locks> Counters<'m, L> {
     /// The counters in `words`: a file of [`FILE_WORDS`] words, either all zero (new: the
     /// header is written) or with this layout's header. `pid` is recorded as the tree's.
+    /// Takes no lock: the header's words are this layout's constants, so two processes
+    /// opening a new file at once write the same words (magic last, with release).
     pub fn open(words: &'m [AtomicU64], locks: L, pid: u64) -> Result<Counters<'m, L>, Error> {
         if words.len() != FILE_WORDS {
             return Err(Error::Size {
@@ -64,15 +95,13 @@ impl<'m, L: Locks> Counters<'m, L> {
             });
         }
         let counters = Counters { words, locks };
-        counters.locks.with_registry_lock(|| {
-            if words[header::MAGIC].load(Ordering::Acquire) == 0 {
-                words[header::VERSION].store(VERSION, Ordering::Relaxed);
-                words[header::MAX_LABEL_SETS].store(MAX_LABEL_SETS as u64, Ordering::Relaxed);
-                words[header::MAX_SLOTS].store(MAX_SLOTS as u64, Ordering::Relaxed);
-                words[header::MAX_LABEL_BYTES].store(MAX_LABEL_BYTES as u64, Ordering::Relaxed);
-                words[header::MAGIC].store(MAGIC, Ordering::Release);
-            }
-        })?;
+        if words[header::MAGIC].load(Ordering::Acquire) == 0 {
+            words[header::VERSION].store(VERSION, Ordering::Relaxed);
+            words[header::MAX_LABEL_SETS].store(MAX_LABEL_SETS as u64, Ordering::Relaxed);
+            words[header::MAX_SLOTS].store(MAX_SLOTS as u64, Ordering::Relaxed);
+            words[header::MAX_LABEL_BYTES].store(MAX_LABEL_BYTES as u64, Ordering::Relaxed);
+            words[header::MAGIC].store(MAGIC, Ordering::Release);
+        }
         check_header(|index| words[index].load(Ordering::Acquire))?;
         words[header::TREE_PID].store(pid, Ordering::Relaxed);
         words[header::TREES].fetch_add(1, Ordering::Relaxed);
@@ -84,16 +113,16 @@ impl<'m, L: Locks> Counters<'m, L> {
     pub fn claim_slot(&self, pid: u64) -> Option<usize> {
         let slot = (0..MAX_SLOTS).find(|&slot| self.locks.try_lock_slot(slot))?;
         let base = slot_offset(slot);
-        self.words[base].store(pid, Ordering::Relaxed);
-        self.words[base + 1].fetch_add(1, Ordering::Relaxed);
+        self.words[base + slot_header::OWNER].store(pid, Ordering::Relaxed);
+        self.words[base + slot_header::CLAIMS].fetch_add(1, Ordering::Relaxed);
         Some(slot)
     }
 
-    /// The counters of slot `slot` (one per label id, then the overflow), for [`count`].
-    /// Only the worker holding the slot may count in them.
+    /// The counters of slot `slot` (one per label id, the overflow, then one per pending
+    /// label set), for [`count`]. Only the worker holding the slot may count in them.
     pub fn slot_counters(&self, slot: usize) -> &'m [AtomicU64] {
         let start = slot_offset(slot.min(MAX_SLOTS - 1)) + SLOT_HEADER_WORDS;
-        &self.words[start..start + MAX_LABEL_SETS + 1]
+        &self.words[start..start + SLOT_COUNTERS]
     }
 
     /// Counts an answer that found no slot (atomic add: only past [`MAX_SLOTS`]).
@@ -101,17 +130,90 @@ impl<'m, L: Locks> Counters<'m, L> {
         self.words[header::UNSLOTTED].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The id of `labels`, registering it when new; [`OVERFLOW_ID`] when the registry is
-    /// full (or its lock cannot be taken).
+    /// The id of `labels` in the registry, registering it when new; [`OVERFLOW_ID`] when
+    /// the registry is full or its lock is busy (see [`Counters::label_id_in_slot`]).
     pub fn label_id(&self, labels: &LabelSet) -> u32 {
+        self.registered_id(&labels.encode()).unwrap_or(OVERFLOW_ID)
+    }
+
+    /// The id of `labels` for the worker holding slot `slot`: its id in the registry
+    /// (registered when new; [`OVERFLOW_ID`] when the registry is full), or, when the
+    /// registry's lock is busy, a pending label set of the slot (an id from
+    /// [`FIRST_PENDING_ID`], valid in this slot only: never keep it beyond this answer,
+    /// ask again on the next, which registers it once the lock is free); [`OVERFLOW_ID`]
+    /// when the slot's pending label sets are all taken by others. Never waits.
+    pub fn label_id_in_slot(&self, slot: usize, labels: &LabelSet) -> u32 {
         let entry = labels.encode();
-        let hash = LabelSet::hash_words(&entry);
-        if let Some(id) = self.find(&entry, hash) {
-            return id;
+        match self.registered_id(&entry) {
+            Some(id) => id,
+            None => self.pending_id(slot.min(MAX_SLOTS - 1), &entry),
         }
-        self.locks
-            .with_registry_lock(|| self.register(&entry, hash))
-            .unwrap_or(OVERFLOW_ID)
+    }
+
+    /// The id of `labels` in the registry (registered when new; [`OVERFLOW_ID`] when the
+    /// registry is full); None when its lock is busy. Never waits.
+    pub fn try_label_id(&self, labels: &LabelSet) -> Option<u32> {
+        self.registered_id(&labels.encode())
+    }
+
+    /// Whether `id` (from [`Counters::label_id_in_slot`]) is the file's, and so may be
+    /// kept for the next answers of its label set: false for a pending one.
+    pub fn is_registered_id(id: u32) -> bool {
+        id < FIRST_PENDING_ID
+    }
+
+    /// The registry's id of `entry`: found in the index, else registered under the lock
+    /// (tried [`REGISTRY_LOCK_TRIES`] times); None when the lock stayed busy.
+    fn registered_id(&self, entry: &[u64; ENTRY_WORDS]) -> Option<u32> {
+        let hash = LabelSet::hash_words(entry);
+        if let Some(id) = self.find(entry, hash) {
+            return Some(id);
+        }
+        for attempt in 0..REGISTRY_LOCK_TRIES {
+            if attempt > 0 {
+                std::thread::yield_now();
+            }
+            if let Some(id) = self
+                .locks
+                .try_with_registry_lock(|| self.register(entry, hash))
+            {
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// The pending label sets of slot `slot` published so far.
+    fn pending_count(&self, slot: usize) -> usize {
+        (self.words[slot_offset(slot) + slot_header::PENDING].load(Ordering::Acquire) as usize)
+            .min(PENDING_LABEL_SETS)
+    }
+
+    /// The id of `entry` among slot `slot`'s pending label sets, added when absent and
+    /// there is room; [`OVERFLOW_ID`] when there is none. Only the slot's holder calls
+    /// this, so it writes without a lock: entry, then the pending count (release).
+    fn pending_id(&self, slot: usize, entry: &[u64; ENTRY_WORDS]) -> u32 {
+        let published = self.pending_count(slot);
+        let same = |index: usize| {
+            let start = pending_entry_offset(slot, index);
+            self.words[start..start + ENTRY_WORDS]
+                .iter()
+                .zip(entry)
+                .all(|(word, want)| word.load(Ordering::Relaxed) == *want)
+        };
+        if let Some(index) = (0..published).find(|&index| same(index)) {
+            return FIRST_PENDING_ID + index as u32;
+        }
+        if published >= PENDING_LABEL_SETS {
+            return OVERFLOW_ID;
+        }
+        let start = pending_entry_offset(slot, published);
+        for (word, value) in self.words[start..start + ENTRY_WORDS].iter().zip(entry) {
+            word.store(*value, Ordering::Relaxed);
+        }
+        self.words[slot_offset(slot) + slot_header::PENDING]
+            .store(published as u64 + 1, Ordering::Release);
+        FIRST_PENDING_ID + published as u32
     }
 
     /// How many label sets are registered.
@@ -183,6 +285,14 @@ pub struct ProcessLocks {
     registry: std::sync::Mutex<()>,
 }
 
+impl ProcessLocks {
+    /// Holds the registry lock until the guard is dropped, as another process holding
+    /// the file's registry byte would (for tests of a busy registry).
+    pub fn hold_registry(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        self.registry.lock().ok()
+    }
+}
+
 impl Locks for ProcessLocks {
     fn try_lock_slot(&self, slot: usize) -> bool {
         let Ok(mut claimed) = self.claimed.lock() else {
@@ -194,12 +304,9 @@ impl Locks for ProcessLocks {
         !std::mem::replace(&mut claimed[slot], true)
     }
 
-    fn with_registry_lock<R>(&self, f: impl FnOnce() -> R) -> Result<R, Error> {
-        let _guard = self
-            .registry
-            .lock()
-            .map_err(|_| Error::Io("registry lock poisoned".into()))?;
-        Ok(f())
+    fn try_with_registry_lock<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let _guard = self.registry.try_lock().ok()?;
+        Some(f())
     }
 }
 
@@ -217,4 +324,6 @@ pub fn words_to_bytes(words: &[AtomicU64]) -> Vec<u8> {
     bytes
 }
 
-const _: () = assert!(SLOT_WORDS == SLOT_HEADER_WORDS + MAX_LABEL_SETS + 1);
+const _: () =
+    assert!(SLOT_WORDS == SLOT_HEADER_WORDS + SLOT_COUNTERS + PENDING_LABEL_SETS * ENTRY_WORDS);
+const _: () = assert!(SLOT_COUNTERS == FIRST_PENDING_ID as usize + PENDING_LABEL_SETS);

@@ -6,13 +6,14 @@
 //! header    HEADER_WORDS words   magic, version, the bounds, label count, unslotted
 //! index     INDEX_BUCKETS words  label-set hash index: id + 1 per bucket, 0 empty
 //! entries   MAX_LABEL_SETS * ENTRY_WORDS words  one label set each
-//! slots     MAX_SLOTS * SLOT_WORDS words   one per worker: owner, claims, counts
+//! slots     MAX_SLOTS * SLOT_WORDS words   one per worker: owner, claims, pending
+//!           count, counts, then its pending label sets (PENDING_LABEL_SETS entries)
 //! ```
 
 /// The file's first word: `DWANSWR1`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DWANSWR1");
 /// The layout's version; a reader refuses any other.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 
 /// How many distinct label sets a file registers. Past it, answers count in the
 /// overflow counter.
@@ -23,6 +24,11 @@ pub const MAX_SLOTS: usize = 256;
 /// The longest label value kept, in bytes (geo, key, origin, shard); a longer one is
 /// cut and ends in `~`.
 pub const MAX_LABEL_BYTES: usize = 128;
+
+/// How many label sets a worker keeps in its own slot while the registry is busy (its
+/// lock held by another process): counted there, against their labels, never moved. Past
+/// it, and until the registry can be taken, answers count in the slot's overflow counter.
+pub const PENDING_LABEL_SETS: usize = 8;
 
 /// Header words.
 pub const HEADER_WORDS: usize = 16;
@@ -71,12 +77,26 @@ pub(crate) fn check_header(word: impl Fn(usize) -> u64) -> Result<(), crate::err
 pub const INDEX_BUCKETS: usize = 2 * MAX_LABEL_SETS;
 /// Words of one label-set entry: one word of lengths and codes, then four values.
 pub const ENTRY_WORDS: usize = 1 + 4 * MAX_LABEL_BYTES / 8;
-/// Words of a slot's own header (owner pid, claims, reserved).
+/// Words of a slot's own header (owner pid, claims, pending label sets, reserved).
 pub const SLOT_HEADER_WORDS: usize = 4;
-/// Words of one slot: its header, a counter per label set, then its overflow counter.
-pub const SLOT_WORDS: usize = SLOT_HEADER_WORDS + MAX_LABEL_SETS + 1;
+/// Word indexes in a slot's header.
+#[allow(missing_docs)]
+pub mod slot_header {
+    pub const OWNER: usize = 0;
+    pub const CLAIMS: usize = 1;
+    /// Pending label sets written in the slot (published with release after the entry).
+    pub const PENDING: usize = 2;
+}
+/// Counters of one slot: a counter per label set, its overflow counter, then a counter
+/// per pending label set.
+pub const SLOT_COUNTERS: usize = MAX_LABEL_SETS + 1 + PENDING_LABEL_SETS;
+/// Words of one slot: its header, its counters, then its pending label-set entries.
+pub const SLOT_WORDS: usize = SLOT_HEADER_WORDS + SLOT_COUNTERS + PENDING_LABEL_SETS * ENTRY_WORDS;
 /// Word index of the overflow counter inside a slot's counters (label id past the last).
 pub const OVERFLOW_ID: u32 = MAX_LABEL_SETS as u32;
+/// The id of a slot's first pending label set (the next ones follow): ids past
+/// [`OVERFLOW_ID`] belong to the slot that counts under them, never to the file.
+pub const FIRST_PENDING_ID: u32 = OVERFLOW_ID + 1;
 
 /// Where the index starts.
 pub const INDEX_OFFSET: usize = HEADER_WORDS;
@@ -92,6 +112,11 @@ pub const FILE_BYTES: usize = FILE_WORDS * 8;
 /// The first word of slot `slot`.
 pub const fn slot_offset(slot: usize) -> usize {
     SLOTS_OFFSET + slot * SLOT_WORDS
+}
+
+/// The first word of pending entry `index` of slot `slot`.
+pub const fn pending_entry_offset(slot: usize, index: usize) -> usize {
+    slot_offset(slot) + SLOT_HEADER_WORDS + SLOT_COUNTERS + index * ENTRY_WORDS
 }
 
 /// The first word of entry `id`.

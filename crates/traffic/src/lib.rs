@@ -5,7 +5,8 @@
 //! (`geo`, `step`, `key`, `origin`, `shard`, `sticky`) that any worker adds to without
 //! duplicates, and a slot per worker, written only by its worker. The writer's protocol is
 //! [`Counters`] (over words mapped by [`MappedFile`], locked by [`FileLocks`]); the reader
-//! parses the bytes as hostile input ([`parse`], [`read_directory`]). The crate links no
+//! opens the configured users' files by name and parses the bytes as hostile input
+//! ([`read_users`], [`parse`]). The crate links no
 //! async runtime and no etcd client: the extension links it.
 //!
 //! ```
@@ -33,11 +34,14 @@ pub mod layout;
 mod reader;
 
 pub use crate::{
-    counters::{Counters, Locks, ProcessLocks, count, words_to_bytes, zeroed_words},
+    counters::{
+        Counters, Locks, ProcessLocks, REGISTRY_LOCK_TRIES, count, words_to_bytes, zeroed_words,
+    },
     error::Error,
     file::{
-        DirectoryTotals, FileLocks, MAX_FILES, MAX_REFUSALS_KEPT, MAX_SCANNED_ENTRIES, MappedFile,
-        file_name, read_directory, read_file, uid_of_file_name,
+        DirectoryTotals, FILE_MODE, FileLocks, FileState, MAX_FILES, MAX_REFUSALS_KEPT,
+        MAX_SCANNED_ENTRIES, MappedFile, UsersTotals, file_name, locate, read_directory, read_file,
+        read_users, uid_of_file_name, user_dir,
     },
     labels::{LabelSet, Step, bounded},
     reader::{Totals, parse},

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use crate::error::Error;
 use crate::labels::LabelSet;
 use crate::layout::{
-    ENTRY_WORDS, FILE_BYTES, FILE_WORDS, MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID, SLOT_HEADER_WORDS,
-    check_header, entry_offset, header, slot_offset,
+    ENTRY_WORDS, FILE_BYTES, FILE_WORDS, FIRST_PENDING_ID, MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID,
+    PENDING_LABEL_SETS, SLOT_HEADER_WORDS, check_header, entry_offset, header,
+    pending_entry_offset, slot_header, slot_offset,
 };
 
 /// The answers counted in one or more files.
@@ -73,8 +74,7 @@ pub fn parse(bytes: &[u8]) -> Result<Totals, Error> {
             .saturating_add(word(bytes, counters + OVERFLOW_ID as usize));
     }
     let mut entry = [0u64; ENTRY_WORDS];
-    for (id, sum) in sums.into_iter().enumerate() {
-        let start = entry_offset(id);
+    let mut add_entry = |totals: &mut Totals, start: usize, sum: u64| {
         for (offset, slot) in entry.iter_mut().enumerate() {
             *slot = word(bytes, start + offset);
         }
@@ -84,6 +84,21 @@ pub fn parse(bytes: &[u8]) -> Result<Totals, Error> {
                 *total = total.saturating_add(sum);
             }
             Err(_) => totals.malformed_entries += 1,
+        }
+    };
+    for (id, sum) in sums.into_iter().enumerate() {
+        add_entry(&mut totals, entry_offset(id), sum);
+    }
+    // Each slot's pending label sets (kept there while the registry was busy): added to
+    // the series as duplicates are. The count is read before the entries, so every
+    // pending entry read was published.
+    for slot in 0..MAX_SLOTS {
+        let pending = (word(bytes, slot_offset(slot) + slot_header::PENDING) as usize)
+            .min(PENDING_LABEL_SETS);
+        let counters = slot_offset(slot) + SLOT_HEADER_WORDS;
+        for index in 0..pending {
+            let sum = word(bytes, counters + FIRST_PENDING_ID as usize + index);
+            add_entry(&mut totals, pending_entry_offset(slot, index), sum);
         }
     }
     debug_assert_eq!(FILE_WORDS * 8, FILE_BYTES);

@@ -493,10 +493,11 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         write_maximal_counter_file(dir.path());
-        let metrics = Arc::new(
-            Metrics::new(Duration::from_secs(60), None)
-                .with_answers(dir.path().to_owned(), "n".into()),
-        );
+        let metrics = Arc::new(Metrics::new(Duration::from_secs(60), None).with_answers(
+            dir.path().to_owned(),
+            "n".into(),
+            vec![("1000".into(), Some(1000))],
+        ));
         let text = metrics.render();
         let series = text
             .lines()

@@ -107,7 +107,11 @@ mod tests {
         std::fs::write(&path, words_to_bytes(&words)).unwrap();
         std::os::unix::fs::chown(&path, Some(1000), None).expect("chown (root, in the devenv)");
         let text = Metrics::new(Duration::from_secs(60), None)
-            .with_answers(dir.path().to_owned(), "n".into())
+            .with_answers(
+                dir.path().to_owned(),
+                "n".into(),
+                vec![("1000".into(), Some(1000))],
+            )
             .render();
         let series: Vec<&str> = text
             .lines()

@@ -171,11 +171,16 @@ impl Series {
         Series { registry, ..series }
     }
 
-    /// Serves the answer counters of `dir` (dw_router's `dw_router.answers_dir`) with
-    /// `node` as their `node` label.
-    pub(crate) fn add_answers(&mut self, dir: std::path::PathBuf, node: String) {
+    /// Serves the answer counters of `users` in `dir` (dw_router's
+    /// `dw_router.answers_dir`) with `node` as their `node` label.
+    pub(crate) fn add_answers(
+        &mut self,
+        dir: std::path::PathBuf,
+        node: String,
+        users: Vec<(String, Option<u32>)>,
+    ) {
         self.registry
-            .register_collector(Box::new(super::answers::Answers { dir, node }));
+            .register_collector(Box::new(super::answers::Answers::new(dir, node, users)));
     }
 
     /// The Prometheus text of every series, at most `cap` bytes: the series that do not

@@ -4,4 +4,6 @@
 //! current directory, a signal handler or a process-wide once-cell.
 
 mod bounds;
+mod busy;
 mod protocol;
+mod users;

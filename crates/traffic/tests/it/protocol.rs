@@ -450,3 +450,216 @@ fn mutant_registry_without_second_look_is_caught() {
         "{error}"
     );
 }
+
+// ---- a busy registry: answers pending in the worker's slot, then registered ----
+
+/// One worker answers one new label set `ANSWERS` times while another process holds the
+/// registry lock and lets it go at any point (issue 40): each answer looks in the index,
+/// tries the lock (never waits), and counts either in the registry (registering first) or
+/// in a pending label set of its slot (written, then published). A reader takes two totals
+/// in file order (label count, the slot's pending count, the registry's counter, the
+/// pending counter). Checked: each total lies between the answers returned before the read
+/// began and after it ended, never decreases, and the last equals every answer. The mutant
+/// moves the pending count into the registry at registration (add, then zero).
+#[derive(Clone)]
+struct Busy {
+    other_holds_lock: bool,
+    registered: bool,
+    registry_counter: u64,
+    pending_published: bool,
+    pending_counter: u64,
+    /// The worker: answers done, its step within the answer, the value it loaded.
+    answered: u64,
+    step: BusyStep,
+    loaded: u64,
+    /// The reader: its pc, the total it is building, what it read first.
+    reader_pc: usize,
+    saw_registered: bool,
+    saw_pending: bool,
+    partial: u64,
+    floor: u64,
+    last_total: u64,
+    totals_taken: usize,
+    /// The first total that broke a rule, said.
+    broken: Option<String>,
+    move_pending: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum BusyStep {
+    Find,
+    TryLock,
+    Register,
+    MoveAdd,
+    MoveZero,
+    WritePending,
+    PublishPending,
+    LoadRegistry,
+    StoreRegistry,
+    LoadPending,
+    StorePending,
+}
+
+const ANSWERS: u64 = 3;
+
+impl Busy {
+    fn new(move_pending: bool) -> Busy {
+        Busy {
+            other_holds_lock: true,
+            registered: false,
+            registry_counter: 0,
+            pending_published: false,
+            pending_counter: 0,
+            answered: 0,
+            step: BusyStep::Find,
+            loaded: 0,
+            reader_pc: 0,
+            saw_registered: false,
+            saw_pending: false,
+            partial: 0,
+            floor: 0,
+            last_total: 0,
+            totals_taken: 0,
+            broken: None,
+            move_pending,
+        }
+    }
+}
+
+impl Model for Busy {
+    const ACTORS: usize = 3;
+
+    fn step(&mut self, actor: usize) -> bool {
+        match actor {
+            // The other process lets the lock go, once, at any point.
+            0 => std::mem::replace(&mut self.other_holds_lock, false),
+            1 => {
+                if self.answered == ANSWERS {
+                    return false;
+                }
+                use BusyStep::*;
+                self.step = match self.step {
+                    Find if self.registered => LoadRegistry,
+                    Find => TryLock,
+                    TryLock if self.other_holds_lock && self.pending_published => LoadPending,
+                    TryLock if self.other_holds_lock => WritePending,
+                    TryLock => Register,
+                    Register => {
+                        self.registered = true;
+                        if self.move_pending && self.pending_counter > 0 {
+                            MoveAdd
+                        } else {
+                            LoadRegistry
+                        }
+                    }
+                    MoveAdd => {
+                        self.registry_counter += self.pending_counter;
+                        MoveZero
+                    }
+                    MoveZero => {
+                        self.pending_counter = 0;
+                        LoadRegistry
+                    }
+                    WritePending => PublishPending,
+                    PublishPending => {
+                        self.pending_published = true;
+                        LoadPending
+                    }
+                    LoadRegistry => {
+                        self.loaded = self.registry_counter;
+                        StoreRegistry
+                    }
+                    LoadPending => {
+                        self.loaded = self.pending_counter;
+                        StorePending
+                    }
+                    StoreRegistry | StorePending => {
+                        if self.step == StoreRegistry {
+                            self.registry_counter = self.loaded + 1;
+                        } else {
+                            self.pending_counter = self.loaded + 1;
+                        }
+                        // Counted before resolve() returns it.
+                        self.answered += 1;
+                        Find
+                    }
+                };
+                true
+            }
+            _ => {
+                if self.totals_taken == READS {
+                    return false;
+                }
+                match self.reader_pc {
+                    0 => {
+                        self.floor = self.answered;
+                        self.saw_registered = self.registered;
+                    }
+                    1 => self.saw_pending = self.pending_published,
+                    2 => {
+                        self.partial = if self.saw_registered {
+                            self.registry_counter
+                        } else {
+                            0
+                        }
+                    }
+                    _ => {
+                        if self.saw_pending {
+                            self.partial += self.pending_counter;
+                        }
+                    }
+                }
+                self.reader_pc += 1;
+                if self.reader_pc == 4 {
+                    self.reader_pc = 0;
+                    self.totals_taken += 1;
+                    let total = self.partial;
+                    if total < self.floor || total > self.answered {
+                        self.broken = Some(format!(
+                            "a total ({total}) outside the answers returned during its read \
+                             ({} to {})",
+                            self.floor, self.answered
+                        ));
+                    } else if total < self.last_total {
+                        self.broken = Some(format!(
+                            "a total went down ({} to {total})",
+                            self.last_total
+                        ));
+                    }
+                    self.last_total = total;
+                }
+                true
+            }
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        self.broken.clone().map_or(Ok(()), Err)
+    }
+
+    fn check_final(&self) -> Result<(), String> {
+        let total = self.registry_counter + self.pending_counter;
+        if total != self.answered || self.answered != ANSWERS {
+            return Err(format!("counted {total} of {} answers", self.answered));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_busy_registry_counts_every_answer_once_and_totals_never_go_down() {
+    let mut visited = 0;
+    explore(&Busy::new(false), &mut visited).unwrap();
+    assert!(visited > 1000, "explored {visited} steps");
+}
+
+#[test]
+fn mutant_moving_the_pending_count_is_caught() {
+    let mut visited = 0;
+    let error = explore(&Busy::new(true), &mut visited)
+        .expect_err("moving a pending count makes a reader see a total go down or count twice");
+    assert!(
+        error.contains("went down") || error.contains("outside"),
+        "{error}"
+    );
+}
