@@ -29,7 +29,7 @@ pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// slow: at the connection cap it is evicted like an idle one. A reader on this node takes
 /// the largest render (8 MiB) in a few milliseconds, and a remote scraper's own address
 /// holds one connection, so the flood's address is evicted first.
-pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(250);
+pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(50);
 /// The most bytes of one `/metrics` render: past it the series left (the answer counters,
 /// which come last) are cut at a line's end, and `dw_agent_metrics_render_cuts_total`
 /// counts it. A maximal counter file of hostile values renders about 6.6 MB.
