@@ -25,9 +25,11 @@ pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long one write of an answer may wait for the metrics client to read: then the
 /// connection is closed (and the render it held freed).
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
-/// A metrics connection being answered this long or longer is slow: at the connection cap
-/// it is evicted like an idle one.
-pub(crate) const SLOW_AFTER: Duration = Duration::from_secs(1);
+/// A metrics connection whose answer has been written this long without being taken is
+/// slow: at the connection cap it is evicted like an idle one. A reader on this node takes
+/// the largest render (8 MiB) in a few milliseconds, and a remote scraper's own address
+/// holds one connection, so the flood's address is evicted first.
+pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(50);
 /// The most bytes of one `/metrics` render: past it the series left (the answer counters,
 /// which come last) are cut at a line's end, and `dw_agent_metrics_render_cuts_total`
 /// counts it. A maximal counter file of hostile values renders about 6.6 MB.
