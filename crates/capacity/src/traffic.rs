@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, shown};
+use crate::plausibility::LeftOut;
 
 /// The largest traffic file read, in bytes (32 MiB).
 pub const MAX_TRAFFIC_BYTES: usize = 32 << 20;
@@ -108,6 +109,10 @@ pub struct Traffic {
     /// Per node, when the source had nodes.
     nodes: Option<BTreeMap<String, BTreeMap<String, GeoRate>>>,
     unplaced: Unplaced,
+    /// The nodes the source's reading left out as implausible.
+    left_out: Vec<LeftOut>,
+    /// What the reader says of the traffic's worth (a window still filling).
+    notes: Vec<String>,
 }
 
 impl Traffic {
@@ -131,6 +136,8 @@ impl Traffic {
             totals,
             nodes: None,
             unplaced,
+            left_out: Vec::new(),
+            notes: Vec::new(),
         })
     }
 
@@ -232,6 +239,8 @@ impl Traffic {
             totals,
             nodes: Some(nodes),
             unplaced,
+            left_out: Vec::new(),
+            notes: Vec::new(),
         })
     }
 
@@ -302,6 +311,38 @@ impl Traffic {
     /// The lines no table can place.
     pub fn unplaced(&self) -> &Unplaced {
         &self.unplaced
+    }
+
+    /// The traffic with the nodes its reading left out as implausible
+    /// ([`crate::check_plausibility`]) and notes on its worth: a prediction made from it
+    /// says both.
+    pub fn with_caveats(mut self, left_out: Vec<LeftOut>, notes: Vec<String>) -> Traffic {
+        self.left_out = left_out;
+        self.notes = notes;
+        self
+    }
+
+    /// The nodes left out as implausible (none for a file).
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.left_out
+    }
+
+    /// Notes on the traffic's worth (a window still filling).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Each node's answers per second (every geo, plain and sticky), busiest first; empty
+    /// without per-node rates.
+    pub fn node_totals(&self) -> Vec<(String, f64)> {
+        let mut totals: Vec<(String, f64)> = self
+            .nodes
+            .iter()
+            .flatten()
+            .map(|(node, geos)| (node.clone(), geos.values().map(GeoRate::total).sum()))
+            .collect();
+        totals.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        totals
     }
 
     /// Every answer per second: the geos and the unplaced lines.
