@@ -142,6 +142,11 @@ pub struct TrafficSourceArgs {
     /// The window Prometheus' rates are taken over (30s, 5m, 1h; 10s to 1d).
     #[arg(long, default_value = "5m", value_parser = parse_window)]
     pub window: Window,
+    /// The most answers per second one node can give: a node whose rate over the window,
+    /// or over its busiest minute (a counter that jumped), is above it is left out of the
+    /// prediction and named (above 0, at most 1e12).
+    #[arg(long, value_name = "PER_SECOND", default_value_t = dw_capacity::DEFAULT_NODE_CEILING, value_parser = parse_node_ceiling, env = "DWCTL_NODE_CEILING")]
+    pub node_ceiling: f64,
     /// How to reach Prometheus (the answer counters the prediction reads).
     #[command(flatten)]
     pub prometheus: PrometheusArgs,
@@ -181,6 +186,21 @@ pub struct TrafficArgs {
     /// How to reach Prometheus.
     #[command(flatten)]
     pub prometheus: PrometheusArgs,
+}
+
+/// `--node-ceiling`: answers per second, above 0 and at most [`dw_capacity::MAX_RATE`].
+pub fn parse_node_ceiling(text: &str) -> Result<f64, String> {
+    let ceiling: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?}: answers per second, such as 50000"))?;
+    dw_capacity::Limits {
+        node_ceiling: ceiling,
+        ..dw_capacity::Limits::default()
+    }
+    .check()
+    .map_err(|error| format!("{text:?}: {error}"))?;
+    Ok(ceiling)
 }
 
 /// A rate window, in whole seconds (10 s to one day).
@@ -230,6 +250,16 @@ pub fn parse_window(text: &str) -> Result<Window, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_ceilings_are_positive_finite_and_bounded() {
+        assert_eq!(parse_node_ceiling("50000"), Ok(50_000.0));
+        assert_eq!(parse_node_ceiling("1e12"), Ok(1e12));
+        assert_eq!(parse_node_ceiling("0.001"), Ok(0.001));
+        for bad in ["0", "-1", "NaN", "inf", "1.0000001e12", "many", ""] {
+            assert!(parse_node_ceiling(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn windows_are_promql_durations_within_bounds() {

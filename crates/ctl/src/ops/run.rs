@@ -20,6 +20,7 @@ use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::keys::Layout;
 use crate::plan::node_report::NodeReport;
+use crate::plan::prediction::caveats::{carriers_line, caveat_lines, caveats_json};
 use crate::plan::prediction::stage::{predict_stage, writes_stage};
 use crate::plan::prediction::{
     Prediction, changes_routing, drain_prediction, predict_change, refusal, render,
@@ -226,7 +227,12 @@ impl Predictor {
         let refused = prediction.refused();
         if !refused.is_empty() {
             if !self.allow_overload {
-                return Err(Error::Overload(refusal(&prediction)));
+                let mut message = refusal(&prediction);
+                if let Some(line) = carriers_line(traffic) {
+                    message.push('\n');
+                    message.push_str(&line);
+                }
+                return Err(Error::Overload(message));
             }
             let at = now_rfc3339();
             let key = format!("{}{at}-allow-overload-{}", layout.audits(), state.revision);
@@ -267,8 +273,16 @@ impl Predictor {
                 )],
                 json!({"made": false, "why": why}),
             ),
-            (Some(Ok((_, source))), Some(Ok(prediction))) => {
-                render(prediction, &Shown(source).to_string(), dry_run)
+            (Some(Ok((traffic, source))), Some(Ok(prediction))) => {
+                let (mut lines, mut json) = render(prediction, &Shown(source).to_string(), dry_run);
+                // The nodes left out as implausible and the notes on the traffic's worth.
+                lines.extend(caveat_lines(traffic));
+                if let (Value::Object(object), Value::Object(caveats)) =
+                    (&mut json, caveats_json(traffic))
+                {
+                    object.extend(caveats);
+                }
+                (lines, json)
             }
             (Some(Err(why)), Some(Ok(_))) => (Vec::new(), json!({"made": false, "why": why})),
         };

@@ -4,13 +4,16 @@
 //! capacities, and says why no prediction was made. A file that was given and does not
 //! parse is an error (exit 4): the operator asked for that prediction.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 
-use dw_capacity::{AnswerRow, MAX_TRAFFIC_BYTES, Traffic};
+use dw_capacity::{
+    AnswerRow, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic, check_plausibility,
+};
 
 use crate::cli::TrafficSourceArgs;
 use crate::error::Error;
-use crate::ops::prometheus::Prometheus;
+use crate::ops::prometheus::{Prometheus, Sample};
 
 /// The answer counter every node serves.
 const ANSWERS: &str = "dw_router_answers_total";
@@ -46,49 +49,123 @@ pub async fn read_traffic(
         Ok(prometheus) => prometheus,
         Err(error) => return Ok(Err(format!("Prometheus cannot be asked: {error}"))),
     };
-    let window = format!("{}s", args.window.0);
-    let rows = format!("sum by (geo, sticky, step) (rate({ANSWERS}[{window}]))");
-    let overflow = format!("sum(rate({OVERFLOW}[{window}]))");
-    let source = format!("Prometheus {} over {}", prometheus.url(), args.window);
+    let limits = Limits {
+        node_ceiling: args.node_ceiling,
+        ..Limits::default()
+    };
+    let source = format!(
+        "Prometheus {} over {}",
+        prometheus.url(),
+        args.window
+    );
     let unreachable = |error: Error| format!("{source} did not answer: {error}");
-    let samples = match prometheus.query(&rows).await {
-        Ok(samples) => samples,
-        Err(error) => return Ok(Err(unreachable(error))),
-    };
-    let overflow = match prometheus.query(&overflow).await {
-        Ok(samples) => samples.first().map_or(0.0, |sample| finite(sample.value)),
-        Err(error) => return Ok(Err(unreachable(error))),
-    };
-    let rows: Vec<AnswerRow> = samples
-        .iter()
-        .map(|sample| AnswerRow {
-            geo: sample.label("geo").to_owned(),
-            sticky: sample.label("sticky") == "true",
-            node: None,
-            fail_open: sample.label("step") == "fail_open",
-            rate: finite(sample.value),
-        })
-        .collect();
+    let mut answers = Vec::new();
+    for promql in queries(args.window.0) {
+        match prometheus.query(&promql).await {
+            Ok(samples) => answers.push(samples),
+            Err(error) => return Ok(Err(unreachable(error))),
+        }
+    }
+    let [rows, overflow, peaks, at_start] = <[Vec<Sample>; 4]>::try_from(answers)
+        .map_err(|_| Error::Failed("the traffic queries miscounted".into()))?;
     if rows.is_empty() {
         return Ok(Err(format!(
             "{source} has no {ANSWERS}: it does not scrape the dw-agents' /metrics, or no \
              node counts"
         )));
     }
-    match Traffic::from_rows(rows, overflow) {
-        Ok(traffic) => Ok(Ok((traffic, source))),
-        Err(error) => Ok(Err(format!(
-            "{source} answered traffic that cannot be used: {error}"
-        ))),
-    }
+    Ok(judge(&source, &rows, &overflow, &peaks, &at_start, &limits, args.window.to_string()))
 }
 
-/// A rate as a number the prediction takes: Prometheus may answer NaN for 0/0.
-fn finite(value: f64) -> f64 {
-    if value.is_finite() && value >= 0.0 {
-        value
-    } else {
-        0.0
+/// The PromQL a prediction reads over a window of `seconds`, in the order [`judge`] takes
+/// the answers: each node's rows, the overflow, each node's busiest minute (a counter that
+/// jumped shows there even when the window's average hides it), and the nodes that had
+/// counters already when the window began (the others' rates read low).
+pub fn queries(seconds: u64) -> [String; 4] {
+    let window = format!("{seconds}s");
+    [
+        format!("sum by (node, geo, sticky, step) (rate({ANSWERS}[{window}]))"),
+        format!("sum(rate({OVERFLOW}[{window}]))"),
+        format!(
+            "max by (node) (max_over_time((sum by (node) (rate({ANSWERS}[1m])))[{window}:30s]))"
+        ),
+        format!("count by (node) ({ANSWERS} offset {window})"),
+    ]
+}
+
+/// The traffic of the answers to [`queries`]: every node checked
+/// ([`dw_capacity::check_plausibility`]), the implausible ones left out and named, a note
+/// for nodes whose counters began within the window. `Err`: nothing usable, and why (a
+/// source that answered with data the predictor cannot use).
+pub fn judge(
+    source: &str,
+    rows: &[Sample],
+    overflow: &[Sample],
+    peaks: &[Sample],
+    at_start: &[Sample],
+    limits: &Limits,
+    window: String,
+) -> Result<(Traffic, String), String> {
+    let unusable = |why: String| format!("{source} answered traffic that cannot be used: {why}");
+    let overflow = overflow.first().map_or(0.0, |sample| sample.value);
+    if !(overflow.is_finite() && overflow >= 0.0) {
+        return Err(unusable(format!(
+            "the overflow rate is {overflow}, not a finite number >= 0"
+        )));
+    }
+    let mut nodes: BTreeMap<String, NodeReading> = BTreeMap::new();
+    for sample in rows {
+        let node = sample.label("node").to_owned();
+        nodes.entry(node.clone()).or_default().rows.push(AnswerRow {
+            geo: sample.label("geo").to_owned(),
+            sticky: sample.label("sticky") == "true",
+            node: Some(node),
+            fail_open: sample.label("step") == "fail_open",
+            rate: sample.value,
+        });
+    }
+    for sample in peaks {
+        if let Some(reading) = nodes.get_mut(sample.label("node")) {
+            reading.peak = Some(sample.value);
+        }
+    }
+    let checked = check_plausibility(nodes, limits).map_err(|error| unusable(error.to_string()))?;
+    let left: Vec<String> = checked.left_out.iter().map(ToString::to_string).collect();
+    if !checked.usable() {
+        return Err(unusable(format!(
+            "no node's rates are plausible, every node is left out: {}",
+            left.join("; ")
+        )));
+    }
+    let started: BTreeSet<&str> = at_start.iter().map(|sample| sample.label("node")).collect();
+    let filling: Vec<&String> = checked
+        .kept_nodes
+        .iter()
+        .filter(|node| !started.contains(node.as_str()))
+        .collect();
+    let mut notes = Vec::new();
+    if !filling.is_empty() {
+        let whom = if filling.len() == checked.kept_nodes.len() {
+            "every node's".to_string()
+        } else {
+            format!(
+                "the counters of {}",
+                filling
+                    .iter()
+                    .map(|node| format!("{:?}", dw_routing::quoted(node)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        notes.push(format!(
+            "the {window} window is still filling: Prometheus has {whom} counters only for \
+             part of it (a new node, new counters or a Prometheus that just started), so \
+             the rates read low until one whole window has passed"
+        ));
+    }
+    match Traffic::from_rows(checked.kept, overflow) {
+        Ok(traffic) => Ok((traffic.with_caveats(checked.left_out, notes), source.to_owned())),
+        Err(error) => Err(unusable(error.to_string())),
     }
 }
 
