@@ -14,6 +14,7 @@ mod exporter;
 mod geography;
 mod input;
 mod origin_notice;
+mod plausibility;
 mod policy_geos;
 mod quota;
 mod report_trust;

@@ -5,6 +5,7 @@
 pub mod daemon;
 pub mod fleet;
 pub mod probe;
+pub mod prometheus;
 pub mod rollout;
 
 use std::path::PathBuf;
