@@ -60,6 +60,7 @@
 
 #![deny(missing_docs)]
 
+pub mod answer_shares;
 pub mod apply;
 pub mod capacity;
 pub mod clock;

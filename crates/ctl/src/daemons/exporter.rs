@@ -50,7 +50,7 @@ use crate::ops::fleet::{
 };
 use crate::output::{Outcome, Shown};
 use crate::plan::drain_record::DrainRecord;
-use crate::routing_weights::{RegionWeights, read_weights};
+use crate::routing_weights::{AnswerShares, RegionWeights, read_weights};
 use crate::shutdown::Shutdown;
 
 /// The most nodes one reading exports (series per node: about six).
@@ -87,6 +87,8 @@ struct Reading {
     weights: Vec<RegionWeights>,
     /// How many regions did not parse.
     unreadable: usize,
+    /// Where the routing core sends answers.
+    shares: AnswerShares,
     /// The overloads automatic drains recorded, in drain-record order.
     overloads: Vec<RecordedOverload>,
 }
@@ -161,6 +163,7 @@ fn render(reading: &Reading, now: u64, errors: u64, up: bool) -> String {
     let (target, nodes) = (reading.target, &reading.nodes[..]);
     let mut registry = Registry::default();
     crate::routing_weights::register(&mut registry, &reading.weights, reading.unreadable);
+    crate::routing_weights::register_answer_shares(&mut registry, &reading.shares);
     register_overloads(&mut registry, &reading.overloads);
     let head = Gauge::<i64, AtomicI64>::default();
     head.set(target);
@@ -273,7 +276,7 @@ fn meta(registry: &mut Registry, errors: u64, up: bool) {
 async fn read(context: &Context, selector: &BTreeMap<String, String>) -> Result<Reading, Error> {
     let mut client = context.etcd.connect().await?;
     let (target, nodes) = read_fleet(&mut client, &context.layout, selector).await?;
-    let (weights, unreadable) = read_weights(&mut client, &context.layout).await?;
+    let (weights, unreadable, shares) = read_weights(&mut client, &context.layout).await?;
     // A malformed record is `dwctl status`'s to name (it blocks its origin's commands).
     let overloads = read_drain_records(&mut client, &context.layout)
         .await?
@@ -286,6 +289,7 @@ async fn read(context: &Context, selector: &BTreeMap<String, String>) -> Result<
         nodes,
         weights,
         unreadable,
+        shares,
         overloads,
     })
 }
