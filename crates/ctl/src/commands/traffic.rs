@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::ops::commit::State;
 use crate::ops::prometheus::{Prometheus, Sample, promql_string};
 use crate::output::{Outcome, Shown};
+use crate::plan::answer_shares::{PlainRoute, hashed_elsewhere, plain_routes};
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json, percent, used_share};
 use crate::plan::stage::{cohort_text, open_stages};
 use crate::plan::value::RegionValue;
@@ -174,6 +175,12 @@ pub fn report(
         .iter()
         .map(|sample| (sample.label("key"), finite(sample.value)))
         .collect();
+    // Where the routing core sends each geo's answers without a sticky key.
+    let plain = plain_routes(&crate::plan::prediction::table(
+        state,
+        dw_routing::DEFAULT_PREFIX,
+        None,
+    ));
     let mut names: BTreeSet<String> = BTreeSet::new();
     if only.is_empty() {
         names.extend(
@@ -265,6 +272,7 @@ pub fn report(
                     drained.is_some(),
                     registered,
                     !in_stages.is_empty(),
+                    &hashed_elsewhere_text(&plain, &weighted, origin),
                 )
             });
             let geos = ranked(&readings.geos, origin, "geo");
@@ -330,6 +338,41 @@ fn region_answers(by_key: &BTreeMap<&str, f64>, name: &str) -> f64 {
         .fold(0.0, |sum, (_, rate)| sum + rate)
 }
 
+/// The most geos named in "the whole geo JP hashes to sjc-a" per origin.
+pub const SHOWN_HASHED_GEOS: usize = 3;
+
+/// "the whole geo JP hashes to sjc-a", for the geos of `origin`'s weighted regions, when
+/// none of them sends its plain answers to `origin`; empty when one does (or the regions
+/// answer no geo).
+fn hashed_elsewhere_text(plain: &[PlainRoute], weighted: &[&str], origin: &str) -> Vec<String> {
+    let mut routes = Vec::new();
+    for region in weighted {
+        let elsewhere = hashed_elsewhere(plain, region, origin);
+        if elsewhere.is_empty() {
+            return Vec::new();
+        }
+        routes.extend(elsewhere);
+    }
+    let mut text: Vec<String> = routes
+        .iter()
+        .take(SHOWN_HASHED_GEOS)
+        .map(|route| {
+            format!(
+                "the whole geo {} hashes to {}",
+                Shown(&route.geo),
+                Shown(&route.origin)
+            )
+        })
+        .collect();
+    if routes.len() > SHOWN_HASHED_GEOS {
+        text.push(format!(
+            "and {} more geos to other origins",
+            routes.len() - SHOWN_HASHED_GEOS
+        ));
+    }
+    text
+}
+
 /// Why an origin got no answers, most likely cause first.
 #[allow(clippy::too_many_arguments)]
 fn why_no_traffic(
@@ -341,6 +384,7 @@ fn why_no_traffic(
     drained: bool,
     registered: &str,
     staged: bool,
+    hashed: &[String],
 ) -> Vec<String> {
     let shown = Shown(origin);
     let mut why = Vec::new();
@@ -376,6 +420,13 @@ fn why_no_traffic(
                 .map(|name| Shown(name).to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
+        ));
+    } else if !hashed.is_empty() {
+        why.push(format!(
+            "its weighted regions answer {region_rate:.2}/s, none of it with this origin: {} \
+             (a geo's answers without a sticky key all go to the one origin its hash picks, \
+             whatever the weights; only sticky answers spread by weight)",
+            hashed.join("; ")
         ));
     } else {
         why.push(format!(
