@@ -54,6 +54,7 @@ mod compare;
 mod edit;
 mod error;
 mod guard;
+mod left_out;
 mod plausibility;
 mod predict;
 mod shed;
@@ -68,9 +69,10 @@ pub use crate::{
         DEFAULT_HEADROOM, FittingShed, GuardReport, Overload, check_guard_inputs, guard,
         largest_fitting_shed,
     },
+    left_out::{Implausible, LeftOut},
     plausibility::{
-        Checked, DEFAULT_MEDIAN_FACTOR, DEFAULT_NODE_CEILING, Implausible, LeftOut, Limits,
-        MIN_NODES_FOR_MEDIAN, NodeReading, check as check_plausibility,
+        Checked, DEFAULT_MEDIAN_FACTOR, DEFAULT_NODE_CEILING, Limits, MIN_NODES_FOR_MEDIAN,
+        NodeReading, check as check_plausibility,
     },
     predict::{GeoLoad, Load, NodeTables, predict, predict_edited, predict_nodes, predict_share},
     shed::{SHARE_STEPS, ShedPlan, ShedRequest, largest_shed_within_guard, shed, shed_from},

@@ -31,9 +31,9 @@
 //! Pure: rows in, a verdict out; the caller reads Prometheus.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
-use crate::error::{Error, shown};
+use crate::error::Error;
+use crate::left_out::{Implausible, LeftOut};
 use crate::traffic::{AnswerRow, MAX_RATE};
 
 /// The default ceiling of one node's answers per second (`--node-ceiling`): far above what
@@ -100,99 +100,6 @@ pub struct NodeReading {
     /// The node's highest whole rate over one minute within the window, when the source
     /// could say (`None`: no peak was read, the jump check is not made).
     pub peak: Option<f64>,
-}
-
-/// Why a node's rates cannot be true.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Implausible {
-    /// A rate NaN, infinite or below 0.
-    NotANumber {
-        /// The geo of the row (`""` for the peak).
-        geo: String,
-        /// The value.
-        value: f64,
-    },
-    /// The node's whole rate is above the ceiling.
-    AboveCeiling {
-        /// The node's answers per second.
-        rate: f64,
-        /// The ceiling.
-        ceiling: f64,
-    },
-    /// The node's peak minute is above the ceiling: its counter jumped.
-    Jumped {
-        /// The peak answers per second.
-        peak: f64,
-        /// The ceiling.
-        ceiling: f64,
-    },
-    /// The node answers far more than the fleet's per-node median for the same geos.
-    FarAboveFleet {
-        /// The node's answers per second to its geos.
-        rate: f64,
-        /// The fleet's per-node median for those geos.
-        median: f64,
-        /// The factor it is above.
-        factor: f64,
-        /// How many nodes the median was taken over.
-        nodes: usize,
-    },
-}
-
-impl fmt::Display for Implausible {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Implausible::NotANumber { geo, value } if geo.is_empty() => {
-                write!(f, "a peak rate of {value} (not a finite number >= 0)")
-            }
-            Implausible::NotANumber { geo, value } => write!(
-                f,
-                "a rate of {value} for geo {} (not a finite number >= 0)",
-                shown(geo)
-            ),
-            Implausible::AboveCeiling { rate, ceiling } => write!(
-                f,
-                "{} answers/s, above the per-node ceiling of {} (--node-ceiling)",
-                number(*rate),
-                number(*ceiling)
-            ),
-            Implausible::Jumped { peak, ceiling } => write!(
-                f,
-                "its counter jumped: {} answers/s over one minute, above the per-node \
-                 ceiling of {} (--node-ceiling)",
-                number(*peak),
-                number(*ceiling)
-            ),
-            Implausible::FarAboveFleet {
-                rate,
-                median,
-                factor,
-                nodes,
-            } => write!(
-                f,
-                "{} answers/s to its geos, more than {} times the per-node median of {} \
-                 over {nodes} nodes",
-                number(*rate),
-                number(*factor),
-                number(*median)
-            ),
-        }
-    }
-}
-
-/// A node left out of the prediction, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LeftOut {
-    /// The node (its `node` label).
-    pub node: String,
-    /// Why its rates cannot be true.
-    pub why: Implausible,
-}
-
-impl fmt::Display for LeftOut {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", shown(&self.node), self.why)
-    }
 }
 
 /// The verdict on a source's nodes.
@@ -320,17 +227,6 @@ fn far_above_fleet(
     })
 }
 
-/// A rate as a short number (`50000`, `3.3e15`).
-fn number(value: f64) -> String {
-    if value.abs() >= 1e9 {
-        format!("{value:.2e}")
-    } else if value.fract() == 0.0 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.1}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,7 +286,10 @@ mod tests {
             }
         );
         let text = checked.left_out[0].to_string();
-        assert!(text.contains("\"n1\": 1000.5 answers/s, above the per-node ceiling of 1000"), "{text}");
+        assert!(
+            text.contains("\"n1\": 1000.5 answers/s, above the per-node ceiling of 1000"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -404,7 +303,10 @@ mod tests {
         };
         let checked = check(jumped(1e18 / 86_400.0, 1e18 / 60.0), &LIMITS).unwrap();
         assert_eq!(names(&checked.left_out), ["bad"]);
-        assert!(matches!(checked.left_out[0].why, Implausible::AboveCeiling { .. }));
+        assert!(matches!(
+            checked.left_out[0].why,
+            Implausible::AboveCeiling { .. }
+        ));
         // A smaller jump hides under the ceiling on average; its minute does not.
         let checked = check(jumped(900.0, 1000.5), &LIMITS).unwrap();
         assert_eq!(names(&checked.left_out), ["bad"]);
@@ -415,9 +317,16 @@ mod tests {
                 ceiling: 1000.0
             }
         );
-        assert!(checked.left_out[0].to_string().contains("its counter jumped"));
+        assert!(
+            checked.left_out[0]
+                .to_string()
+                .contains("its counter jumped")
+        );
         let checked = check(jumped(900.0, 1000.0), &LIMITS).unwrap();
-        assert!(checked.left_out.is_empty(), "the peak at the ceiling is kept");
+        assert!(
+            checked.left_out.is_empty(),
+            "the peak at the ceiling is kept"
+        );
         assert_eq!(checked.kept_nodes.len(), 2);
     }
 
@@ -436,7 +345,11 @@ mod tests {
             )
             .unwrap();
             assert_eq!(names(&checked.left_out), ["bad"], "{bad}");
-            assert!(checked.left_out[0].to_string().contains("not a finite number"));
+            assert!(
+                checked.left_out[0]
+                    .to_string()
+                    .contains("not a finite number")
+            );
             assert_eq!(checked.kept, vec![row("good", "DE", 5.0)]);
             // A peak that is not a number too.
             let checked = check(
@@ -447,7 +360,11 @@ mod tests {
             assert!(!checked.usable(), "{bad}");
         }
         // 0 itself is a rate.
-        let checked = check(fleet(&[("n", reading(vec![row("n", "DE", 0.0)], Some(0.0)))]), &LIMITS).unwrap();
+        let checked = check(
+            fleet(&[("n", reading(vec![row("n", "DE", 0.0)], Some(0.0)))]),
+            &LIMITS,
+        )
+        .unwrap();
         assert!(checked.usable());
     }
 
@@ -455,14 +372,23 @@ mod tests {
     fn far_above_the_median_for_the_same_geos_with_three_nodes() {
         let three = |forged: f64| {
             fleet(&[
-                ("a", reading(vec![row("a", "DE", 50.0), row("a", "FR", 10.0)], None)),
-                ("b", reading(vec![row("b", "DE", 40.0), row("b", "JP", 900.0)], None)),
+                (
+                    "a",
+                    reading(vec![row("a", "DE", 50.0), row("a", "FR", 10.0)], None),
+                ),
+                (
+                    "b",
+                    reading(vec![row("b", "DE", 40.0), row("b", "JP", 900.0)], None),
+                ),
                 ("c", reading(vec![row("c", "DE", forged)], None)),
             ])
         };
         // c answers DE only: DE rates 50, 40, c. The median is 50 once c is above it.
         let checked = check(three(500.0), &LIMITS).unwrap();
-        assert!(checked.left_out.is_empty(), "10 times the median is not above it");
+        assert!(
+            checked.left_out.is_empty(),
+            "10 times the median is not above it"
+        );
         let checked = check(three(500.5), &LIMITS).unwrap();
         assert_eq!(names(&checked.left_out), ["c"]);
         assert_eq!(
@@ -529,6 +455,9 @@ mod tests {
         ] {
             assert!(with(ceiling, factor).is_err(), "{ceiling} {factor}");
         }
-        assert!(!with(1.0, 1.0).unwrap().usable(), "no nodes: nothing usable");
+        assert!(
+            !with(1.0, 1.0).unwrap().usable(),
+            "no nodes: nothing usable"
+        );
     }
 }

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, shown};
-use crate::plausibility::LeftOut;
+use crate::left_out::LeftOut;
 
 /// The largest traffic file read, in bytes (32 MiB).
 pub const MAX_TRAFFIC_BYTES: usize = 32 << 20;

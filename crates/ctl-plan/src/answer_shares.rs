@@ -134,7 +134,8 @@ mod tests {
         Table::from_snapshot(&snapshot)
     }
 
-    const JP: &str = r#"{"shard":"ap-1","origins":["sjc-a","sin-a"],"weight":{"sjc-a":50,"sin-a":50}}"#;
+    const JP: &str =
+        r#"{"shard":"ap-1","origins":["sjc-a","sin-a"],"weight":{"sjc-a":50,"sin-a":50}}"#;
 
     #[test]
     fn a_country_s_plain_answers_go_to_the_one_origin_its_hash_picks() {
@@ -163,14 +164,26 @@ mod tests {
     fn buckets_defaults_subdivisions_and_opaque_geos() {
         let table = table(
             &[
-                ("DE", r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":100}}"#),
-                ("US-CA", r#"{"shard":"us-1","origins":["sjc-a"],"weight":{"sjc-a":100}}"#),
-                ("T1", r#"{"shard":"x","origins":["tor-a"],"weight":{"tor-a":100}}"#),
+                (
+                    "DE",
+                    r#"{"shard":"eu-1","origins":["fra-a"],"weight":{"fra-a":100}}"#,
+                ),
+                (
+                    "US-CA",
+                    r#"{"shard":"us-1","origins":["sjc-a"],"weight":{"sjc-a":100}}"#,
+                ),
+                (
+                    "T1",
+                    r#"{"shard":"x","origins":["tor-a"],"weight":{"tor-a":100}}"#,
+                ),
                 (
                     "continent/EU",
                     r#"{"shard":"eu-1","origins":["ams-a"],"weight":{"ams-a":100}}"#,
                 ),
-                ("US", r#"{"shard":"us-1","origins":["iad-a"],"weight":{"iad-a":100}}"#),
+                (
+                    "US",
+                    r#"{"shard":"us-1","origins":["iad-a"],"weight":{"iad-a":100}}"#,
+                ),
             ],
             Some(r#"{"default":"US"}"#),
         );
@@ -193,7 +206,10 @@ mod tests {
 
     fn table_with_zero() -> Table {
         table(
-            &[("DE", r#"{"shard":"s","origins":["a","b"],"weight":{"a":100,"b":0}}"#)],
+            &[(
+                "DE",
+                r#"{"shard":"s","origins":["a","b"],"weight":{"a":100,"b":0}}"#,
+            )],
             None,
         )
     }

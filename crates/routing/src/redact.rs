@@ -13,7 +13,15 @@ pub const REDACTED: &str = "***";
 
 /// A query parameter whose name holds one of these (any case) has its value redacted.
 pub const SECRET_PARAMETER_WORDS: [&str; 10] = [
-    "token", "password", "passwd", "pwd", "secret", "key", "auth", "sig", "credential",
+    "token",
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "key",
+    "auth",
+    "sig",
+    "credential",
     "session",
 ];
 

@@ -117,11 +117,16 @@ mod tests {
             vec!["the 5m window is still filling".into()],
         );
         let line = carriers_line(&with).unwrap();
-        assert!(line.ends_with("; left out as implausible: evil\\u{1b}"), "{line}");
+        assert!(
+            line.ends_with("; left out as implausible: evil\\u{1b}"),
+            "{line}"
+        );
         let lines = caveat_lines(&with);
         assert_eq!(lines.len(), 2);
         assert!(
-            lines[0].contains("node \"evil\\u{1b}\": 3.30e15 answers/s, above the per-node ceiling of 50000"),
+            lines[0].contains(
+                "node \"evil\\u{1b}\": 3.30e15 answers/s, above the per-node ceiling of 50000"
+            ),
             "{}",
             lines[0]
         );

@@ -7,9 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 
-use dw_capacity::{
-    AnswerRow, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic, check_plausibility,
-};
+use dw_capacity::{AnswerRow, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic, check_plausibility};
 
 use crate::cli::TrafficSourceArgs;
 use crate::error::Error;
@@ -53,11 +51,7 @@ pub async fn read_traffic(
         node_ceiling: args.node_ceiling,
         ..Limits::default()
     };
-    let source = format!(
-        "Prometheus {} over {}",
-        prometheus.url(),
-        args.window
-    );
+    let source = format!("Prometheus {} over {}", prometheus.url(), args.window);
     let unreachable = |error: Error| format!("{source} did not answer: {error}");
     let mut answers = Vec::new();
     for promql in queries(args.window.0) {
@@ -74,7 +68,15 @@ pub async fn read_traffic(
              node counts"
         )));
     }
-    Ok(judge(&source, &rows, &overflow, &peaks, &at_start, &limits, args.window.to_string()))
+    Ok(judge(
+        &source,
+        &rows,
+        &overflow,
+        &peaks,
+        &at_start,
+        &limits,
+        args.window.to_string(),
+    ))
 }
 
 /// The PromQL a prediction reads over a window of `seconds`, in the order [`judge`] takes
@@ -164,7 +166,10 @@ pub fn judge(
         ));
     }
     match Traffic::from_rows(checked.kept, overflow) {
-        Ok(traffic) => Ok((traffic.with_caveats(checked.left_out, notes), source.to_owned())),
+        Ok(traffic) => Ok((
+            traffic.with_caveats(checked.left_out, notes),
+            source.to_owned(),
+        )),
         Err(error) => Err(unusable(error.to_string())),
     }
 }

@@ -98,7 +98,14 @@ async fn a_jumping_node_is_left_out_and_named_and_the_rest_refuses_the_drain() {
 
     // --node-ceiling is checked before anything is asked.
     for bad in ["0", "-5", "NaN", "2e12"] {
-        let run = etcd.dwctl(&["drain", "fra-a", "--node-ceiling", bad, "--prometheus", &prometheus]);
+        let run = etcd.dwctl(&[
+            "drain",
+            "fra-a",
+            "--node-ceiling",
+            bad,
+            "--prometheus",
+            &prometheus,
+        ]);
         assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
     }
 }
@@ -125,7 +132,10 @@ async fn nan_infinite_and_negative_rates_leave_their_node_out_by_name() {
         assert_eq!(code, 0, "{bad}: {stderr}");
         let prediction = &json["prediction"];
         assert_eq!(prediction["made"], true, "{bad}: {prediction}");
-        assert_eq!(prediction["left_out"][0]["node"], "n2", "{bad}: {prediction}");
+        assert_eq!(
+            prediction["left_out"][0]["node"], "n2",
+            "{bad}: {prediction}"
+        );
         assert!(
             prediction["left_out"][0]["why"]
                 .as_str()
@@ -177,7 +187,13 @@ async fn with_no_plausible_node_left_the_change_is_refused() {
     assert_eq!(run.code, 9, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("\"evil\""), "{}", run.stderr);
     assert_eq!(etcd.revision().await, before, "nothing written");
-    let run = etcd.dwctl(&["drain", "fra-a", "--allow-overload", "--prometheus", &prometheus]);
+    let run = etcd.dwctl(&[
+        "drain",
+        "fra-a",
+        "--allow-overload",
+        "--prometheus",
+        &prometheus,
+    ]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
 }
 
@@ -207,7 +223,10 @@ async fn a_window_still_filling_is_noted() {
     let notes = json["prediction"]["notes"].as_array().unwrap();
     assert_eq!(notes.len(), 1, "{json}");
     assert!(
-        notes[0].as_str().unwrap().contains("has every node's counters only for part"),
+        notes[0]
+            .as_str()
+            .unwrap()
+            .contains("has every node's counters only for part"),
         "{json}"
     );
     // A full window: no note.

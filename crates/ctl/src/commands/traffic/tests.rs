@@ -314,7 +314,9 @@ fn names_the_geo_whose_hash_picks_another_origin() {
     let first = report(&readings, &state, &OriginListing::default(), &[]);
     let why = origin(&first, idle)["why"][0].as_str().unwrap().to_owned();
     assert!(
-        why.contains(&format!("none of it with this origin: the whole geo JP hashes to {picked}")),
+        why.contains(&format!(
+            "none of it with this origin: the whole geo JP hashes to {picked}"
+        )),
         "{why}"
     );
     assert!(!why.contains("are the nodes current"), "{why}");
@@ -322,8 +324,13 @@ fn names_the_geo_whose_hash_picks_another_origin() {
     assert!(origin(&first, &picked)["why"].is_null());
     // Where a geo of the region does hash to the origin, the old question stands.
     let mut stale = readings.clone();
-    stale.origins.retain(|sample| sample.label("origin") != picked);
+    stale
+        .origins
+        .retain(|sample| sample.label("origin") != picked);
     let second = report(&stale, &state, &OriginListing::default(), &[]);
-    let why = origin(&second, &picked)["why"][0].as_str().unwrap().to_owned();
+    let why = origin(&second, &picked)["why"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(why.contains("are the nodes current"), "{why}");
 }
