@@ -176,8 +176,9 @@ pub fn predict_change(
 
 /// What an automatic drain records of its predicted load (`predicted` in its drain
 /// record): `{"made": true, "source", "headroom", "overloads": [{"origin", "predicted",
-/// "before", "capacity", "limit"}]}` (the overloads the drain causes or worsens), or
-/// `{"made": false, "why"}`.
+/// "before", "capacity", "limit"}], "left_out": [{"node", "why"}]}` (the overloads the
+/// drain causes or worsens; the nodes left out as implausible), or `{"made": false,
+/// "why"}`.
 pub fn drain_prediction(
     state: &State,
     changes: &Changes,
@@ -203,6 +204,7 @@ pub fn drain_prediction(
                 "capacity": overload.capacity,
                 "limit": overload.limit,
             })).collect::<Vec<_>>(),
+            "left_out": caveats::caveats_json(traffic)["left_out"],
         }),
         Err(error) => json!({"made": false, "why": error.to_string()}),
     }
