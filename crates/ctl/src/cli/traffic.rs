@@ -22,7 +22,9 @@ and etcd's routing state, and prints per origin:
   never), drained (by whom, why), in an open stage.
 
 An origin with no answers gets `why no answers:` lines: not in any region, drained, weight 0 in all \
-its regions, its regions answer no one, or none of that (look at the nodes: dwctl status).
+its regions, its regions answer no one, every answer of their geos without a sticky key hashed to \
+another origin (\"the whole geo JP hashes to sjc-a\": a geo's plain answers all go to the one \
+origin its hash picks, whatever the weights), or none of that (look at the nodes: dwctl status).
 
 Prometheus must scrape every dw-agent's /metrics (/usr/share/doc/dwctl/traffic-ops.md, \"Scraping\"). The \
 numbers are rates over --window: a change shows fully after one window; a window shorter \
