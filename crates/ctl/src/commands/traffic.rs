@@ -120,9 +120,32 @@ async fn read_prometheus(prometheus: &Prometheus, args: &TrafficArgs) -> Result<
     Ok(readings)
 }
 
-/// A rate as JSON: finite, else 0 (Prometheus may answer NaN for 0/0).
+/// How many samples of `readings` are not a rate: NaN, infinite or below 0. They are
+/// shown as 0 ([`finite`]) and counted here, never silently.
+fn not_numbers(readings: &Readings) -> usize {
+    [
+        &readings.total,
+        &readings.overflow,
+        &readings.origins,
+        &readings.geos,
+        &readings.keys,
+        &readings.steps,
+        &readings.nodes,
+        &readings.regions,
+    ]
+    .iter()
+    .flat_map(|samples| samples.iter())
+    .filter(|sample| !(sample.value.is_finite() && sample.value >= 0.0))
+    .count()
+}
+
+/// A rate as shown: a finite number >= 0, else 0 (counted by [`not_numbers`]).
 fn finite(value: f64) -> f64 {
-    if value.is_finite() { value } else { 0.0 }
+    if value.is_finite() && value >= 0.0 {
+        value
+    } else {
+        0.0
+    }
 }
 
 /// `(label value, rate)` of the samples of `origin`, largest first.
@@ -319,6 +342,7 @@ pub fn report(
         "overflow_per_second": overflow,
         "revision": state.revision,
         "unreadable_regions": unreadable,
+        "not_numbers": not_numbers(readings),
         "capacity_headroom": number_json(listing.headroom),
         "capacities_unreadable": listing.capacities_unreadable,
         "origins": origins,
@@ -493,6 +517,12 @@ pub fn describe(json: &Value) -> String {
         out.push_str(&format!(
             "{} answers past the nodes' label bounds ({OVERFLOW}): not in the origins below\n",
             rate_text(overflow)
+        ));
+    }
+    if let Some(count) = json["not_numbers"].as_u64().filter(|count| *count > 0) {
+        out.push_str(&format!(
+            "{count} rate(s) from Prometheus were not numbers (NaN, infinite or below 0): shown \
+             as 0, and a load prediction leaves their nodes out\n"
         ));
     }
     if let Some(why) = json["capacities_unreadable"].as_str() {

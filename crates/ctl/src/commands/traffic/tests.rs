@@ -334,3 +334,33 @@ fn names_the_geo_whose_hash_picks_another_origin() {
         .to_owned();
     assert!(why.contains("are the nodes current"), "{why}");
 }
+
+/// Issue 40 #7c: a rate of NaN, +Inf or below 0 was read silently as 0. The report counts
+/// them and says so.
+#[test]
+fn rates_that_are_not_numbers_are_counted_not_hidden() {
+    let clean = report(&readings(), &state(), &OriginListing::default(), &[]);
+    assert_eq!(clean["not_numbers"], 0);
+    assert!(!describe(&clean).contains("were not numbers"));
+    let mut readings = readings();
+    readings
+        .origins
+        .push(sample(&[("origin", "nbo-a")], f64::NAN));
+    readings
+        .geos
+        .push(sample(&[("origin", "nbo-a"), ("geo", "KE")], f64::INFINITY));
+    readings
+        .keys
+        .push(sample(&[("origin", "nbo-a"), ("key", "KE")], -1.0));
+    let report = report(&readings, &state(), &OriginListing::default(), &[]);
+    assert_eq!(report["not_numbers"], 3);
+    let nbo = origin(&report, "nbo-a");
+    assert_eq!(nbo["per_second"], 0.0);
+    assert_eq!(nbo["keys"][0]["per_second"], 0.0, "shown as 0, not -1");
+    assert!(
+        describe(&report)
+            .contains("3 rate(s) from Prometheus were not numbers (NaN, infinite or below 0)"),
+        "{}",
+        describe(&report)
+    );
+}
