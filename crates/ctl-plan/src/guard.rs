@@ -640,4 +640,52 @@ mod tests {
         );
         assert_eq!(none, json!({"made": false, "why": "no source"}));
     }
+
+    /// Per-node traffic (Prometheus) with one node left out as implausible: a refusal
+    /// names the nodes the load is predicted from and the one left out; an automatic
+    /// drain records it.
+    #[test]
+    fn a_refusal_and_a_drain_record_name_the_nodes_left_out() {
+        let rows = [("n1", 600.0), ("n2", 600.0)].map(|(node, rate)| dw_capacity::AnswerRow {
+            geo: "DE".into(),
+            sticky: true,
+            node: Some(node.into()),
+            fail_open: false,
+            rate,
+        });
+        let read = TrafficRead::Usable {
+            traffic: Traffic::from_rows(rows, 0.0).unwrap(),
+            source: "Prometheus p over 5m".into(),
+            left_out: vec![LeftOut {
+                node: "evil".into(),
+                why: dw_capacity::Implausible::AboveCeiling {
+                    rate: 1e9,
+                    ceiling: 50_000.0,
+                },
+            }],
+        };
+        assert_eq!(read.left_out()[0].node, "evil");
+        assert!(TrafficRead::NotGiven("none".into()).left_out().is_empty());
+        let Verdict::Refused(message) = verdict(true, &read, false) else {
+            panic!("refused");
+        };
+        assert!(
+            message.ends_with(
+                "the load is predicted from the answers of 2 node(s): n1 600/s, n2 600/s; \
+                 left out as implausible: evil"
+            ),
+            "{message}"
+        );
+        let state = state(true);
+        let changes = drain(&state);
+        let recorded = drain_prediction(&state, &changes, PREFIX, &read);
+        assert_eq!(recorded["left_out"][0]["node"], "evil", "{recorded}");
+        assert!(
+            recorded["left_out"][0]["why"]
+                .as_str()
+                .unwrap()
+                .contains("above the per-node ceiling"),
+            "{recorded}"
+        );
+    }
 }

@@ -13,15 +13,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use dw_capacity::{
-    AnswerRow, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic, check_plausibility,
-};
+use dw_capacity::{AnswerRow, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic, check_plausibility};
 
 use crate::error::Error;
 use crate::input::{Refused, read_regular_file};
 use crate::ops::answer_counters::{
-    ANSWERS, OVERFLOW, counting_at_window_start, node_peak_minutes, overflow_rate,
-    prediction_rows, usable_rate,
+    ANSWERS, OVERFLOW, counting_at_window_start, node_peak_minutes, overflow_rate, prediction_rows,
+    usable_rate,
 };
 use crate::ops::prometheus::{Prometheus, PrometheusSettings, Sample};
 use crate::plan::guard::TrafficRead;
@@ -163,8 +161,11 @@ pub fn judge(source: &str, answers: Answers<'_>, limits: &Limits, window: Window
         peaks,
         at_start,
     } = answers;
-    let unusable =
-        |why: String| TrafficRead::Unusable(format!("{source} answered traffic that cannot be used: {why}"));
+    let unusable = |why: String| {
+        TrafficRead::Unusable(format!(
+            "{source} answered traffic that cannot be used: {why}"
+        ))
+    };
     if rows.is_empty() {
         return TrafficRead::Unusable(format!(
             "{source} has no {ANSWERS}: it does not scrape the dw-agents' /metrics, or no \
@@ -218,7 +219,11 @@ pub fn judge(source: &str, answers: Answers<'_>, limits: &Limits, window: Window
 
 /// The note for the kept nodes whose counters began within the window (none when every
 /// node counted at its start).
-fn filling_notes(kept_nodes: &BTreeSet<String>, at_start: &[Sample], window: Window) -> Vec<String> {
+fn filling_notes(
+    kept_nodes: &BTreeSet<String>,
+    at_start: &[Sample],
+    window: Window,
+) -> Vec<String> {
     let started: BTreeSet<&str> = at_start.iter().map(|sample| sample.label("node")).collect();
     let filling: Vec<&String> = kept_nodes
         .iter()
@@ -425,7 +430,10 @@ mod tests {
     #[test]
     fn the_queries_are_in_the_order_judge_takes_them() {
         let [rows, overflow, peaks, at_start] = queries(300);
-        assert!(rows.starts_with("sum by (node, geo, sticky, step)"), "{rows}");
+        assert!(
+            rows.starts_with("sum by (node, geo, sticky, step)"),
+            "{rows}"
+        );
         assert!(overflow.contains(OVERFLOW), "{overflow}");
         assert!(peaks.contains("max_over_time"), "{peaks}");
         assert!(at_start.ends_with("offset 300s)"), "{at_start}");

@@ -148,7 +148,7 @@ async fn nan_infinite_and_negative_rates_leave_their_node_out_by_name() {
 }
 
 /// With no plausible node left the source answered with data the predictor cannot use:
-/// the reason names every node left out.
+/// the refusal's reason (capacities are set) names every node left out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_no_plausible_node_left_the_source_is_unusable_and_says_why() {
     let etcd = guarded_cluster().await;
@@ -159,9 +159,11 @@ async fn with_no_plausible_node_left_the_source_is_unusable_and_says_why() {
         at_start: true,
     }])
     .await;
-    let (_, json, stderr) =
+    let (code, json, stderr) =
         etcd.dwctl_json(&["drain", "fra-a", "--dry-run", "--prometheus", &prometheus]);
-    let why = json["prediction"]["why"].as_str().unwrap_or_default();
+    assert_eq!(code, 9, "{json}\n{stderr}");
+    assert_eq!(json["error"]["kind"], "overload", "{json}");
+    let why = json["error"]["message"].as_str().unwrap_or_default();
     assert!(
         why.contains("answered traffic that cannot be used")
             && why.contains("every node is left out: \"evil\": 3.33e15 answers/s"),
