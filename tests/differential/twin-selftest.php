@@ -472,6 +472,161 @@ $cases['stage overlay'] = static function (): array {
     return $checks;
 };
 
+// Visitor buckets (php/Buckets.php) on the cases dw-routing's tests/it/bucket_cases.rs holds
+// dw_routing::buckets to (bucket-cases.php writes them): counts, assignments in their text
+// form and error messages, byte for byte.
+$cases['visitor buckets: the shared cases'] = static function (): array {
+    require_once dirname(__DIR__, 2) . '/php/Buckets.php';
+    $doc = json_decode((string) file_get_contents(dirname(__DIR__, 2) . '/crates/routing/tests/bucket-cases.json'), true, 16, JSON_THROW_ON_ERROR);
+    $attempt = static function (callable $f): array {
+        try {
+            return ['ok' => $f()];
+        } catch (\DwRouter\BucketError $e) {
+            return ['error' => $e->getMessage()];
+        }
+    };
+    $checks = [[[\count($doc['apportion']) >= 10, \count($doc['decode']) >= 30, \count($doc['sequences']) >= 40], [true, true, true]]];
+    foreach ($doc['counts'] as $case) {
+        $checks[] = [$attempt(static fn () => \DwRouter\Buckets::checkCount($case['n'])), isset($case['error']) ? ['error' => $case['error']] : ['ok' => $case['n']]];
+    }
+    foreach ($doc['apportion'] as $case) {
+        $checks[] = [[$case, $attempt(static fn () => \DwRouter\Buckets::apportion($case['weights'], $case['n']))],
+            [$case, isset($case['error']) ? ['error' => $case['error']] : ['ok' => $case['counts']]]];
+    }
+    foreach ($doc['decode'] as $case) {
+        $got = $attempt(static fn () => \DwRouter\Buckets::encode(\DwRouter\Buckets::decode($case['text'], $case['n'], $case['origins'])));
+        $checks[] = [[substr($case['text'], 0, 64), $got], [substr($case['text'], 0, 64), isset($case['error']) ? ['error' => $case['error']] : ['ok' => $case['want']]]];
+    }
+    $steps = 0;
+    foreach ($doc['sequences'] as $sequence) {
+        $origins = $sequence['origins'];
+        $assignment = \DwRouter\Buckets::defaultAssignment($sequence['weights'], $sequence['n']);
+        $checks[] = [[$sequence['name'], \DwRouter\Buckets::encode($assignment)], [$sequence['name'], $sequence['default']]];
+        foreach ($sequence['steps'] as $index => $step) {
+            $steps++;
+            $got = $attempt(static fn () => $step['origins'] === $origins
+                ? \DwRouter\Buckets::reassign($assignment, $step['weights'])
+                : \DwRouter\Buckets::reassignByName($assignment, $origins, $step['origins'], $step['weights']));
+            if (isset($step['error'])) {
+                $checks[] = [[$sequence['name'], $index, $got], [$sequence['name'], $index, ['error' => $step['error']]]];
+                continue;
+            }
+            $next = $got['ok'] ?? [];
+            $moved = 0;
+            foreach ($assignment as $bucket => $origin) {
+                $moved += (int) ($origins[$origin] !== ($step['origins'][$next[$bucket] ?? -1] ?? null));
+            }
+            $checks[] = [[$sequence['name'], $index, \DwRouter\Buckets::encode($next), $moved],
+                [$sequence['name'], $index, $step['want'], $step['moved']]];
+            [$origins, $assignment] = [$step['origins'], $next];
+        }
+    }
+    $checks[] = [$steps >= 100, true];
+
+    return $checks;
+};
+
+// The same properties as dw-routing's tests/it/buckets.rs, on the twin (tests/lib/
+// bucket-properties.php): 80 seeded sequences of random changes keep the counts exact and
+// move exactly the sum of the decreases; from a default assignment, a drain and its restore
+// are a round trip whenever the drain shrank no other origin; whatever decode() accepts is
+// the one spelling.
+$cases['visitor buckets: properties'] = static function (): array {
+    require_once dirname(__DIR__) . '/lib/bucket-properties.php';
+    mt_srand(4141, MT_RAND_MT19937);
+    $checks = [];
+    $added = 0;
+    $steps = 0;
+    $roundTrips = 0;
+    for ($s = 0; $s < 80; $s++) {
+        $n = [2, 3, 16, 1024, mt_rand(2, 1024)][mt_rand(0, 4)];
+        $names = array_map(static fn (int $i): string => "o$i", range(0, mt_rand(0, 5)));
+        do {
+            $weights = array_map(static fn (): int => bucket_random_weight(), $names);
+        } while (array_sum($weights) === 0);
+        $assignment = \DwRouter\Buckets::defaultAssignment($weights, $n);
+        // A drain and its restore.
+        $x = mt_rand(0, \count($names) - 1);
+        $drained = $weights;
+        $drained[$x] = 0;
+        if (array_sum($drained) > 0) {
+            $mid = \DwRouter\Buckets::reassign($assignment, $drained);
+            $back = \DwRouter\Buckets::reassign($mid, $weights);
+            $shrank = false;
+            foreach (\DwRouter\Buckets::apportion($weights, $n) as $i => $count) {
+                $shrank = $shrank || ($i !== $x && \DwRouter\Buckets::apportion($drained, $n)[$i] < $count);
+            }
+            $checks[] = [[$s, bucket_step_problems($assignment, $names, $mid, $names, $drained), bucket_step_problems($mid, $names, $back, $names, $weights)], [$s, [], []]];
+            if (!$shrank) {
+                $roundTrips++;
+                $checks[] = [[$s, 'round trip', $back], [$s, 'round trip', $assignment]];
+            }
+        }
+        for ($k = mt_rand(1, 6); $k > 0; $k--) {
+            [$newNames, $newWeights] = bucket_random_change($names, $weights, $added);
+            if (array_sum($newWeights) === 0) {
+                continue;
+            }
+            $next = $newNames === $names ? \DwRouter\Buckets::reassign($assignment, $newWeights)
+                : \DwRouter\Buckets::reassignByName($assignment, $names, $newNames, $newWeights);
+            $steps++;
+            $checks[] = [[$s, $k, bucket_step_problems($assignment, $names, $next, $newNames, $newWeights)], [$s, $k, []]];
+            [$names, $weights, $assignment] = [$newNames, $newWeights, $next];
+        }
+    }
+    $accepted = 0;
+    for ($i = 0; $i < 1000; $i++) {
+        // Near misses: runs of likely numbers, some mangled by a random byte.
+        $runs = [];
+        for ($r = mt_rand(0, 4); $r > 0; $r--) {
+            $runs[] = ['0', '1', '2', '3', '01'][mt_rand(0, 4)] . ':' . ['0', '1', '2', '3', '4', '02'][mt_rand(0, 5)];
+        }
+        $text = implode(',', $runs);
+        if (mt_rand(0, 3) === 0) {
+            $text = substr_replace($text, '0123:, x'[mt_rand(0, 7)], mt_rand(0, \strlen($text)), mt_rand(0, 1));
+        }
+        try {
+            $owners = \DwRouter\Buckets::decode($text, 4, 3);
+        } catch (\DwRouter\BucketError) {
+            continue;
+        }
+        $accepted++;
+        $checks[] = [[$text, \DwRouter\Buckets::encode($owners), \count($owners)], [$text, $text, 4]];
+    }
+    $checks[] = [[$steps >= 150, $roundTrips >= 25, $accepted >= 10], [true, true, true]];
+
+    return $checks;
+};
+
+// php/Buckets.php's limits that the shared cases leave out (dw-routing's unit tests check
+// the same edges): 65,536 origins and one more, a weight of 2^32 - 1 and one more, -1.
+$cases['visitor buckets: limits at their edges'] = static function (): array {
+    require_once dirname(__DIR__, 2) . '/php/Buckets.php';
+    $attempt = static function (callable $f): string {
+        try {
+            $f();
+
+            return 'ok';
+        } catch (\DwRouter\BucketError | \InvalidArgumentException $e) {
+            return $e::class . ': ' . $e->getMessage();
+        }
+    };
+    $many = array_fill(0, \DwRouter\Buckets::MAX_ASSIGNED_ORIGINS, 1);
+    $many[65535] = 1000000;
+    $assignment = \DwRouter\Buckets::defaultAssignment($many, 1024);
+    $checks = [[[\DwRouter\Buckets::originOf($assignment, 1023), \DwRouter\Buckets::originOf($assignment, 1024)], [65535, null]]];
+    $many[] = 1;
+    $checks[] = [$attempt(static fn () => \DwRouter\Buckets::apportion($many, 1024)),
+        'DwRouter\\BucketError: region: field `origins`: lists 65537 origins; a bucketed region lists at most 65536'];
+    $checks[] = [$attempt(static fn () => \DwRouter\Buckets::apportion([0xFFFFFFFF, 1], 2)), 'ok'];
+    foreach ([0x100000000, -1] as $weight) {
+        $checks[] = [$attempt(static fn () => \DwRouter\Buckets::apportion([$weight, 1], 2)),
+            'InvalidArgumentException: a weight is an integer from 0 to 2^32 - 1'];
+    }
+
+    return $checks;
+};
+
 // The shared cases of the cache tags (crates/routing/tests/cache-tags-cases.json), which
 // dw-routing's Table::cache_tags is held to too; and cacheTags() is null before any
 // resolve() and after a reload() changed the table.

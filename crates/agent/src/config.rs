@@ -1,7 +1,9 @@
 //! What the agent is told: the command line (with `DW_AGENT_*` fallbacks) and the
 //! validated [`Config`] that `run` takes.
 
+pub(crate) mod bounds;
 pub(crate) mod node_identity;
+pub(crate) mod purge;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -14,16 +16,17 @@ use dw_routing::DEFAULT_PREFIX;
 use dw_routing::keys::{DEFAULT_NODES_PREFIX, seen_prefix};
 
 use crate::Error;
+pub use crate::config::bounds::DEFAULT_METRICS_MAX_CONNECTIONS;
+use crate::config::bounds::{
+    DEFAULT_HEARTBEAT_INTERVAL, MAX_COALESCE_WINDOW, MAX_HEARTBEAT_INTERVAL,
+};
 use crate::config::node_identity::check_label;
 pub use crate::config::node_identity::{check_node_id, host_name, parse_labels};
-use crate::purge::config::PurgeConfig;
+use crate::config::purge::PurgeConfig;
 
 /// Where the snapshot goes when `--snapshot` is not given: a directory of the agent's own
 /// on tmpfs (systemd's `RuntimeDirectory=dw-router`), read by every PHP worker.
 pub const DEFAULT_SNAPSHOT_PATH: &str = "/run/dw-router/routing.json";
-
-/// Connections the metrics port holds at once when `--metrics-max-connections` is not given.
-pub const DEFAULT_METRICS_MAX_CONNECTIONS: usize = 64;
 
 /// dw_router's default `dw_router.answers_dir` (docs/traffic.md).
 pub const DEFAULT_ANSWERS_DIR: &str = "/run/dw-router-answers";
@@ -198,7 +201,7 @@ impl Config {
             timing: Timing::default(),
             page_size: 1000,
             report: None,
-            heartbeat_interval: crate::report::heartbeat::DEFAULT_HEARTBEAT_INTERVAL,
+            heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             purge: None,
             answers_dir: None,
             node_id: None,
@@ -243,12 +246,12 @@ impl Config {
                 "--stall-timeout must be longer than --progress-interval".into(),
             ));
         }
-        if t.coalesce_window > crate::agent::coalesce::MAX_COALESCE_WINDOW {
+        if t.coalesce_window > MAX_COALESCE_WINDOW {
             return Err(Error::Config(
                 "--coalesce-window must be at most 10s".into(),
             ));
         }
-        if self.heartbeat_interval > crate::report::heartbeat::MAX_HEARTBEAT_INTERVAL {
+        if self.heartbeat_interval > MAX_HEARTBEAT_INTERVAL {
             return Err(Error::Config(
                 "--heartbeat-interval must be at most 60s".into(),
             ));
@@ -362,7 +365,7 @@ pub struct Cli {
     pub page_size: i64,
 
     /// Connections the metrics port holds at once; beyond it the oldest one still
-    /// waiting for its request is closed
+    /// waiting for its request, or not reading its answer, is closed
     #[arg(long, env = "DW_AGENT_METRICS_MAX_CONNECTIONS", default_value_t = DEFAULT_METRICS_MAX_CONNECTIONS,
           value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=4096), usize::from))]
     pub metrics_max_connections: usize,

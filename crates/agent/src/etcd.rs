@@ -1,6 +1,8 @@
 //! Talking to etcd: connection options (TLS, auth, keepalive, require-leader), the paged
 //! list at one revision, and opening the watch.
 
+pub(crate) mod listing;
+
 use std::time::Duration;
 
 use dw_etcd::{PrefixHead, is_transport, prefix_range_end, read_prefix_head};
@@ -8,8 +10,8 @@ pub(crate) use dw_etcd::{describe, within};
 use etcd_client::{Client, ConnectOptions, WatchOptions, WatchStream};
 
 use crate::Error;
-use crate::agent::mirror::Listing;
 use crate::config::Config;
+use crate::etcd::listing::Listing;
 
 /// Opens sessions with etcd members, one endpoint at a time.
 #[derive(Debug, Clone)]

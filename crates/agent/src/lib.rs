@@ -48,6 +48,9 @@ mod report;
 use std::future::Future;
 
 pub use crate::agent::Agent;
+pub use crate::config::purge::{
+    DEFAULT_PURGE_REPEAT_AFTER, MAX_PURGE_REPEAT_AFTER, PurgeConfig, PurgeUrl,
+};
 pub use crate::config::{
     Cli, Config, DEFAULT_METRICS_ADDR, DEFAULT_SNAPSHOT_PATH, LogFormat, ReportConfig, Timing,
     check_node_id, host_name, parse_labels,
@@ -55,9 +58,6 @@ pub use crate::config::{
 pub use crate::error::Error;
 pub use crate::metrics::{State, Status, StatusHandle};
 pub use crate::publish::Publication;
-pub use crate::purge::config::{
-    DEFAULT_PURGE_REPEAT_AFTER, MAX_PURGE_REPEAT_AFTER, PurgeConfig, PurgeUrl,
-};
 pub use dw_etcd::{Credentials, EtcdOptions, TlsFiles, parse_duration};
 pub use dw_routing::keys::{DEFAULT_NODES_PREFIX, seen_prefix};
 

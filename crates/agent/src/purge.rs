@@ -14,15 +14,15 @@
 //! Routing never waits for the cache: the agent loop only computes the lines and hands
 //! them over without blocking; the task posts them. The secret (32 random bytes, kept in
 //! memory only) is sent as `Authorization: Bearer <64 hex>`, and only on a connection
-//! whose server side root owns (`purge_peer`: not to a process that took the port while
-//! the web server was down); the endpoint reads only its SHA-256, which
-//! `<snapshot>.purge-sha256` holds.
+//! that a listening socket root created took, one that listened throughout the connect
+//! (`purge/peer.rs`: not to a process of another user holding the port); the endpoint
+//! reads only its SHA-256, which `<snapshot>.purge-sha256` holds.
 
-pub(crate) mod config;
 pub(crate) mod lines;
 pub(crate) mod peer;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,9 +38,9 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::config::Config;
+use crate::config::purge::{PurgeConfig, PurgeUrl};
 use crate::error::Error;
 use crate::metrics::purge_counters::PurgeCounters;
-use crate::purge::config::{PurgeConfig, PurgeUrl};
 use crate::purge::lines::{ALL, PICK, Routing, batches, lines};
 use crate::report::json::Report;
 
@@ -54,6 +54,9 @@ pub(crate) const RETRY_INITIAL: Duration = Duration::from_millis(100);
 pub(crate) const RETRY_MAX: Duration = Duration::from_secs(5);
 /// Lines waiting (to be sent, or to be repeated) at most; beyond, they become `all`.
 const MAX_WAITING_LINES: usize = 100_000;
+/// The most addresses of the purge host tried for one request (a name can resolve to
+/// many; `localhost` is two).
+pub(crate) const MAX_ADDRESSES_TRIED: usize = 8;
 /// The suffix of the secret's hash file, beside the snapshot.
 pub(crate) const HASH_SUFFIX: &str = ".purge-sha256";
 
@@ -308,10 +311,7 @@ impl Task {
 
     /// Connects, sends the request, and returns the answer's status.
     async fn exchange(&self, body: String) -> Result<hyper::StatusCode, String> {
-        let stream = TcpStream::connect((self.url.connect_host(), self.url.port))
-            .await
-            .map_err(|e| format!("cannot connect: {e}"))?;
-        crate::purge::peer::check(&stream).await?;
+        let stream = connect(&self.url).await?;
         let _ = stream.set_nodelay(true);
         let (mut sender, connection) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
@@ -348,6 +348,60 @@ impl Task {
                 None => format!("no answer: {e}"),
             })
     }
+}
+
+/// A connection to the endpoint on which the secret may be sent (`purge::peer`): for each
+/// address `url`'s host resolves to, in [`connect_order`] (so a `localhost` URL tries
+/// 127.0.0.1, then [::1]), the port's listening sockets are read from
+/// the kernel's tables before connect() and after it, and the connection is kept only if
+/// root's listener took it ([`peer::judge`]). An address refused (another user's listener,
+/// nothing listening) is left for the next one; the error names each address's failure.
+/// The tries are bounded by the request's deadline ([`REQUEST_TIMEOUT`]).
+async fn connect(url: &PurgeUrl) -> Result<TcpStream, String> {
+    let addresses = tokio::net::lookup_host((url.connect_host(), url.port))
+        .await
+        .map_err(|e| format!("cannot resolve {}: {e}", url.host))?;
+    let mut failures = Vec::new();
+    for server in connect_order(addresses) {
+        let listeners = |when: &str| {
+            peer::listeners(server.port()).map_err(|e| {
+                format!("{server}: cannot read the kernel's socket table {when} connecting: {e}; not sending the secret")
+            })
+        };
+        let attempt = async {
+            let before = listeners("before")?;
+            let stream = TcpStream::connect(server)
+                .await
+                .map_err(|e| format!("cannot connect to {server}: {e}"))?;
+            let after = listeners("after")?;
+            peer::judge(server, &before, &after)?;
+            Ok::<_, String>(stream)
+        };
+        match attempt.await {
+            Ok(stream) => return Ok(stream),
+            Err(failure) => failures.push(failure),
+        }
+    }
+    if failures.is_empty() {
+        return Err(format!("{} resolves to no address", url.host));
+    }
+    Err(failures.join("; "))
+}
+
+/// The order in which the purge host's addresses are tried: IPv4 before IPv6, each in
+/// the resolver's order, each once, at most [`MAX_ADDRESSES_TRIED`].
+pub(crate) fn connect_order(resolved: impl IntoIterator<Item = SocketAddr>) -> Vec<SocketAddr> {
+    let mut order: Vec<SocketAddr> = Vec::new();
+    // A resolver's answer is short; a hostile one is read no further than this.
+    for addr in resolved.into_iter().take(MAX_ADDRESSES_TRIED * 8) {
+        if !order.contains(&addr) {
+            order.push(addr);
+        }
+    }
+    // A stable sort: the resolver's order within each family.
+    order.sort_by_key(SocketAddr::is_ipv6);
+    order.truncate(MAX_ADDRESSES_TRIED);
+    order
 }
 
 /// The wait before retry number `failures` (1, 2, ...): 100 ms doubling, at most 5 s.
@@ -391,6 +445,34 @@ async fn sleep_until(deadline: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_s_addresses_are_tried_ipv4_first_each_once_at_most_eight() {
+        let addr = |text: &str| text.parse::<SocketAddr>().unwrap();
+        // `localhost` as glibc orders it (RFC 6724: ::1 first).
+        assert_eq!(
+            connect_order([addr("[::1]:80"), addr("127.0.0.1:80")]),
+            [addr("127.0.0.1:80"), addr("[::1]:80")]
+        );
+        assert_eq!(
+            connect_order([
+                addr("[::1]:80"),
+                addr("127.0.0.2:80"),
+                addr("127.0.0.1:80"),
+                addr("127.0.0.2:80"),
+            ]),
+            [addr("127.0.0.2:80"), addr("127.0.0.1:80"), addr("[::1]:80")]
+        );
+        let many: Vec<SocketAddr> = (1..=9u8)
+            .map(|n| SocketAddr::from(([127, 0, 0, n], 80)))
+            .collect();
+        assert_eq!(connect_order(many.clone()), many[..MAX_ADDRESSES_TRIED]);
+        assert_eq!(
+            connect_order(many[..MAX_ADDRESSES_TRIED].to_vec()).len(),
+            MAX_ADDRESSES_TRIED
+        );
+        assert!(connect_order([]).is_empty());
+    }
 
     fn waiting(lines: &[(&str, bool)]) -> BTreeMap<String, bool> {
         lines.iter().map(|(l, r)| ((*l).to_owned(), *r)).collect()

@@ -1,5 +1,5 @@
 //! The etcd roles of dw-router's components, as data, and the steps that make etcd's auth
-//! match them (`dwctl auth`). Pure: no etcd, no files; `commands/auth.rs` reads etcd's
+//! match them (`dwctl auth`). Pure: no etcd, no files; dwctl's `ops/auth.rs` reads etcd's
 //! roles into [`Current`] and carries out the [`Step`]s.
 //!
 //! Each component gets exactly what it reads and writes (checked against the code: the

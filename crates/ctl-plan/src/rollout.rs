@@ -2,7 +2,7 @@
 //! gates) and the progress record kept under `<control>rollouts/<id>`; the judgments each
 //! poll makes (does the cohort serve the stage, is a probed origin unhealthy) are
 //! `rollout_gate`'s.
-//! `commands/rollout.rs` drives it against etcd; docs/dwctl.md ("Rollouts") is the
+//! dwctl's `daemons/rollout.rs` drives it against etcd; docs/dwctl.md ("Rollouts") is the
 //! operator's side.
 //!
 //! The rules:

@@ -7,9 +7,11 @@ mod apply;
 mod auth;
 mod capacity;
 mod drain;
+mod health;
 mod history;
 mod origin;
 mod policy;
+mod rebalance;
 mod region;
 mod repair;
 mod restore;
@@ -85,11 +87,9 @@ async fn run_one(
         Command::Stage(command) => stage::run(context, command).await,
         Command::Rollout(args) => rollout::run(context, args, shutdown).await,
         Command::Origin(command) => origin::run(context, command, shutdown).await,
-        Command::Rebalance(args) => {
-            crate::daemons::rebalance::command(context, args, shutdown).await
-        }
+        Command::Rebalance(args) => rebalance::command(context, args, shutdown).await,
         Command::Auth(args) => auth::run(context, args).await,
-        Command::Health(args) => crate::daemons::health::command(context, args, shutdown).await,
+        Command::Health(args) => health::command(context, args, shutdown).await,
         Command::History(args) => history::history(context, &args.etcd_key).await,
         Command::Route(args) => route::run(context, args).await,
         Command::Traffic(args) => traffic::run(context, args).await,

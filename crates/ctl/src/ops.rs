@@ -7,6 +7,8 @@
 //!   commits in one guarded transaction, retries on conflict.
 //! - [`run`]: previews or commits a plan and reports each key it changes (`--dry-run`);
 //!   `run_checked` is that one branch for a command that words its own outcome.
+//! - [`one_shot`]: `run_plan`, `run_checked` and the state read for a one-shot command,
+//!   on a connection opened here from the context (no command holds an etcd client).
 //! - [`stage`]: the stage operations (create, widen, promote, abort) from plain requests,
 //!   for `dwctl stage` and the rollout driver.
 //! - [`fleet`] and [`revision`]: the node reports and the routing revision they are
@@ -35,6 +37,7 @@ pub(crate) mod fleet;
 pub(crate) mod history;
 pub(crate) mod key;
 pub(crate) mod lease;
+pub(crate) mod one_shot;
 pub(crate) mod origin;
 pub(crate) mod probe;
 pub(crate) mod prometheus;

@@ -4,16 +4,23 @@
 //! an attacker holds open.
 //!
 //! - At most [`Limits::max_connections`] connections are held. A connection beyond the cap
-//!   evicts the oldest one still waiting for its request head (idle, or dribbling it a byte
-//!   at a time) of the client address holding the most such connections, so that a flood
-//!   from one address evicts its own, not a scraper's from another; when every held
-//!   connection is already being answered, the new one is
-//!   closed at once. So a flood costs at most the cap in descriptors (twice: each waiting
+//!   evicts the oldest *idle or slow* one of the client address holding the most such
+//!   connections, so that a flood from one address evicts its own, not a scraper's from
+//!   another: idle is still waiting for its request head (or dribbling it a byte at a
+//!   time), slow has had its answer written for [`Limits::slow_after`] or longer (a client
+//!   that sent its request and does not read the answer); one whose answer is still being
+//!   made is neither. When no held connection is idle or slow, the new one waits (at most
+//!   `slow_after`) for a slot to free or for the oldest being written to to turn slow, and
+//!   evicts it then; past that, it evicts the oldest of the busiest address, whatever it is
+//!   doing. So a flood costs at most the cap in descriptors (twice: each waiting
 //!   connection's descriptor is duplicated to peek at it). A connection whose whole head is
 //!   in its socket when it is accepted, or when it comes up for eviction (a scraper whose
 //!   task has not run yet on a busy runtime), is never evicted.
 //! - A request head must be complete within [`Limits::head_timeout`] (hyper's
-//!   `header_read_timeout`), and the whole exchange within [`Limits::answer_timeout`].
+//!   `header_read_timeout`), and the whole exchange within [`Limits::answer_timeout`]. A
+//!   write of the answer that makes no progress for [`Limits::write_timeout`] (a client
+//!   that stopped reading, its socket buffers full) closes the connection, so an answer is
+//!   held in memory for that long at most past the client's last read.
 //! - A request head over [`Limits::max_request_head`] bytes is answered 431; a body is
 //!   never read (one request per connection, then closed).
 //!
@@ -33,18 +40,23 @@
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::future::Future;
+use std::io;
 use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
+use tokio::time::Sleep;
 use tracing::debug;
 
 /// What the loop allows one client.
@@ -58,25 +70,35 @@ pub struct Limits {
     pub answer_timeout: Duration,
     /// The longest request head read (hyper's smallest buffer is 8 KiB); longer: 431.
     pub max_request_head: usize,
+    /// How long one write of the answer may wait for the client to read (no byte taken):
+    /// then the connection is closed.
+    pub write_timeout: Duration,
+    /// A connection being answered this long or longer counts as slow: at the cap it is
+    /// evicted like an idle one.
+    pub slow_after: Duration,
 }
 
 impl Default for Limits {
-    /// 64 connections, 2 s for the head, 5 s for the exchange, 8 KiB of head.
+    /// 64 connections, 2 s for the head, 5 s for the exchange, 8 KiB of head, 2 s for a
+    /// write, slow after 1 s.
     fn default() -> Limits {
         Limits {
             max_connections: 64,
             head_timeout: Duration::from_secs(2),
             answer_timeout: Duration::from_secs(5),
             max_request_head: 8 * 1024,
+            write_timeout: Duration::from_secs(2),
+            slow_after: Duration::from_secs(1),
         }
     }
 }
 
 /// Told when the cap closes a connection (for the server's own counters).
 pub trait Events: Send + Sync + 'static {
-    /// A connection still waiting for its request head was closed to make room.
+    /// An idle or slow connection was closed to make room.
     fn evicted(&self) {}
-    /// A new connection was closed at once: every held one was being answered.
+    /// A new connection was closed: every held one was being answered, and no slot came
+    /// free nor did one turn slow within `slow_after`.
     fn refused(&self) {}
 }
 
@@ -86,24 +108,52 @@ pub struct NoEvents;
 
 impl Events for NoEvents {}
 
-/// One connection still waiting for its request head.
-struct Waiter {
-    id: u64,
-    task: AbortHandle,
-    /// A duplicate of its socket's descriptor to peek at (the task owns the stream); `None`
-    /// when none could be made (out of descriptors): evicted without a look.
-    socket: Option<OwnedFd>,
-    /// The client's address: eviction takes from the address holding the most.
-    peer: IpAddr,
+/// Where a held connection is.
+enum Phase {
+    /// Still waiting for its request head; a duplicate of its socket's descriptor to peek
+    /// at (the task owns the stream), `None` when none could be made (out of descriptors):
+    /// evicted without a look.
+    Waiting(Option<OwnedFd>),
+    /// Its head is in; its answer is being made.
+    Preparing,
+    /// Its answer is being written since then.
+    Writing(Instant),
 }
 
-/// Connections still waiting for their request head, oldest first: eviction candidates.
-#[derive(Default)]
-struct Waiting(Mutex<VecDeque<Waiter>>);
+/// One held connection.
+struct Held {
+    id: u64,
+    task: AbortHandle,
+    /// The client's address: eviction takes from the address holding the most.
+    peer: IpAddr,
+    phase: Phase,
+}
+
+/// The held connections, oldest first: the eviction candidates among them are the idle
+/// (waiting for their head) and the slow (their answer written for [`Limits::slow_after`]
+/// or more: the client does not take it). One whose answer is being made is none.
+struct Waiting {
+    slow_after: Duration,
+    queue: Mutex<VecDeque<Held>>,
+}
+
+impl Default for Waiting {
+    fn default() -> Waiting {
+        Waiting::new(Limits::default().slow_after)
+    }
+}
 
 impl Waiting {
-    /// Queues the task `spawn` starts. The lock is held across the spawn, so that the task
-    /// cannot finish (and dequeue itself) before it was queued.
+    fn new(slow_after: Duration) -> Waiting {
+        Waiting {
+            slow_after,
+            queue: Mutex::default(),
+        }
+    }
+
+    /// Queues the task `spawn` starts, a connection still waiting for its head. The lock
+    /// is held across the spawn, so that the task cannot finish (and dequeue itself)
+    /// before it was queued.
     fn spawn(
         &self,
         id: u64,
@@ -111,12 +161,21 @@ impl Waiting {
         socket: Option<OwnedFd>,
         spawn: impl FnOnce() -> AbortHandle,
     ) {
-        match self.0.lock() {
-            Ok(mut queue) => queue.push_back(Waiter {
+        self.hold(id, peer, Phase::Waiting(socket), spawn);
+    }
+
+    /// Queues the task `spawn` starts, a connection whose head is in already.
+    fn spawn_answering(&self, id: u64, peer: IpAddr, spawn: impl FnOnce() -> AbortHandle) {
+        self.hold(id, peer, Phase::Preparing, spawn);
+    }
+
+    fn hold(&self, id: u64, peer: IpAddr, phase: Phase, spawn: impl FnOnce() -> AbortHandle) {
+        match self.queue.lock() {
+            Ok(mut queue) => queue.push_back(Held {
                 id,
                 task: spawn(),
-                socket,
                 peer,
+                phase,
             }),
             Err(_) => {
                 spawn();
@@ -124,44 +183,102 @@ impl Waiting {
         }
     }
 
-    fn remove(&self, id: u64) {
-        if let Ok(mut queue) = self.0.lock() {
-            queue.retain(|waiter| waiter.id != id);
+    /// The connection's head is in: its answer is being made.
+    fn answering(&self, id: u64) {
+        self.set(id, Phase::Preparing);
+    }
+
+    /// The connection's answer is ready: it is being written from now on.
+    fn writing(&self, id: u64) {
+        self.set(id, Phase::Writing(Instant::now()));
+    }
+
+    fn set(&self, id: u64, phase: Phase) {
+        if let Ok(mut queue) = self.queue.lock()
+            && let Some(held) = queue.iter_mut().find(|held| held.id == id)
+        {
+            held.phase = phase;
         }
     }
 
-    /// Aborts the oldest waiting connection of the client address that holds the most
-    /// waiting ones (so that a flood from one address evicts its own connections, never a
-    /// scraper's from another), passing over those whose head is in their socket by now
-    /// (about to be answered: they leave the queue unharmed). False when none is left.
+    /// How long until the oldest connection being written to turns slow (`None`: none
+    /// is being written to).
+    fn until_next_slow(&self, now: Instant) -> Option<Duration> {
+        let queue = self.queue.lock().ok()?;
+        queue
+            .iter()
+            .filter_map(|held| match held.phase {
+                Phase::Writing(since) => Some(
+                    self.slow_after
+                        .saturating_sub(now.saturating_duration_since(since)),
+                ),
+                Phase::Waiting(_) | Phase::Preparing => None,
+            })
+            .min()
+    }
+
+    fn remove(&self, id: u64) {
+        if let Ok(mut queue) = self.queue.lock() {
+            queue.retain(|held| held.id != id);
+        }
+    }
+
+    /// Aborts the oldest idle or slow connection of the client address that holds the
+    /// most of them (so that a flood from one address evicts its own connections, never
+    /// a scraper's from another), passing over a waiting one whose head is in its socket
+    /// by now (about to be answered: it is answered, unharmed). False when none is left.
     fn evict_oldest(&self) -> bool {
-        let Ok(mut queue) = self.0.lock() else {
+        self.evict(false)
+    }
+
+    /// The last resort, when no connection turned idle or slow within `slow_after`: the
+    /// oldest held connection of the address holding the most, whatever it is doing.
+    fn evict_oldest_of_any(&self) -> bool {
+        self.evict(true)
+    }
+
+    fn evict(&self, any: bool) -> bool {
+        let Ok(mut queue) = self.queue.lock() else {
             return false;
+        };
+        let now = Instant::now();
+        let slow_after = self.slow_after;
+        let candidate = |held: &Held| match held.phase {
+            Phase::Waiting(_) => true,
+            Phase::Preparing => any,
+            Phase::Writing(since) => any || now.saturating_duration_since(since) >= slow_after,
         };
         loop {
             let mut held: HashMap<IpAddr, usize> = HashMap::new();
-            for waiter in queue.iter() {
-                *held.entry(waiter.peer).or_default() += 1;
+            for each in queue.iter().filter(|each| candidate(each)) {
+                *held.entry(each.peer).or_default() += 1;
             }
-            // The busiest address; on a tie, the one whose oldest waiter is oldest.
+            // The busiest address; on a tie, the one whose oldest candidate is oldest.
             let Some(busiest) = queue
                 .iter()
+                .filter(|each| candidate(each))
                 .rev()
-                .map(|waiter| waiter.peer)
+                .map(|each| each.peer)
                 .max_by_key(|peer| held.get(peer).copied().unwrap_or(0))
             else {
                 return false;
             };
-            let Some(at) = queue.iter().position(|waiter| waiter.peer == busiest) else {
+            let Some(at) = queue
+                .iter()
+                .position(|each| each.peer == busiest && candidate(each))
+            else {
                 return false;
             };
-            let Some(waiter) = queue.remove(at) else {
-                return false;
-            };
-            if waiter.socket.as_ref().is_some_and(head_is_in) {
+            if let Phase::Waiting(Some(socket)) = &queue[at].phase
+                && head_is_in(socket)
+            {
+                queue[at].phase = Phase::Preparing;
                 continue;
             }
-            waiter.task.abort();
+            let Some(victim) = queue.remove(at) else {
+                return false;
+            };
+            victim.task.abort();
             return true;
         }
     }
@@ -179,7 +296,7 @@ pub async fn serve<F, Fut>(
     Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let waiting = Arc::new(Waiting::default());
+    let waiting = Arc::new(Waiting::new(limits.slow_after));
     let mut next_id: u64 = 0;
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -193,27 +310,14 @@ pub async fn serve<F, Fut>(
         };
         let permit = match slots.clone().try_acquire_owned() {
             Ok(permit) => permit,
-            Err(_) => {
-                if !waiting.evict_oldest() {
+            Err(_) => match make_room(&slots, &waiting, limits.slow_after, &*events).await {
+                Some(permit) => permit,
+                None => {
                     events.refused();
                     drop(stream);
                     continue;
                 }
-                events.evicted();
-                // The aborted task releases its slot when dropped, at the runtime's next turn.
-                // A second at most: on a starved runtime the turn can take a while, and
-                // refusing then would close the very scraper the eviction made room for.
-                match tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned())
-                    .await
-                {
-                    Ok(Ok(permit)) => permit,
-                    _ => {
-                        events.refused();
-                        drop(stream);
-                        continue;
-                    }
-                }
-            }
+            },
         };
         let id = next_id;
         next_id = next_id.wrapping_add(1);
@@ -233,11 +337,15 @@ pub async fn serve<F, Fut>(
         let spawn = move || {
             tokio::spawn(async move {
                 let _permit = permit;
-                let dequeue = {
+                let head_read = {
                     let queue = queue.clone();
-                    move || queue.remove(id)
+                    move || queue.answering(id)
                 };
-                let exchange = answer(stream, limits, respond, dequeue);
+                let answer_ready = {
+                    let queue = queue.clone();
+                    move || queue.writing(id)
+                };
+                let exchange = answer(stream, limits, respond, head_read, answer_ready);
                 if let Ok(Err(e)) = tokio::time::timeout(limits.answer_timeout, exchange).await {
                     debug!(error = %e, "client went away");
                 }
@@ -246,7 +354,7 @@ pub async fn serve<F, Fut>(
             .abort_handle()
         };
         if ready {
-            spawn();
+            waiting.spawn_answering(id, peer, spawn);
         } else {
             waiting.spawn(id, peer, socket, spawn);
         }
@@ -254,6 +362,55 @@ pub async fn serve<F, Fut>(
         // sent its request at once is then no eviction candidate, however many idle
         // connections are queued behind it.
         tokio::task::yield_now().await;
+    }
+}
+
+/// A slot for a connection accepted at the cap: the oldest idle or slow connection of the
+/// busiest address is evicted; while there is none, a slot that frees meanwhile is taken,
+/// or the oldest one being written to is evicted as soon as it turns slow; past
+/// `slow_after`, the oldest held one of the busiest address is evicted, whatever it does
+/// (all of them were having answers made for that long: a flood of requests). So the new
+/// connection waits at most `slow_after` (plus the second below), and is refused only when
+/// the slot an eviction freed does not come.
+async fn make_room(
+    slots: &Arc<Semaphore>,
+    waiting: &Waiting,
+    slow_after: Duration,
+    events: &dyn Events,
+) -> Option<OwnedSemaphorePermit> {
+    // A little past `slow_after`: by then the oldest one answered is slow, and evicted.
+    let last_resort = Instant::now() + slow_after + Duration::from_millis(50);
+    loop {
+        let evicted = if Instant::now() < last_resort {
+            waiting.evict_oldest()
+        } else {
+            waiting.evict_oldest_of_any()
+        };
+        if evicted {
+            events.evicted();
+            // The aborted task releases its slot when dropped, at the runtime's next turn.
+            // A second at most: on a starved runtime the turn can take a while, and
+            // refusing then would close the very scraper the eviction made room for.
+            return match tokio::time::timeout(Duration::from_secs(1), slots.clone().acquire_owned())
+                .await
+            {
+                Ok(Ok(permit)) => Some(permit),
+                _ => None,
+            };
+        }
+        let now = Instant::now();
+        if now >= last_resort {
+            return None;
+        }
+        let wait = waiting
+            .until_next_slow(now)
+            .unwrap_or(slow_after)
+            .min(last_resort.saturating_duration_since(now))
+            // Never a busy loop: a candidate due now is evicted at the next turn.
+            .max(Duration::from_millis(1));
+        if let Ok(acquired) = tokio::time::timeout(wait, slots.clone().acquire_owned()).await {
+            return acquired.ok();
+        }
     }
 }
 
@@ -275,30 +432,132 @@ fn head_is_in(stream: &impl AsRawFd) -> bool {
 }
 
 /// Reads one request and answers it; `head_read` runs once the head is in (the connection
-/// is then no longer an eviction candidate).
+/// is then no eviction candidate), `answer_ready` once the answer is made (a candidate
+/// again once it has been written for `slow_after`). Each write has `write_timeout` to make
+/// progress.
 async fn answer<F, Fut>(
     stream: TcpStream,
     limits: Limits,
     respond: F,
     head_read: impl Fn() + Send + Sync + 'static,
+    answer_ready: impl Fn() + Send + Sync + 'static,
 ) -> hyper::Result<()>
 where
     F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
     let head_read = Arc::new(head_read);
+    let answer_ready = Arc::new(answer_ready);
     let service = hyper::service::service_fn(move |request| {
         head_read();
         let response = respond(request);
-        async move { Ok::<_, Infallible>(response.await) }
+        let answer_ready = answer_ready.clone();
+        async move {
+            let response = response.await;
+            answer_ready();
+            Ok::<_, Infallible>(response)
+        }
     });
     hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.head_timeout)
         .keep_alive(false)
         .max_buf_size(limits.max_request_head.max(8192))
-        .serve_connection(TokioIo::new(stream), service)
+        .serve_connection(
+            TokioIo::new(WriteDeadline::new(stream, limits.write_timeout)),
+            service,
+        )
         .await
+}
+
+/// A stream whose writes fail with `TimedOut` once one has waited `limit` for the client
+/// to take a byte (its socket buffers full: a client that does not read). Reads pass
+/// through.
+struct WriteDeadline<S> {
+    inner: S,
+    limit: Duration,
+    /// Armed while a write waits.
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S> WriteDeadline<S> {
+    fn new(inner: S, limit: Duration) -> WriteDeadline<S> {
+        WriteDeadline {
+            inner,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// A write is pending: Ready(error) once it has waited `limit`.
+    fn poll_stall<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let limit = self.limit;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the client took no byte for {} ms", limit.as_millis()),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// The outcome of a write: progress disarms the deadline, waiting arms it.
+    fn timed<T>(&mut self, cx: &mut Context<'_>, poll: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match poll {
+            Poll::Ready(result) => {
+                self.stalled = None;
+                Poll::Ready(result)
+            }
+            Poll::Pending => self.poll_stall(cx),
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WriteDeadline<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.timed(cx, poll)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.timed(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.inner).poll_flush(cx);
+        self.timed(cx, poll)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.timed(cx, poll)
+    }
 }
 
 #[cfg(test)]

@@ -259,3 +259,80 @@ async fn eviction_takes_from_the_busiest_address() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(scraper_task.is_finished());
 }
+
+/// An answer far larger than the socket buffers, to a client that sends its request and
+/// then reads nothing: the server closes the connection once a write has waited
+/// `write_timeout`, long before `answer_timeout`, so the client, reading at last, gets a
+/// cut answer (on main it got the whole of it: nothing bounded a write but the exchange).
+#[tokio::test]
+async fn a_client_that_does_not_read_is_closed_at_the_write_timeout() {
+    const BODY: usize = 64 * 1024 * 1024;
+    let limits = Limits {
+        write_timeout: Duration::from_millis(200),
+        answer_timeout: Duration::from_secs(120),
+        ..Limits::default()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let body = Bytes::from(vec![b'x'; BODY]);
+    tokio::spawn(serve(
+        listener,
+        limits,
+        Arc::new(NoEvents),
+        move |_request| {
+            let body = body.clone();
+            async move { Response::new(Full::new(body)) }
+        },
+    ));
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    // Not reading, for ten write timeouts.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut received = 0usize;
+    let mut buffer = vec![0u8; 1 << 16];
+    let read_all = async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => received += n,
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read_all)
+        .await
+        .expect("the connection ends");
+    assert!(
+        received < BODY,
+        "the whole answer ({received} bytes) came to a client that did not read"
+    );
+}
+
+/// At the cap with every connection being answered, the oldest one whose answer has been
+/// written for `slow_after` or longer (a client not reading) is evicted; one written to
+/// for less is not, nor one whose answer is still being made, however long.
+#[tokio::test]
+async fn a_slow_answer_is_evicted_like_an_idle_connection() {
+    let waiting = Waiting::new(Duration::from_millis(200));
+    let task = || tokio::spawn(std::future::pending::<()>()).abort_handle();
+    let loopback = IpAddr::from([127, 0, 0, 1]);
+    let (making, old, young) = (task(), task(), task());
+    waiting.spawn_answering(0, loopback, || making.clone());
+    waiting.spawn_answering(1, loopback, || old.clone());
+    waiting.writing(1);
+    assert!(
+        !waiting.evict_oldest(),
+        "written to for less than slow_after"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    waiting.spawn_answering(2, loopback, || young.clone());
+    waiting.writing(2);
+    assert!(waiting.evict_oldest(), "the slow one");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(old.is_finished());
+    assert!(!young.is_finished());
+    assert!(!making.is_finished(), "an answer being made is never slow");
+    assert!(!waiting.evict_oldest(), "the young one is not slow yet");
+}

@@ -23,6 +23,9 @@
 //!   the chain as [`Table::explain`] (docs/routing.md, "Cache tags").
 //! - [`stage`]: staged changes, the cohort function and the overlay rule a node's agent
 //!   applies before it publishes.
+//! - [`buckets`]: visitor buckets: the apportionment of a region's N buckets to its
+//!   origins by weight, their assignment, and its minimal-move change (not yet wired into
+//!   [`Table::resolve`]).
 //! - [`keys`]: the etcd key layout (prefixes and key kinds) the agent and `dwctl` share.
 //!
 //! The crate does no I/O and knows nothing of PHP, etcd or tokio: the extension, the agent
@@ -49,6 +52,7 @@
 
 #![deny(missing_docs)]
 
+pub mod buckets;
 mod continent;
 #[rustfmt::skip]
 mod continent_data;

@@ -8,15 +8,18 @@ declare(strict_types=1);
  * sends for up to 1 s (or until a request head and its Content-Length body are in), answers
  * `200 OK` as a purge endpoint would, and appends one line per connection to LOG:
  * "conn BYTES" then the bytes received, hex-encoded (so the test can grep for the token).
- * It exits after 120 s.
+ * It exits after 120 s. ADDRESS (default 127.0.0.1) is where it binds: an IPv4 address,
+ * 0.0.0.0, or an IPv6 one in brackets ([::1], [::] dual-stack).
  *
- *   php squatter.php PORT LOG
+ *   php squatter.php PORT LOG [ADDRESS]
  */
 
 [, $port, $log] = $argv;
-$server = stream_socket_server("tcp://127.0.0.1:$port", $errno, $error);
+$address = $argv[3] ?? '127.0.0.1';
+$context = stream_context_create(['socket' => ['ipv6_v6only' => false]]);
+$server = stream_socket_server("tcp://$address:$port", $errno, $error, STREAM_SERVER_BIND | STREAM_SERVER_LISTEN, $context);
 if ($server === false) {
-    fwrite(STDOUT, "cannot bind 127.0.0.1:$port: $error\n");
+    fwrite(STDOUT, "cannot bind $address:$port: $error\n");
     exit(1);
 }
 file_put_contents($log, "listening\n", FILE_APPEND);

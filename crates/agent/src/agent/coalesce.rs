@@ -14,10 +14,6 @@
 
 use std::time::{Duration, Instant};
 
-/// The longest window `--coalesce-window` accepts: a longer one would delay the second
-/// change of a burst (a drain following a drain) noticeably.
-pub(crate) const MAX_COALESCE_WINDOW: Duration = Duration::from_secs(10);
-
 /// When the next publication may be written, and what waits for it.
 #[derive(Debug)]
 pub(crate) struct Coalescer {
@@ -83,6 +79,7 @@ pub(crate) async fn window_end(deadline: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::bounds::MAX_COALESCE_WINDOW;
 
     const MS: Duration = Duration::from_millis(1);
 

@@ -8,13 +8,14 @@
 //! is escaped again before it is encoded. Nothing read here reaches routing, the
 //! snapshot or the agent's health: a bad file only costs its own series.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
+
+use crate::metrics::label_value::label_value;
 
 /// The collector: the directory and the node id every series carries.
 #[derive(Debug)]
@@ -25,20 +26,6 @@ pub(crate) struct Answers {
 
 const ANSWERS_HELP: &str = "Answers of RegionRouter::resolve() counted by this node's PHP workers (answers, not requests: an app may resolve() more than once per request, and pages served from LSCache never reach PHP), by the geo asked as counted, the chain step and region key that answered, the origin and shard answered, and whether a sticky key was given";
 const OVERFLOW_HELP: &str = "Answers counted without their labels: past the 4096 label sets a counter file holds, or by a worker that found none of the 256 slots free";
-
-/// A label value as served: bytes outside `A-Za-z0-9_.:/@+%-` as `%XX` (the writer
-/// escapes geo and key this way already, so theirs pass unchanged).
-fn label_value(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for &byte in bytes {
-        if byte.is_ascii_alphanumeric() || b"_.:/@+%-".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
-}
 
 impl Collector for Answers {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -92,7 +79,6 @@ mod tests {
 
     use dw_traffic::{Counters, LabelSet, ProcessLocks, Step, count, words_to_bytes, zeroed_words};
 
-    use super::*;
     use crate::metrics::Metrics;
 
     /// A counter file as workers leave it: DE twice, a hostile label once, one overflow.
@@ -162,12 +148,5 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("dw_router_answers_total{"));
-    }
-
-    #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(label_value(b"fra-a"), "fra-a");
-        assert_eq!(label_value(b"continent/EU"), "continent/EU");
-        assert_eq!(label_value(b"a\"b\\c\n%41"), "a%22b%5Cc%0A%41");
     }
 }

@@ -80,9 +80,13 @@ single_valued! {
     untrusted_snapshot_replaced: Count = "dw_agent_untrusted_snapshot_replaced",
         "Files at the snapshot path the agent did not trust (not its own, a symlink or FIFO, another etcd cluster's, a revision beyond etcd's), replaced";
     metrics_connections_evicted: Count = "dw_agent_metrics_connections_evicted",
-        "Idle connections to the metrics port closed to make room (--metrics-max-connections reached)";
+        "Idle or slow connections to the metrics port closed to make room (--metrics-max-connections reached)";
     metrics_connections_refused: Count = "dw_agent_metrics_connections_refused",
         "Connections to the metrics port closed at once: every slot was answering";
+    metrics_render_cuts: Count = "dw_agent_metrics_render_cuts",
+        "Renders of /metrics cut at their 8 MiB cap (the answer counters past it left out)";
+    metrics_renders_reused: Count = "dw_agent_metrics_renders_reused",
+        "Scrapes answered with the newest render again because every render the port may hold (4) was still being written to a client";
     coalesced_changes: Count = "dw_agent_coalesced_changes",
         "Watch responses with changes that waited for the end of --coalesce-window and were published together with later ones";
     purge_requests: Count = "dw_agent_purge_requests",
@@ -174,11 +178,77 @@ impl Series {
             .register_collector(Box::new(super::answers::Answers { dir, node }));
     }
 
-    /// The Prometheus text of every series.
-    pub(crate) fn encode(&self) -> String {
-        let mut text = String::with_capacity(8 * 1024);
-        // Writing into a String cannot fail.
+    /// The Prometheus text of every series, at most `cap` bytes: the series that do not
+    /// fit are left out, the text ending with the last whole line that does (the agent's
+    /// own series come first, the answer counters last). True when something was cut.
+    pub(crate) fn encode(&self, cap: usize) -> (String, bool) {
+        let mut text = Capped {
+            text: String::with_capacity(cap.min(8 * 1024)),
+            cap,
+            cut: false,
+        };
+        // Only the cap makes writing into a String fail (or a collector that cannot read,
+        // which serves what it wrote).
         let _ = prometheus_text::encode(&mut text, &self.registry);
-        text
+        let Capped { mut text, cut, .. } = text;
+        if cut {
+            text.truncate(text.rfind('\n').map_or(0, |at| at + 1));
+        }
+        (text, cut)
+    }
+
+    /// Serves `collector` as well (tests: one that blocks, to see where a render runs).
+    #[cfg(test)]
+    pub(crate) fn add_collector(
+        &mut self,
+        collector: Box<dyn prometheus_client::collector::Collector>,
+    ) {
+        self.registry.register_collector(collector);
+    }
+}
+
+/// A String that takes at most `cap` bytes: past it, writing fails.
+struct Capped {
+    text: String,
+    cap: usize,
+    cut: bool,
+}
+
+impl std::fmt::Write for Capped {
+    /// The encoder hands over chunks of several lines: of one that does not fit, the
+    /// whole lines that do are kept.
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let room = self.cap.saturating_sub(self.text.len());
+        if s.len() <= room {
+            self.text.push_str(s);
+            return Ok(());
+        }
+        if let Some(end) = s.as_bytes()[..room].iter().rposition(|&b| b == b'\n') {
+            // A '\n' is one byte: a character boundary.
+            self.text.push_str(&s[..=end]);
+        }
+        self.cut = true;
+        Err(std::fmt::Error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A render of exactly the cap is whole; one byte less cuts the last line off, and
+    /// nothing but whole lines is served.
+    #[test]
+    fn a_render_is_cut_at_its_cap_on_a_line_s_end() {
+        let series = Series::new(&["connect"], &["starting"]);
+        let (full, cut) = series.encode(usize::MAX);
+        assert!(!cut);
+        assert!(full.len() > 1000 && full.ends_with('\n'));
+        assert_eq!(series.encode(full.len()), (full.clone(), false));
+        let (short, cut) = series.encode(full.len() - 1);
+        assert!(cut);
+        let last_line_starts = full[..full.len() - 1].rfind('\n').unwrap() + 1;
+        assert_eq!(short, full[..last_line_starts]);
+        assert_eq!(series.encode(0), (String::new(), true));
     }
 }

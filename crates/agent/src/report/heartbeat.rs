@@ -34,10 +34,6 @@ use tracing::{info, warn};
 use crate::metrics::StatusHandle;
 use crate::publish::snapshot_dir::{create_temp, remove_stale_temp_files};
 
-/// The default `--heartbeat-interval`.
-pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
-/// The longest `--heartbeat-interval` (checked at start).
-pub const MAX_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(60);
 /// The most bytes of the `reason` text (cut on a character boundary).
 pub const MAX_REASON_BYTES: usize = 256;
 
@@ -187,6 +183,7 @@ fn write(dir: &Path, name: &str, path: &Path, body: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::bounds::{DEFAULT_HEARTBEAT_INTERVAL, MAX_HEARTBEAT_INTERVAL};
 
     fn render_at(health: Result<(), String>) -> serde_json::Value {
         let text = render(&health, 42, "watching", 7, Duration::from_secs(5));

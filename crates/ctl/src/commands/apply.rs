@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_file_async;
 use crate::ops::commit::{Committed, State};
-use crate::ops::run::{Predictor, run_checked};
+use crate::ops::one_shot::run_checked;
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::{FileFormat, parse_desired, plan_apply, plan_apply_capacities};
 use crate::plan::clock::{now_rfc3339, operator};
@@ -19,7 +19,6 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
     let bytes = read_file_async(&args.file).await?;
     let text = String::from_utf8(bytes).map_err(|_| Error::invalid("file", "is not UTF-8"))?;
     let desired = parse_desired(&text, FileFormat::from_path(&args.file))?;
-    let mut client = context.etcd.connect().await?;
     let mut diff = Vec::new();
     let (by, at) = (operator(), now_rfc3339());
     let names_capacities = desired.capacities.is_some() || desired.capacity_headroom.is_some();
@@ -44,8 +43,8 @@ pub async fn run(context: &Context, args: ApplyArgs) -> Result<Outcome, Error> {
         diff = lines;
         Ok(changes)
     };
-    let predictor = Predictor::new(context, "apply", &args.predict.to_guard()).await?;
-    let ran = run_checked(context, &mut client, predictor, args.dry_run, plan).await?;
+    let guard = args.predict.to_guard();
+    let ran = run_checked(context, "apply", &guard, args.dry_run, plan).await?;
     let Committed {
         revision,
         changes,

@@ -6,7 +6,8 @@ use crate::cli::CapacityArgs;
 use crate::context::Context;
 use crate::error::{Error, FieldError};
 use crate::ops::commit::State;
-use crate::ops::run::{ExemptReason, NoLoad, WriteGuard, run_plan};
+use crate::ops::one_shot::run_plan;
+use crate::ops::run::{ExemptReason, NoLoad, WriteGuard};
 use crate::output::{Outcome, Shown};
 use crate::plan::capacity::{
     Capacity, Headroom, check_answers_per_s, check_headroom, check_reason, parse_number,
@@ -82,9 +83,8 @@ pub async fn run(context: &Context, args: CapacityArgs) -> Result<Outcome, Error
             format!("capacity of {} and headroom", Shown(origin))
         }
     };
-    let mut client = context.etcd.connect().await?;
     let plan = |state: &State| Ok(plan_capacity(state, capacity.as_ref(), headroom.as_ref())?);
     // Capacity records are the guard's inputs, not routing: they move no load.
     let guard = WriteGuard::Exempt(ExemptReason::MovesNoLoad(NoLoad::Capacities));
-    run_plan(context, &mut client, &title, args.dry_run, &guard, plan).await
+    run_plan(context, &title, args.dry_run, &guard, plan).await
 }

@@ -4,7 +4,7 @@ use crate::cli::DrainArgs;
 use crate::context::Context;
 use crate::error::Error;
 use crate::ops::commit::State;
-use crate::ops::run::run_plan_with_traffic;
+use crate::ops::one_shot::run_plan_with_traffic;
 use crate::output::Outcome;
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain::{DrainRequest, plan_drain};
@@ -27,7 +27,6 @@ pub async fn run(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {
         skip_emptying: false,
         fleet_limit: None,
     };
-    let mut client = context.etcd.connect().await?;
     let title = format!("drain {}", args.origin);
     let prefix = context.layout.prefix.clone();
     let plan = |state: &State, traffic: Result<&dw_capacity::Traffic, String>| {
@@ -38,5 +37,5 @@ pub async fn run(context: &Context, args: DrainArgs) -> Result<Outcome, Error> {
         Ok(changes)
     };
     let guard = args.predict.to_guard();
-    run_plan_with_traffic(context, &mut client, &title, args.dry_run, &guard, plan).await
+    run_plan_with_traffic(context, &title, args.dry_run, &guard, plan).await
 }

@@ -6,8 +6,8 @@ use crate::cli::PolicyCommand;
 use crate::context::Context;
 use crate::error::Error;
 use crate::input::read_input;
-use crate::ops::commit::{Changes, read_state};
-use crate::ops::run::run_plan;
+use crate::ops::commit::Changes;
+use crate::ops::one_shot::{read_state, run_plan};
 use crate::output::{Outcome, Shown};
 use crate::plan::policy_geos::unkeyed_policy_geos_note;
 use crate::plan::value::PolicyValue;
@@ -22,10 +22,9 @@ pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, E
         )?),
         PolicyCommand::Get => None,
     };
-    let mut client = context.etcd.connect().await?;
     match command {
         PolicyCommand::Get => {
-            let state = read_state(&mut client, &context.layout).await?;
+            let state = read_state(context).await?;
             Ok(match &state.policy {
                 None => Outcome {
                     text: "no policy: the defaults apply (default US, no failover, legacy pick)"
@@ -62,7 +61,7 @@ pub async fn run(context: &Context, command: PolicyCommand) -> Result<Outcome, E
             let raw = set_raw.unwrap_or_default();
             let policy = PolicyValue::for_write(&raw).map_err(Error::Invalid)?;
             let guard = predict.to_guard();
-            run_plan(context, &mut client, "policy set", false, &guard, |state| {
+            run_plan(context, "policy set", false, &guard, |state| {
                 let mut changes = Changes {
                     policy: Some(policy.clone()),
                     ..Changes::default()

@@ -5,7 +5,7 @@ use crate::cli::ShedArgs;
 use crate::context::Context;
 use crate::error::Error;
 use crate::ops::commit::State;
-use crate::ops::run::run_plan_with_traffic;
+use crate::ops::one_shot::run_plan_with_traffic;
 use crate::output::Outcome;
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain::DrainRequest;
@@ -29,7 +29,6 @@ pub async fn run(context: &Context, args: ShedArgs) -> Result<Outcome, Error> {
         percent: args.percent,
         spill: args.spill,
     };
-    let mut client = context.etcd.connect().await?;
     let title = format!(
         "shed {} {}%",
         args.origin,
@@ -40,5 +39,5 @@ pub async fn run(context: &Context, args: ShedArgs) -> Result<Outcome, Error> {
         Ok(plan_shed(state, &prefix, traffic, &request)?)
     };
     let guard = args.predict.to_guard();
-    run_plan_with_traffic(context, &mut client, &title, args.dry_run, &guard, plan).await
+    run_plan_with_traffic(context, &title, args.dry_run, &guard, plan).await
 }

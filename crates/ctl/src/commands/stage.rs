@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use crate::cli::{CohortArgs, StageCommand};
 use crate::context::Context;
 use crate::error::Error;
-use crate::ops::commit::{State, read_state};
-use crate::ops::fleet::read_nodes;
+use crate::ops::commit::State;
+use crate::ops::one_shot::{read_state, read_state_and_nodes};
 use crate::ops::run::WriteGuard;
 use crate::ops::stage::{Acted, CreateRequest, Widening, read_desired};
 use crate::output::{Outcome, escape as shown, listing_text};
@@ -130,8 +130,7 @@ async fn create(
 }
 
 async fn list(context: &Context) -> Result<Outcome, Error> {
-    let mut client = context.etcd.connect().await?;
-    let state = read_state(&mut client, &context.layout).await?;
+    let state = read_state(context).await?;
     let mut lines = Vec::new();
     let mut rows = Vec::new();
     for (id, stage) in open_stages(&state) {
@@ -166,10 +165,8 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
 }
 
 async fn show(context: &Context, id: &str) -> Result<Outcome, Error> {
-    let mut client = context.etcd.connect().await?;
-    let state = read_state(&mut client, &context.layout).await?;
+    let (state, nodes) = read_state_and_nodes(context).await?;
     let (stage, entry) = find_stage(&state, id)?;
-    let nodes = read_nodes(&mut client, &context.layout.nodes).await?;
     let mut lines = vec![
         format!(
             "stage {} (revision {}), by {} at {}: {}",

@@ -4,8 +4,8 @@
 //! (its regions and weights, registered, drained, staged). One place to answer "why
 //! does this origin get no traffic?".
 //!
-//! [`run`] asks Prometheus first (its failures exit 1 before etcd is dialled), then reads
-//! etcd at one revision (`ops::traffic`); the report is a pure function of both readings
+//! [`run`] reads through `ops::traffic` (Prometheus first: its failures exit 1 before etcd
+//! is dialled; then etcd at one revision); the report is a pure function of both readings
 //! (`crate::plan::traffic_report`), and [`describe`] words it, every value from Prometheus
 //! or etcd escaped.
 
@@ -14,11 +14,12 @@ use serde_json::json;
 use crate::cli::TrafficArgs;
 use crate::context::Context;
 use crate::error::Error;
-use crate::ops::answer_counters::{ANSWERS, OVERFLOW, answers_rate, overflow_rate, usable_rate};
-use crate::ops::prometheus::{Prometheus, promql_string};
+use crate::ops::answer_counters::{ANSWERS, OVERFLOW};
+use crate::ops::prometheus::Prometheus;
+use crate::ops::traffic::{TrafficQuery, read};
 use crate::output::{Outcome, Shown};
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json, percent};
-use crate::plan::traffic_report::{Ranked, Readings, TrafficReport, report};
+use crate::plan::traffic_report::{Ranked, TrafficReport, report};
 
 /// The most regions the text output names per origin (JSON names them all).
 pub const SHOWN_REGIONS: usize = 8;
@@ -26,8 +27,7 @@ pub const SHOWN_REGIONS: usize = 8;
 /// Runs `dwctl traffic`.
 pub async fn run(context: &Context, args: TrafficArgs) -> Result<Outcome, Error> {
     let prometheus = Prometheus::new(&args.prometheus.options()?)?;
-    let readings = read_prometheus(&prometheus, &args).await?;
-    let (state, listing) = crate::ops::traffic::read_etcd(context).await?;
+    let (readings, state, listing) = read(context, &prometheus, &query_of(&args)).await?;
     let report = report(&readings, &state, &listing, &args.origins);
     let source = Source {
         prometheus: prometheus.url().to_string(),
@@ -43,6 +43,16 @@ pub async fn run(context: &Context, args: TrafficArgs) -> Result<Outcome, Error>
     Ok(Outcome { text, json })
 }
 
+/// What the flags ask Prometheus.
+fn query_of(args: &TrafficArgs) -> TrafficQuery {
+    TrafficQuery {
+        geo: args.geo.clone(),
+        window: args.window,
+        top: args.top,
+        by_node: args.by_node,
+    }
+}
+
 /// Where the report's answers come from, for its first line.
 pub struct Source {
     /// Prometheus' URL.
@@ -51,71 +61,6 @@ pub struct Source {
     pub window: String,
     /// `--geo`, when given.
     pub geo: Option<String>,
-}
-
-/// The PromQL `dwctl traffic` sends, in [`Readings`] order (`nodes` only with
-/// `--by-node`).
-pub fn queries(args: &TrafficArgs) -> Vec<(&'static str, String)> {
-    let selector = match &args.geo {
-        Some(geo) => format!("{{geo={}}}", promql_string(geo)),
-        None => String::new(),
-    };
-    let rate = answers_rate(&selector, args.window.0);
-    let top = args.top;
-    let mut queries = vec![
-        ("total", format!("sum({rate})")),
-        ("overflow", overflow_rate(args.window.0)),
-        ("origins", format!("sum by (origin) ({rate})")),
-        (
-            "geos",
-            format!("topk by (origin) ({top}, sum by (origin, geo) ({rate}))"),
-        ),
-        (
-            "keys",
-            format!("topk by (origin) ({top}, sum by (origin, key) ({rate}))"),
-        ),
-        ("steps", format!("sum by (origin, step) ({rate})")),
-        ("regions", format!("sum by (key) ({rate})")),
-    ];
-    if args.by_node {
-        queries.push((
-            "nodes",
-            format!("topk by (origin) ({top}, sum by (origin, node) ({rate}))"),
-        ));
-    }
-    queries
-}
-
-async fn read_prometheus(prometheus: &Prometheus, args: &TrafficArgs) -> Result<Readings, Error> {
-    let mut readings = Readings::default();
-    for (name, promql) in queries(args) {
-        let samples = prometheus.query(&promql).await?;
-        // A rate that cannot be believed (NaN, infinite, negative) is refused, never shown
-        // as 0: every value in [`Readings`] is usable.
-        if let Some(sample) = samples
-            .iter()
-            .find(|sample| usable_rate(sample.value).is_none())
-        {
-            return Err(Error::Failed(format!(
-                "Prometheus {} answered a rate that cannot be used ({}) for {promql} {:?}",
-                prometheus.url(),
-                sample.value,
-                sample.labels
-            )));
-        }
-        let slot = match name {
-            "total" => &mut readings.total,
-            "overflow" => &mut readings.overflow,
-            "origins" => &mut readings.origins,
-            "geos" => &mut readings.geos,
-            "keys" => &mut readings.keys,
-            "steps" => &mut readings.steps,
-            "regions" => &mut readings.regions,
-            _ => &mut readings.nodes,
-        };
-        *slot = samples;
-    }
-    Ok(readings)
 }
 
 fn rate_text(rate: f64) -> String {

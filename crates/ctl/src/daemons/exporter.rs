@@ -366,6 +366,7 @@ pub async fn serve(
             head_timeout: HEAD_TIMEOUT,
             answer_timeout: REQUEST_TIMEOUT,
             max_request_head: MAX_REQUEST_HEAD,
+            ..dw_http_guard::Limits::default()
         };
         tokio::spawn(dw_http_guard::serve(
             listener,

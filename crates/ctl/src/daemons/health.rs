@@ -15,18 +15,16 @@ use std::time::Duration;
 use etcd_client::Client;
 use serde_json::json;
 
-use crate::cli::HealthArgs;
-use crate::context::Context;
-use crate::error::{Error, FieldError};
+use crate::error::Error;
 use crate::ops::run::{AutoDrain, ExemptReason, auto_drain, auto_restore};
 use crate::ops::traffic_source::TrafficSource;
-use crate::plan::clock::{now_rfc3339, operator};
-use crate::plan::drain::{DrainRequest, FleetLimit, check_origin_name};
+use crate::plan::clock::now_rfc3339;
+use crate::plan::drain::{DrainRequest, FleetLimit};
 use dw_etcd::EtcdOptions;
 
 use crate::ops::commit::{RetryPolicy, read_state};
 use crate::ops::probe::{ProbeTarget, probe};
-use crate::output::{Outcome, Reporter, Shown};
+use crate::output::{Reporter, Shown};
 use crate::plan::drain_record::SOURCE_HEALTH;
 use crate::plan::keys::Layout;
 use crate::plan::shed_record::OnFail;
@@ -68,89 +66,6 @@ impl HealthConfig {
     pub fn max_drained(&self) -> usize {
         (self.max_drained_fraction * self.probes.len() as f64 + 1e-9).floor() as usize
     }
-}
-
-pub async fn command(
-    context: &Context,
-    args: HealthArgs,
-    shutdown: Shutdown,
-) -> Result<Outcome, Error> {
-    let mut errors = Vec::new();
-    let mut probes = BTreeMap::new();
-    for (index, entry) in args.probes.iter().enumerate() {
-        let field = format!("probe[{index}]");
-        let Some((origin, url)) = entry.split_once('=') else {
-            errors.push(FieldError::new(
-                field,
-                format!("`{entry}`: expected ORIGIN=URL"),
-            ));
-            continue;
-        };
-        if let Err(crate::plan::Error::Invalid(found)) = check_origin_name(&field, origin) {
-            errors.extend(found);
-            continue;
-        }
-        match ProbeTarget::parse(url) {
-            Ok(target) => {
-                if probes.insert(origin.to_string(), target).is_some() {
-                    errors.push(FieldError::new(
-                        field,
-                        format!("`{origin}` is probed twice"),
-                    ));
-                }
-            }
-            Err(reason) => errors.push(FieldError::new(field, reason)),
-        }
-    }
-    let seconds = |field: &str, value: f64| {
-        if value.is_finite() && value > 0.0 {
-            Ok(Duration::from_secs_f64(value))
-        } else {
-            Err(FieldError::new(
-                field,
-                "must be a positive number of seconds",
-            ))
-        }
-    };
-    let interval = seconds("interval", args.interval)
-        .map_err(|error| errors.push(error))
-        .ok();
-    let timeout = seconds("probe-timeout", args.probe_timeout)
-        .map_err(|error| errors.push(error))
-        .ok();
-    if !(0.0..=1.0).contains(&args.max_drained_fraction) {
-        errors.push(FieldError::new(
-            "max-drained-fraction",
-            "must be between 0 and 1",
-        ));
-    }
-    let (Some(interval), Some(timeout), true) = (interval, timeout, errors.is_empty()) else {
-        // Every one of these is a malformed flag: a usage error (exit 2), all named at once.
-        let flags: Vec<String> = errors
-            .iter()
-            .map(|error| format!("--{}: {}", error.field, error.reason))
-            .collect();
-        return Err(Error::Usage(flags.join("; ")));
-    };
-    let config = HealthConfig {
-        etcd: context.etcd.clone(),
-        layout: context.layout.clone(),
-        retry: context.retry.clone(),
-        by: format!("health:{}", operator()),
-        probes,
-        interval,
-        timeout,
-        fail_after: args.fail_after,
-        recover_after: args.recover_after,
-        max_drained_fraction: args.max_drained_fraction,
-        traffic: args.traffic.to_source(),
-        on_fail: args.on_fail,
-    };
-    run(&config, context.reporter(), shutdown).await?;
-    Ok(Outcome {
-        text: String::new(),
-        json: json!({"stopped": true}),
-    })
 }
 
 /// Runs until `shutdown`.

@@ -18,22 +18,20 @@ use etcd_client::{Client, EventType, WatchOptions};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::context::Context;
 use crate::error::Error;
 use crate::ops::run::{AutoDrain, ExemptReason, auto_drain, auto_restore};
 use crate::ops::traffic_source::TrafficSource;
-use crate::plan::clock::{now_rfc3339, operator};
+use crate::plan::clock::now_rfc3339;
 use crate::plan::drain::DrainRequest;
 use crate::plan::shed_record::OnFail;
 use dw_etcd::{Backoff, EtcdOptions};
 
-use crate::cli::RebalanceArgs;
 use crate::daemons::origin::{mark_registered, registered_lease};
 use crate::daemons::sessions::Sessions;
 use crate::ops::commit::{Committed, RetryPolicy};
 use crate::ops::lease::lease_lives;
 use crate::ops::origin::list_origins;
-use crate::output::{Outcome, Reporter, Shown};
+use crate::output::{Reporter, Shown};
 use crate::plan::drain_record::SOURCE_REBALANCE;
 use crate::plan::keys::{Layout, strip};
 use crate::shutdown::Shutdown;
@@ -57,26 +55,6 @@ pub struct RebalanceConfig {
     /// Where a drain's predicted load reads its traffic (recorded in the drain record);
     /// [`TrafficSource::NotGiven`]: drains are recorded without a prediction.
     pub traffic: TrafficSource,
-}
-
-pub async fn command(
-    context: &Context,
-    args: RebalanceArgs,
-    shutdown: Shutdown,
-) -> Result<Outcome, Error> {
-    let config = RebalanceConfig {
-        etcd: context.etcd.clone(),
-        layout: context.layout.clone(),
-        retry: context.retry.clone(),
-        by: format!("rebalance:{}", operator()),
-        grace: args.grace,
-        traffic: args.traffic.to_source(),
-    };
-    run(&config, context.reporter(), shutdown).await?;
-    Ok(Outcome {
-        text: String::new(),
-        json: json!({"stopped": true}),
-    })
 }
 
 /// Runs until `shutdown`.

@@ -212,6 +212,34 @@ async fn a_malformed_drain_record_blocks_only_its_origin_until_repaired() {
     assert_eq!(again.code, 1, "no record left to repair");
 }
 
+/// `drain --repair` keeps at most 64 KiB of the removed value in its audit record (the
+/// whole value stays in etcd's history): a record of exactly 64 KiB is kept whole, one byte
+/// more is cut at 64 KiB and said to be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repair_audit_keeps_at_most_64_kib_of_the_removed_record() {
+    const KEPT: usize = 64 * 1024;
+    let etcd = Etcd::start().await;
+    for (origin, bytes) in [("edge-a", KEPT), ("edge-b", KEPT + 1)] {
+        etcd.put(&drain_key(origin), &"x".repeat(bytes)).await;
+        let (code, repaired, stderr) =
+            etcd.dwctl_json(&["drain", "--repair", origin, "--reason", "edge"]);
+        assert_eq!(code, 0, "{origin}: {stderr}");
+        let audit = etcd
+            .get_json(repaired["audit_key"].as_str().unwrap())
+            .await
+            .expect("an audit record");
+        let removed = &audit["removed"];
+        assert_eq!(removed["bytes"], bytes, "{origin}");
+        assert_eq!(
+            removed["value"].as_str().map(str::len),
+            Some(KEPT),
+            "{origin}"
+        );
+        assert_eq!(removed["truncated"], bytes > KEPT, "{origin}");
+        assert!(etcd.get(&drain_key(origin)).await.is_none(), "{origin}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_records_in_todays_format_still_restore() {
     let etcd = Etcd::start().await;

@@ -5,9 +5,12 @@
 //! seeds are in `tests/proptest-regressions/chain.txt`: for a module of a binary with a
 //! `main.rs`, that is where its default `FileFailurePersistence::SourceParallel` looks.
 //!
-//! The shared case files (`../cache-tags-cases.json`, `../overlay-cases.json`) stay in
-//! `crates/routing/tests/`, where the userland twin's self-test reads them too.
+//! The shared case files (`../bucket-cases.json`, `../cache-tags-cases.json`,
+//! `../overlay-cases.json`) stay in `crates/routing/tests/`, where the userland twin's
+//! self-test reads them too.
 
+mod bucket_cases;
+mod buckets;
 mod cache_tags_cases;
 mod chain;
 mod overlay_cases;

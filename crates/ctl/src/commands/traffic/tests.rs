@@ -7,6 +7,7 @@ use crate::ops::commit::State;
 use crate::ops::origin::OriginListing;
 use crate::ops::prometheus::Sample;
 use crate::plan::model::Entry;
+use crate::plan::traffic_report::Readings;
 
 /// Where the fixed readings came from.
 fn source(prometheus: &str) -> Source {
@@ -129,7 +130,7 @@ fn the_queries_escape_the_geo_and_use_the_window() {
     let crate::cli::Command::Traffic(args) = cli.command else {
         panic!()
     };
-    let queries = queries(&args);
+    let queries = crate::ops::traffic::queries(&query_of(&args));
     assert_eq!(queries.len(), 8);
     assert_eq!(
         queries[0].1,
