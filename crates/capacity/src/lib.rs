@@ -12,6 +12,8 @@
 //! - [`predict`], [`predict_edited`], [`predict_nodes`], [`predict_share`]: a [`Load`] per
 //!   origin and per geo. Plain traffic goes wholly where [`dw_routing::Table::resolve`]
 //!   sends the geo; sticky traffic splits by [`dw_routing::pick_shares`].
+//! - [`check_plausibility`]: which nodes' per-node rates a prediction may believe; the
+//!   others are left out and named ([`LeftOut`]).
 //! - [`compare`]: each origin before and after, and every geo that moves.
 //! - [`guard`]: the origins a load puts above `headroom` × capacity;
 //!   [`largest_fitting_shed`] (linear estimate) and [`largest_shed_within_guard`] (the
@@ -52,6 +54,8 @@ mod compare;
 mod edit;
 mod error;
 mod guard;
+mod left_out;
+mod plausibility;
 mod predict;
 mod shed;
 mod spill;
@@ -64,6 +68,11 @@ pub use crate::{
     guard::{
         DEFAULT_HEADROOM, FittingShed, GuardReport, Overload, check_guard_inputs, guard,
         largest_fitting_shed,
+    },
+    left_out::{Implausible, LeftOut},
+    plausibility::{
+        Checked, DEFAULT_MEDIAN_FACTOR, DEFAULT_NODE_CEILING, Limits, MIN_NODES_FOR_MEDIAN,
+        NodeReading, check as check_plausibility,
     },
     predict::{GeoLoad, Load, NodeTables, predict, predict_edited, predict_nodes, predict_share},
     shed::{SHARE_STEPS, ShedPlan, ShedRequest, largest_shed_within_guard, shed, shed_from},

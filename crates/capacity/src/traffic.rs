@@ -108,6 +108,8 @@ pub struct Traffic {
     /// Per node, when the source had nodes.
     nodes: Option<BTreeMap<String, BTreeMap<String, GeoRate>>>,
     unplaced: Unplaced,
+    /// What the reader says of the traffic's worth (a window still filling).
+    notes: Vec<String>,
 }
 
 impl Traffic {
@@ -131,6 +133,7 @@ impl Traffic {
             totals,
             nodes: None,
             unplaced,
+            notes: Vec::new(),
         })
     }
 
@@ -232,6 +235,7 @@ impl Traffic {
             totals,
             nodes: Some(nodes),
             unplaced,
+            notes: Vec::new(),
         })
     }
 
@@ -302,6 +306,32 @@ impl Traffic {
     /// The lines no table can place.
     pub fn unplaced(&self) -> &Unplaced {
         &self.unplaced
+    }
+
+    /// The traffic with notes on its worth from its reader (a window still filling): a
+    /// prediction made from it says them. (The nodes a reading left out as implausible,
+    /// [`crate::check_plausibility`], are not in the traffic; its reader names them.)
+    pub fn with_notes(mut self, notes: Vec<String>) -> Traffic {
+        self.notes = notes;
+        self
+    }
+
+    /// Notes on the traffic's worth (a window still filling).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Each node's answers per second (every geo, plain and sticky), busiest first; empty
+    /// without per-node rates.
+    pub fn node_totals(&self) -> Vec<(String, f64)> {
+        let mut totals: Vec<(String, f64)> = self
+            .nodes
+            .iter()
+            .flatten()
+            .map(|(node, geos)| (node.clone(), geos.values().map(GeoRate::total).sum()))
+            .collect();
+        totals.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        totals
     }
 
     /// Every answer per second: the geos and the unplaced lines.

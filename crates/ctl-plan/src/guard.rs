@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use crate::Error;
 use crate::model::{Changes, State};
 use crate::node_report::NodeReport;
+use crate::prediction::caveats::{carriers_line, caveats_json};
 use crate::prediction::stage::{predict_stage, writes_stage};
 use crate::prediction::{Prediction, changes_routing, predict_change, refusal};
 use crate::shown::Shown;
@@ -128,14 +129,9 @@ pub enum TrafficRead {
     },
 }
 
-/// A node whose rates a prediction left out, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LeftOut {
-    /// The node's id.
-    pub node: String,
-    /// Why it was left out.
-    pub why: String,
-}
+/// A node whose rates a prediction left out, and why (`dw_capacity::check_plausibility`
+/// decides).
+pub use dw_capacity::LeftOut;
 
 impl TrafficRead {
     /// The traffic, or why there is none (for a plan that searches with it: shed, spill).
@@ -145,6 +141,14 @@ impl TrafficRead {
             TrafficRead::NotGiven(why)
             | TrafficRead::Unanswered(why)
             | TrafficRead::Unusable(why) => Err(why.clone()),
+        }
+    }
+
+    /// The nodes the reading left out as implausible (none but for `Usable`).
+    pub fn left_out(&self) -> &[LeftOut] {
+        match self {
+            TrafficRead::Usable { left_out, .. } => left_out,
+            _ => &[],
         }
     }
 
@@ -263,21 +267,28 @@ pub fn decide(guard: Guard<Judging<'_>>, planned: Planned<'_>) -> Result<Verdict
             prediction,
         ))))
     } else {
-        Ok(Verdict::Refused(refusal(&prediction)))
+        // The refusal names the nodes whose answers carry the load, and those left out.
+        let mut message = refusal(&prediction);
+        if let Some(line) = carriers_line(traffic, judging.traffic.left_out()) {
+            message.push('\n');
+            message.push_str(&line);
+        }
+        Ok(Verdict::Refused(message))
     }
 }
 
 /// What an automatic drain records of its predicted load (`predicted` in its drain
 /// record): `{"made": true, "source", "headroom", "overloads": [{"origin", "predicted",
-/// "before", "capacity", "limit"}]}` (the overloads the drain causes or worsens), or
-/// `{"made": false, "why"}`.
+/// "before", "capacity", "limit"}], "left_out": [{"node", "why"}]}` (the overloads the
+/// drain causes or worsens; the nodes left out as implausible), or `{"made": false,
+/// "why"}`.
 pub fn drain_prediction(
     state: &State,
     changes: &Changes,
     prefix: &str,
-    traffic: &TrafficRead,
+    read: &TrafficRead,
 ) -> Value {
-    let (traffic, source) = match traffic.usable() {
+    let (traffic, source) = match read.usable() {
         Ok(found) => found,
         Err(why) => return json!({"made": false, "why": why}),
     };
@@ -296,6 +307,7 @@ pub fn drain_prediction(
                 "capacity": overload.capacity,
                 "limit": overload.limit,
             })).collect::<Vec<_>>(),
+            "left_out": caveats_json(traffic, read.left_out())["left_out"],
         }),
         Err(error) => json!({"made": false, "why": error.to_string()}),
     }
@@ -627,5 +639,53 @@ mod tests {
             &TrafficRead::NotGiven("no source".into()),
         );
         assert_eq!(none, json!({"made": false, "why": "no source"}));
+    }
+
+    /// Per-node traffic (Prometheus) with one node left out as implausible: a refusal
+    /// names the nodes the load is predicted from and the one left out; an automatic
+    /// drain records it.
+    #[test]
+    fn a_refusal_and_a_drain_record_name_the_nodes_left_out() {
+        let rows = [("n1", 600.0), ("n2", 600.0)].map(|(node, rate)| dw_capacity::AnswerRow {
+            geo: "DE".into(),
+            sticky: true,
+            node: Some(node.into()),
+            fail_open: false,
+            rate,
+        });
+        let read = TrafficRead::Usable {
+            traffic: Traffic::from_rows(rows, 0.0).unwrap(),
+            source: "Prometheus p over 5m".into(),
+            left_out: vec![LeftOut {
+                node: "evil".into(),
+                why: dw_capacity::Implausible::AboveCeiling {
+                    rate: 1e9,
+                    ceiling: 50_000.0,
+                },
+            }],
+        };
+        assert_eq!(read.left_out()[0].node, "evil");
+        assert!(TrafficRead::NotGiven("none".into()).left_out().is_empty());
+        let Verdict::Refused(message) = verdict(true, &read, false) else {
+            panic!("refused");
+        };
+        assert!(
+            message.ends_with(
+                "the load is predicted from the answers of 2 node(s): n1 600/s, n2 600/s; \
+                 left out as implausible: evil"
+            ),
+            "{message}"
+        );
+        let state = state(true);
+        let changes = drain(&state);
+        let recorded = drain_prediction(&state, &changes, PREFIX, &read);
+        assert_eq!(recorded["left_out"][0]["node"], "evil", "{recorded}");
+        assert!(
+            recorded["left_out"][0]["why"]
+                .as_str()
+                .unwrap()
+                .contains("above the per-node ceiling"),
+            "{recorded}"
+        );
     }
 }

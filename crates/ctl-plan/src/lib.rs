@@ -65,6 +65,7 @@
 
 #![deny(missing_docs)]
 
+pub mod answer_shares;
 pub mod apply;
 pub mod capacity;
 pub mod capacity_change;

@@ -10,6 +10,7 @@
 //! docs/capacity.md's; the storage and the commands are docs/dwctl.md's "Capacity,
 //! prediction and shedding".
 
+pub mod caveats;
 pub mod stage;
 
 use std::collections::BTreeMap;

@@ -17,9 +17,11 @@ pub struct ProbeTarget {
 impl ProbeTarget {
     /// Parses `http://host[:port][/path]`; the reason when it is not one.
     pub fn parse(url: &str) -> Result<ProbeTarget, String> {
+        // Messages show the URL without a password or token in it.
+        let shown = dw_routing::redact_url(url);
         let rest = url
             .strip_prefix("http://")
-            .ok_or_else(|| format!("`{url}`: only http:// URLs can be probed"))?;
+            .ok_or_else(|| format!("`{shown}`: only http:// URLs can be probed"))?;
         let (authority, path) = match rest.find('/') {
             Some(slash) => (&rest[..slash], &rest[slash..]),
             None => (rest, "/"),
@@ -27,7 +29,7 @@ impl ProbeTarget {
         let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
             let (host, after) = bracketed
                 .split_once(']')
-                .ok_or_else(|| format!("`{url}`: unclosed `[` in the host"))?;
+                .ok_or_else(|| format!("`{shown}`: unclosed `[` in the host"))?;
             (host, after.strip_prefix(':'))
         } else {
             match authority.rsplit_once(':') {
@@ -36,12 +38,12 @@ impl ProbeTarget {
             }
         };
         if host.is_empty() {
-            return Err(format!("`{url}`: no host"));
+            return Err(format!("`{shown}`: no host"));
         }
         let port = match port {
             Some(port) => port
                 .parse::<u16>()
-                .map_err(|_| format!("`{url}`: bad port `{port}`"))?,
+                .map_err(|_| format!("`{shown}`: bad port `{port}`"))?,
             None => 80,
         };
         Ok(ProbeTarget {

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
+use crate::answer_shares::{PlainRoute, hashed_elsewhere, plain_routes};
 use crate::capacity::{number_json, used_share};
 use crate::model::State;
 use crate::origin_listing::OriginListing;
@@ -234,6 +235,12 @@ pub fn report(
         .iter()
         .map(|sample| (sample.label("key"), sample.value))
         .collect();
+    // Where the routing core sends each geo's answers without a sticky key.
+    let plain = plain_routes(&crate::prediction::table(
+        state,
+        dw_routing::DEFAULT_PREFIX,
+        None,
+    ));
     let mut names: BTreeSet<String> = BTreeSet::new();
     if only.is_empty() {
         names.extend(
@@ -254,7 +261,18 @@ pub fn report(
     }
     let mut origins: Vec<OriginTraffic> = names
         .iter()
-        .map(|origin| origin_traffic(origin, readings, total, &regions, &stages, &by_key, listing))
+        .map(|origin| {
+            let context = OriginContext {
+                readings,
+                total,
+                regions: &regions,
+                stages: &stages,
+                by_key: &by_key,
+                listing,
+                plain: &plain,
+            };
+            origin_traffic(origin, &context)
+        })
         .collect();
     origins.sort_by(|a, b| {
         b.per_second
@@ -272,16 +290,29 @@ pub fn report(
     }
 }
 
-/// One origin's entry of the report.
-fn origin_traffic(
-    origin: &str,
-    readings: &Readings,
+/// What every origin's entry is made from.
+struct OriginContext<'a> {
+    readings: &'a Readings,
     total: Option<f64>,
-    regions: &BTreeMap<&str, RegionValue>,
-    stages: &[(String, dw_routing::stage::Stage)],
-    by_key: &BTreeMap<&str, f64>,
-    listing: &OriginListing,
-) -> OriginTraffic {
+    regions: &'a BTreeMap<&'a str, RegionValue>,
+    stages: &'a [(String, dw_routing::stage::Stage)],
+    by_key: &'a BTreeMap<&'a str, f64>,
+    listing: &'a OriginListing,
+    /// Where the routing core sends each geo's plain answers.
+    plain: &'a [PlainRoute],
+}
+
+/// One origin's entry of the report.
+fn origin_traffic(origin: &str, context: &OriginContext<'_>) -> OriginTraffic {
+    let OriginContext {
+        readings,
+        total,
+        regions,
+        stages,
+        by_key,
+        listing,
+        plain,
+    } = *context;
     let per_second = readings
         .origins
         .iter()
@@ -360,6 +391,7 @@ fn origin_traffic(
             drained.is_some(),
             registered,
             !in_stages.is_empty(),
+            &hashed_elsewhere_text(plain, &weighted, origin),
         )
     });
     let capacity = listing.capacities.get(origin).map(|capacity| CapacityUse {
@@ -402,6 +434,41 @@ pub fn region_answers(by_key: &BTreeMap<&str, f64>, name: &str) -> f64 {
         .fold(0.0, |sum, (_, rate)| sum + rate)
 }
 
+/// The most geos named in "the whole geo JP hashes to sjc-a" per origin.
+pub const SHOWN_HASHED_GEOS: usize = 3;
+
+/// "the whole geo JP hashes to sjc-a", for the geos of `origin`'s weighted regions, when
+/// none of them sends its plain answers to `origin`; empty when one does (or the regions
+/// answer no geo).
+fn hashed_elsewhere_text(plain: &[PlainRoute], weighted: &[&str], origin: &str) -> Vec<String> {
+    let mut routes = Vec::new();
+    for region in weighted {
+        let elsewhere = hashed_elsewhere(plain, region, origin);
+        if elsewhere.is_empty() {
+            return Vec::new();
+        }
+        routes.extend(elsewhere);
+    }
+    let mut text: Vec<String> = routes
+        .iter()
+        .take(SHOWN_HASHED_GEOS)
+        .map(|route| {
+            format!(
+                "the whole geo {} hashes to {}",
+                Shown(&route.geo),
+                Shown(&route.origin)
+            )
+        })
+        .collect();
+    if routes.len() > SHOWN_HASHED_GEOS {
+        text.push(format!(
+            "and {} more geos to other origins",
+            routes.len() - SHOWN_HASHED_GEOS
+        ));
+    }
+    text
+}
+
 /// Why an origin got no answers, most likely cause first.
 #[allow(clippy::too_many_arguments)]
 fn why_no_traffic(
@@ -413,6 +480,7 @@ fn why_no_traffic(
     drained: bool,
     registered: &str,
     staged: bool,
+    hashed: &[String],
 ) -> Vec<String> {
     let shown = Shown(origin);
     let mut why = Vec::new();
@@ -448,6 +516,13 @@ fn why_no_traffic(
                 .map(|name| Shown(name).to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
+        ));
+    } else if !hashed.is_empty() {
+        why.push(format!(
+            "its weighted regions answer {region_rate:.2}/s, none of it with this origin: {} \
+             (a geo's answers without a sticky key all go to the one origin its hash picks, \
+             whatever the weights; only sticky answers spread by weight)",
+            hashed.join("; ")
         ));
     } else {
         why.push(format!(

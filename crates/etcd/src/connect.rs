@@ -57,7 +57,13 @@ impl EtcdOptions {
         for endpoint in &self.endpoints {
             Client::connect([endpoint.as_str()], Some(options.clone()))
                 .await
-                .map_err(|e| Error::Usage(format!("endpoint {endpoint:?}: {}", describe(&e))))?;
+                .map_err(|e| {
+                    Error::Usage(format!(
+                        "endpoint {:?}: {}",
+                        dw_routing::redact_url(endpoint),
+                        describe(&e)
+                    ))
+                })?;
         }
         Ok(())
     }

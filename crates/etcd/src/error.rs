@@ -67,7 +67,9 @@ impl fmt::Display for Error {
             Error::Usage(_) | Error::File { .. } => f.write_str(&self.detail()),
             Error::Etcd { endpoint, .. }
             | Error::Timeout { endpoint, .. }
-            | Error::NoLeader { endpoint } => write!(f, "{endpoint}: {}", self.detail()),
+            | Error::NoLeader { endpoint } => {
+                write!(f, "{}: {}", dw_routing::redact_url(endpoint), self.detail())
+            }
         }
     }
 }

@@ -177,7 +177,8 @@ impl EtcdOptions {
             Some(_) => Ok(()),
             None => match self.endpoints.iter().find(|e| e.starts_with("https://")) {
                 Some(https) => Err(Error::Usage(format!(
-                    "endpoint {https} uses https: give --cacert"
+                    "endpoint {} uses https: give --cacert",
+                    dw_routing::redact_url(https)
                 ))),
                 None => Ok(()),
             },
@@ -189,10 +190,12 @@ impl EtcdOptions {
         self.tls.is_some()
     }
 
-    /// The URL shown in logs and metrics for an endpoint (with the scheme it is dialled with).
+    /// The URL shown in logs and metrics for an endpoint (with the scheme it is dialled
+    /// with, a password or token in it redacted: [`dw_routing::redact_url`]).
     pub fn display_endpoint(&self, endpoint: &str) -> String {
+        let endpoint = dw_routing::redact_url(endpoint);
         if endpoint.contains("://") {
-            endpoint.to_owned()
+            endpoint
         } else if self.uses_tls() {
             format!("https://{endpoint}")
         } else {
@@ -310,6 +313,15 @@ mod tests {
             options.display_endpoint("10.0.0.2:2379"),
             "http://10.0.0.2:2379"
         );
+        // A password in an endpoint is never shown.
+        assert_eq!(
+            options.display_endpoint("http://root:hunter2@10.0.0.2:2379"),
+            "http://root:***@10.0.0.2:2379"
+        );
+        let error = crate::Error::NoLeader {
+            endpoint: "u:hunter2@10.0.0.3:2379".into(),
+        };
+        assert!(!error.to_string().contains("hunter2"), "{error}");
     }
 
     #[test]

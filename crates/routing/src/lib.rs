@@ -67,6 +67,7 @@ mod literal_scan;
 mod pick;
 mod policy;
 mod rebuild;
+mod redact;
 mod region;
 mod share;
 mod snapshot;
@@ -87,6 +88,7 @@ pub use crate::{
     pick::{legacy_pick, rendezvous_pick},
     policy::{PickMode, Policy},
     rebuild::invalid_keys,
+    redact::{REDACTED, SECRET_PARAMETER_WORDS, redact_url},
     region::{MAX_WEIGHT, Region},
     share::{LEGACY_POINTS, legacy_point_counts, pick_shares},
     snapshot::{DIGEST_SCHEME, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter, routing_digest},

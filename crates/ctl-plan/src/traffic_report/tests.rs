@@ -263,3 +263,43 @@ fn the_json_keeps_its_field_order_and_numbers() {
     assert_eq!(report["capacity_headroom"].to_string(), "0.8");
     assert_eq!(fra["per_second"].to_string(), "150.0");
 }
+
+/// Issue 40 (first install): sin-a has weight 50 in JP, but JP's answers without a sticky
+/// key all go to the origin JP's hash picks. "why no answers" names that cause, not stale
+/// nodes.
+#[test]
+fn names_the_geo_whose_hash_picks_another_origin() {
+    let mut state = state();
+    state.regions.insert(
+        "JP".into(),
+        region(r#"{"shard":"ap-1","origins":["sjc-a","sin-a"],"weight":{"sjc-a":50,"sin-a":50}}"#),
+    );
+    let table = crate::prediction::table(&state, dw_routing::DEFAULT_PREFIX, None);
+    let picked = table.resolve(b"JP", None).unwrap().origin.to_owned();
+    let idle = if picked == "sjc-a" { "sin-a" } else { "sjc-a" };
+    let mut readings = readings();
+    readings.origins.push(sample(&[("origin", &picked)], 30.0));
+    readings.regions.push(sample(&[("key", "JP")], 30.0));
+    let first = report(&readings, &state, &OriginListing::default(), &[]);
+    let why = origin(&first, idle)["why"][0].as_str().unwrap().to_owned();
+    assert!(
+        why.contains(&format!(
+            "none of it with this origin: the whole geo JP hashes to {picked}"
+        )),
+        "{why}"
+    );
+    assert!(!why.contains("are the nodes current"), "{why}");
+    // The picked one answers: no why.
+    assert!(origin(&first, &picked)["why"].is_null());
+    // Where a geo of the region does hash to the origin, the old question stands.
+    let mut stale = readings.clone();
+    stale
+        .origins
+        .retain(|sample| sample.label("origin") != picked);
+    let second = report(&stale, &state, &OriginListing::default(), &[]);
+    let why = origin(&second, &picked)["why"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(why.contains("are the nodes current"), "{why}");
+}

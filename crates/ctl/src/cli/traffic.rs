@@ -26,7 +26,9 @@ and etcd's routing state, and prints per origin:
   never), drained (by whom, why), in an open stage.
 
 An origin with no answers gets `why no answers:` lines: not in any region, drained, weight 0 in all \
-its regions, its regions answer no one, or none of that (look at the nodes: dwctl status).
+its regions, its regions answer no one, every answer of their geos without a sticky key hashed to \
+another origin (\"the whole geo JP hashes to sjc-a\": a geo's plain answers all go to the one \
+origin its hash picks, whatever the weights), or none of that (look at the nodes: dwctl status).
 
 Prometheus must scrape every dw-agent's /metrics (/usr/share/doc/dwctl/traffic-ops.md, \"Scraping\"). The \
 numbers are rates over --window: a change shows fully after one window; a window shorter \
@@ -124,6 +126,11 @@ pub struct TrafficSourceArgs {
     /// The window Prometheus' rates are taken over (30s, 5m, 1h; 10s to 1d).
     #[arg(long, default_value = "5m", value_parser = parse_window)]
     pub window: Window,
+    /// The most answers per second one node can give: a node whose rate over the window,
+    /// or over its busiest minute (a counter that jumped), is above it is left out of the
+    /// prediction and named (above 0, at most 1e12).
+    #[arg(long, value_name = "PER_SECOND", default_value_t = dw_capacity::DEFAULT_NODE_CEILING, value_parser = parse_node_ceiling, env = "DWCTL_NODE_CEILING")]
+    pub node_ceiling: f64,
     /// How to reach Prometheus (the answer counters the prediction reads).
     #[command(flatten)]
     pub prometheus: PrometheusArgs,
@@ -176,10 +183,26 @@ impl TrafficSourceArgs {
             Some(url) if !url.is_empty() => TrafficSource::Prometheus(PrometheusSource {
                 settings,
                 window: self.window,
+                node_ceiling: self.node_ceiling,
             }),
             _ => TrafficSource::NotGiven,
         }
     }
+}
+
+/// `--node-ceiling`: answers per second, above 0 and at most [`dw_capacity::MAX_RATE`].
+pub fn parse_node_ceiling(text: &str) -> Result<f64, String> {
+    let ceiling: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?}: answers per second, such as 50000"))?;
+    dw_capacity::Limits {
+        node_ceiling: ceiling,
+        ..dw_capacity::Limits::default()
+    }
+    .check()
+    .map_err(|error| format!("{text:?}: {error}"))?;
+    Ok(ceiling)
 }
 
 impl PredictArgs {
@@ -194,5 +217,20 @@ impl PredictArgs {
     /// The guard of a write predicted with these flags.
     pub fn to_guard(&self) -> WriteGuard {
         Guard::Predict(self.to_inputs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_ceilings_are_positive_finite_and_bounded() {
+        assert_eq!(parse_node_ceiling("50000"), Ok(50_000.0));
+        assert_eq!(parse_node_ceiling("1e12"), Ok(1e12));
+        assert_eq!(parse_node_ceiling("0.001"), Ok(0.001));
+        for bad in ["0", "-1", "NaN", "inf", "1.0000001e12", "many", ""] {
+            assert!(parse_node_ceiling(bad).is_err(), "{bad}");
+        }
     }
 }

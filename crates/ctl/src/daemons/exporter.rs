@@ -44,7 +44,7 @@ use serde_json::json;
 use tokio::sync::RwLock;
 
 use crate::context::Context;
-use crate::daemons::routing_weights::{RegionWeights, read_weights};
+use crate::daemons::routing_weights::{AnswerShares, RegionWeights, read_weights};
 use crate::error::Error;
 use crate::ops::fleet::{
     NodeReport, lag_revisions, lag_seconds, now_ms, read_drain_records, read_fleet,
@@ -87,6 +87,8 @@ struct Reading {
     weights: Vec<RegionWeights>,
     /// How many regions did not parse.
     unreadable: usize,
+    /// Where the routing core sends answers.
+    shares: AnswerShares,
     /// The overloads automatic drains recorded, in drain-record order.
     overloads: Vec<RecordedOverload>,
 }
@@ -161,6 +163,7 @@ fn render(reading: &Reading, now: u64, errors: u64, up: bool) -> String {
     let (target, nodes) = (reading.target, &reading.nodes[..]);
     let mut registry = Registry::default();
     crate::daemons::routing_weights::register(&mut registry, &reading.weights, reading.unreadable);
+    crate::daemons::routing_weights::register_answer_shares(&mut registry, &reading.shares);
     register_overloads(&mut registry, &reading.overloads);
     let head = Gauge::<i64, AtomicI64>::default();
     head.set(target);
@@ -273,7 +276,7 @@ fn meta(registry: &mut Registry, errors: u64, up: bool) {
 async fn read(context: &Context, selector: &BTreeMap<String, String>) -> Result<Reading, Error> {
     let mut client = context.etcd.connect().await?;
     let (target, nodes) = read_fleet(&mut client, &context.layout, selector).await?;
-    let (weights, unreadable) = read_weights(&mut client, &context.layout).await?;
+    let (weights, unreadable, shares) = read_weights(&mut client, &context.layout).await?;
     // A malformed record is `dwctl status`'s to name (it blocks its origin's commands).
     let overloads = read_drain_records(&mut client, &context.layout)
         .await?
@@ -286,6 +289,7 @@ async fn read(context: &Context, selector: &BTreeMap<String, String>) -> Result<
         nodes,
         weights,
         unreadable,
+        shares,
         overloads,
     })
 }

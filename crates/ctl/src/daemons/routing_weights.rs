@@ -9,14 +9,18 @@
 //! parse exports nothing and is counted in `dw_routing_regions_unreadable`. At most
 //! [`MAX_WEIGHT_SERIES`] series; the rest are counted in `dw_routing_weights_not_exported`.
 
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicI64, AtomicU64};
 
-use etcd_client::Client;
+use dw_routing::{Snapshot, Table};
+use etcd_client::{Client, GetOptions};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::error::Error;
+use crate::plan::answer_shares::{
+    MAX_PLAIN_ROUTES, PlainRoute, StickyShare, plain_routes, sticky_shares,
+};
 use crate::plan::keys::{Layout, strip};
 use crate::plan::value::RegionValue;
 
@@ -26,29 +30,62 @@ pub const MAX_WEIGHT_SERIES: usize = 100_000;
 /// One region's weights: `(region, [(origin, weight)])`, in the region's origin order.
 pub type RegionWeights = (String, Vec<(String, u32)>);
 
-/// The weights of every region under the routing prefix, and how many regions did not
-/// parse.
+/// Where the routing core sends answers: each geo's plain route and each region's sticky
+/// shares ([`crate::plan::answer_shares`]).
+#[derive(Debug, Default, Clone)]
+pub struct AnswerShares {
+    /// Each geo's origin for answers without a sticky key.
+    pub plain: Vec<PlainRoute>,
+    /// Each region's origins' shares of its sticky answers.
+    pub sticky: Vec<StickyShare>,
+}
+
+/// The weights of every region under the routing prefix, how many regions did not
+/// parse, and where the routing core (regions and policy read at one revision) sends
+/// answers.
 pub async fn read_weights(
     client: &mut Client,
     layout: &Layout,
-) -> Result<(Vec<RegionWeights>, usize), Error> {
+) -> Result<(Vec<RegionWeights>, usize, AnswerShares), Error> {
     let mut kv = dw_etcd::kv_client(client);
     let prefix = layout.regions();
     let pages =
         dw_etcd::read_prefix_pages(&mut kv, prefix.as_bytes(), None, dw_etcd::DEFAULT_PAGE_KEYS)
             .await?;
+    let policy = kv
+        .get(
+            layout.policy(),
+            Some(GetOptions::new().with_revision(pages.revision)),
+        )
+        .await?;
+    let mut snapshot = Snapshot::new(u64::try_from(pages.revision).unwrap_or(0), &layout.prefix);
     let mut regions = Vec::new();
     let mut unreadable = 0;
     for kv in &pages.kvs {
         let Some(name) = strip(kv.key(), &prefix).filter(|name| !name.is_empty()) else {
             continue;
         };
+        snapshot.kvs.insert(
+            format!("{prefix}{name}"),
+            String::from_utf8_lossy(kv.value()).into_owned(),
+        );
         match RegionValue::from_stored(kv.value()) {
             Ok(value) => regions.push((name.to_string(), weights_of(&value))),
             Err(_) => unreadable += 1,
         }
     }
-    Ok((regions, unreadable))
+    if let Some(policy) = policy.kvs().first() {
+        snapshot.kvs.insert(
+            layout.policy(),
+            String::from_utf8_lossy(policy.value()).into_owned(),
+        );
+    }
+    let table = Table::from_snapshot(&snapshot);
+    let shares = AnswerShares {
+        plain: plain_routes(&table),
+        sticky: sticky_shares(&table),
+    };
+    Ok((regions, unreadable, shares))
 }
 
 /// Every origin of a region with its weight (0 when the weight map leaves it out).
@@ -63,6 +100,43 @@ pub fn weights_of(value: &RegionValue) -> Vec<(String, u32)> {
             )
         })
         .collect()
+}
+
+/// Registers `dw_routing_plain_route{geo,region,origin}` (1: every answer of the geo
+/// without a sticky key goes to that origin) and `dw_routing_sticky_share{region,origin}`
+/// (the origin's share of the region's sticky answers, 0 to 1): what the alert
+/// `DwOriginWeightedButIdle` expects answers from, instead of weight alone. At most
+/// [`MAX_PLAIN_ROUTES`] plain routes and [`MAX_WEIGHT_SERIES`] sticky shares.
+pub fn register_answer_shares(registry: &mut Registry, shares: &AnswerShares) {
+    let plain = Family::<Vec<(String, String)>, Gauge>::default();
+    registry.register(
+        "dw_routing_plain_route",
+        "1 for the origin that every answer of a geo without a sticky key goes to (the routing core's hash of the geo picks one origin of its region, whatever the weights), from etcd's current routing",
+        plain.clone(),
+    );
+    for route in shares.plain.iter().take(MAX_PLAIN_ROUTES) {
+        plain
+            .get_or_create(&vec![
+                ("geo".to_owned(), route.geo.clone()),
+                ("region".to_owned(), route.region.clone()),
+                ("origin".to_owned(), route.origin.clone()),
+            ])
+            .set(1);
+    }
+    let sticky = Family::<Vec<(String, String)>, Gauge<f64, AtomicU64>>::default();
+    registry.register(
+        "dw_routing_sticky_share",
+        "An origin's share (0 to 1) of a region's answers with a sticky key, by the policy's pick mode, from etcd's current routing",
+        sticky.clone(),
+    );
+    for share in shares.sticky.iter().take(MAX_WEIGHT_SERIES) {
+        sticky
+            .get_or_create(&vec![
+                ("region".to_owned(), share.region.clone()),
+                ("origin".to_owned(), share.origin.clone()),
+            ])
+            .set(share.share);
+    }
 }
 
 /// Registers `dw_routing_weight`, `dw_routing_weights_not_exported` and

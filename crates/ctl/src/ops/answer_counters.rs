@@ -20,13 +20,29 @@ pub fn overflow_rate(window_seconds: u64) -> String {
     format!("sum(rate({OVERFLOW}[{window_seconds}s]))")
 }
 
-/// The load prediction's traffic: answers per second by geo, sticky or not, and step
-/// (`fail_open` answers are kept apart by the prediction).
+/// The load prediction's traffic: answers per second by node, geo, sticky or not, and
+/// step (each node's rates are checked for plausibility before the prediction believes
+/// them; `fail_open` answers are kept apart by the prediction).
 pub fn prediction_rows(window_seconds: u64) -> String {
     format!(
-        "sum by (geo, sticky, step) ({})",
+        "sum by (node, geo, sticky, step) ({})",
         answers_rate("", window_seconds)
     )
+}
+
+/// Each node's busiest minute within the window, in answers per second (sampled every
+/// 30 s): a counter that jumped shows there even when the window's average hides it.
+pub fn node_peak_minutes(window_seconds: u64) -> String {
+    format!(
+        "max by (node) (max_over_time((sum by (node) ({}))[{window_seconds}s:30s]))",
+        answers_rate("", 60)
+    )
+}
+
+/// The nodes that had answer counters already when the window began (the others'
+/// rates read low until one whole window has passed).
+pub fn counting_at_window_start(window_seconds: u64) -> String {
+    format!("count by (node) ({ANSWERS} offset {window_seconds}s)")
 }
 
 /// A rate as Prometheus answered it, when it can be used: finite and not below 0. `None`
@@ -73,7 +89,16 @@ mod tests {
         );
         assert_eq!(
             prediction_rows(120),
-            "sum by (geo, sticky, step) (rate(dw_router_answers_total[120s]))"
+            "sum by (node, geo, sticky, step) (rate(dw_router_answers_total[120s]))"
+        );
+        assert_eq!(
+            node_peak_minutes(300),
+            "max by (node) (max_over_time((sum by (node) \
+             (rate(dw_router_answers_total[60s])))[300s:30s]))"
+        );
+        assert_eq!(
+            counting_at_window_start(300),
+            "count by (node) (dw_router_answers_total offset 300s)"
         );
     }
 }

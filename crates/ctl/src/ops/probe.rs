@@ -82,5 +82,17 @@ mod tests {
         assert!(ProbeTarget::parse("https://a/").is_err());
         assert!(ProbeTarget::parse("http://a:99999/").is_err());
         assert!(ProbeTarget::parse("http:///x").is_err());
+        // A refused URL is named without its password or token.
+        for bad in [
+            "https://u:hunter2@a/",
+            "http://u:hunter2@a:99999/?token=x",
+            "ftp://a/?token=hunter2",
+        ] {
+            let reason = ProbeTarget::parse(bad).unwrap_err();
+            assert!(
+                !reason.contains("hunter2") && reason.contains("***"),
+                "{bad}: {reason}"
+            );
+        }
     }
 }

@@ -32,6 +32,8 @@ use serde_json::Value;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls;
 
+use dw_routing::redact_url;
+
 use crate::error::Error;
 
 /// The largest answer body read (larger answers fail: narrow the query).
@@ -158,7 +160,7 @@ impl std::fmt::Debug for Prometheus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the authorization header.
         f.debug_struct("Prometheus")
-            .field("base", &self.base)
+            .field("base", &redact_url(&self.base))
             .finish_non_exhaustive()
     }
 }
@@ -172,7 +174,7 @@ impl Prometheus {
         let uri: Uri = text.parse().map_err(|_| {
             Error::Usage(format!(
                 "--prometheus `{}`: not a URL such as http://prometheus:9090",
-                options.url.escape_default()
+                redact_url(&options.url).escape_default()
             ))
         })?;
         let scheme_https = match uri.scheme_str() {
@@ -181,14 +183,14 @@ impl Prometheus {
             _ => {
                 return Err(Error::Usage(format!(
                     "--prometheus `{}`: the URL must start with http:// or https://",
-                    options.url.escape_default()
+                    redact_url(&options.url).escape_default()
                 )));
             }
         };
         let authority = uri.authority().ok_or_else(|| {
             Error::Usage(format!(
                 "--prometheus `{}`: no host",
-                options.url.escape_default()
+                redact_url(&options.url).escape_default()
             ))
         })?;
         if authority.as_str().contains('@') {
@@ -201,7 +203,7 @@ impl Prometheus {
         if uri.query().is_some() {
             return Err(Error::Usage(format!(
                 "--prometheus `{}`: the base URL takes no query",
-                options.url.escape_default()
+                redact_url(&options.url).escape_default()
             )));
         }
         let host = authority
@@ -263,9 +265,10 @@ impl Prometheus {
         })
     }
 
-    /// The base URL queried.
-    pub fn url(&self) -> &str {
-        &self.base
+    /// The base URL queried, as messages show it ([`redact_url`]: the base URL holds no
+    /// credentials, but a path may).
+    pub fn url(&self) -> String {
+        redact_url(&self.base)
     }
 
     /// Evaluates `promql` now (`/api/v1/query`) and returns its instant vector. A scalar
@@ -286,7 +289,7 @@ impl Prometheus {
     }
 
     fn failed(&self, why: String) -> Error {
-        Error::Failed(format!("Prometheus at {}: {why}", self.base))
+        Error::Failed(format!("Prometheus at {}: {why}", redact_url(&self.base)))
     }
 
     /// POSTs a form to `path` below the base URL; the status and the body.
@@ -736,6 +739,26 @@ mod tests {
         let mut insecure = with("https://h:1");
         insecure.insecure = true;
         assert!(Prometheus::new(&insecure).is_ok());
+    }
+
+    #[test]
+    fn a_bad_url_is_printed_without_its_secrets() {
+        for bad in [
+            "http://u:hunter2@prom:9090",
+            "htp://u:hunter2@prom",
+            "http://prom:9090/?token=hunter2",
+            "http//u:hunter2@prom:9090",
+            "http://u:hunter2@[::1",
+        ] {
+            let error = Prometheus::new(&PrometheusOptions {
+                url: bad.into(),
+                timeout: Duration::from_secs(1),
+                ..PrometheusOptions::default()
+            })
+            .unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{bad}: {error}");
+            assert!(!error.to_string().contains("hunter2"), "{bad}: {error}");
+        }
     }
 
     #[test]

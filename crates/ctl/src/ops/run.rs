@@ -28,6 +28,7 @@ use crate::plan::guard::{
 };
 use crate::plan::keys::Layout;
 use crate::plan::node_report::NodeReport;
+use crate::plan::prediction::caveats::{caveat_lines, caveats_json};
 use crate::plan::prediction::render;
 use crate::plan::shed::{ShedRequest, plan_shed};
 use crate::plan::shed_record::OnFail;
@@ -284,7 +285,19 @@ impl Predictor {
             ),
             Some(Verdict::Passed(prediction))
             | Some(Verdict::Overridden(Override::Overload(prediction))) => {
-                render(prediction, &source, dry_run)
+                let (mut lines, mut json) = render(prediction, &source, dry_run);
+                // The nodes left out as implausible and the notes on the traffic's worth.
+                if let Some(read) = self.traffic.as_deref()
+                    && let Ok(traffic) = read.traffic()
+                {
+                    lines.extend(caveat_lines(traffic, read.left_out()));
+                    if let (Value::Object(object), Value::Object(caveats)) =
+                        (&mut json, caveats_json(traffic, read.left_out()))
+                    {
+                        object.extend(caveats);
+                    }
+                }
+                (lines, json)
             }
             Some(Verdict::Overridden(Override::Unusable(why))) => (
                 vec![format!(

@@ -94,6 +94,22 @@ async fn serves_the_fleet_view_and_its_own_failures() {
         metrics.contains("dw_routing_regions_unreadable 0\n"),
         "{metrics}"
     );
+    // Where the routing core sends answers (alert DwOriginWeightedButIdle): every plain
+    // answer of DE to the one origin DE's hash picks, the sticky ones by share.
+    let plain: Vec<&str> = metrics
+        .lines()
+        .filter(|line| line.starts_with("dw_routing_plain_route{geo=\"DE\",region=\"DE\","))
+        .collect();
+    assert_eq!(plain.len(), 1, "{metrics}");
+    assert!(plain[0].ends_with("} 1"), "{metrics}");
+    for origin in ["fra-a", "fra-b", "ams-a"] {
+        assert!(
+            metrics.contains(&format!(
+                "dw_routing_sticky_share{{region=\"DE\",origin=\"{origin}\"}} 0."
+            )),
+            "{metrics}"
+        );
+    }
     // An automatic drain that went ahead against its prediction (as `dwctl health` records
     // it): the overload is served until the record goes.
     etcd.put(

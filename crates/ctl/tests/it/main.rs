@@ -15,6 +15,7 @@ mod first_install;
 mod geography;
 mod input;
 mod origin_notice;
+mod plausibility;
 mod policy_geos;
 mod quota;
 mod report_trust;

@@ -5,6 +5,7 @@
 pub mod daemon;
 pub mod fleet;
 pub mod probe;
+pub mod prometheus;
 pub mod rollout;
 
 use std::path::PathBuf;
@@ -194,6 +195,7 @@ impl Etcd {
             .env_remove("DWCTL_DIAL_TIMEOUT")
             .env_remove("DWCTL_REQUEST_TIMEOUT")
             .env_remove("DWCTL_PROMETHEUS_URL")
+            .env_remove("DWCTL_NODE_CEILING")
             .args(args);
         command
     }
