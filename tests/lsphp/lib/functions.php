@@ -12,15 +12,22 @@ declare(strict_types=1);
  * declaration (`function`), `new`, or a language construct. "optional" when the file also
  * tests `function_exists('NAME')`, or of a function of the same prefix (`apcu_fetch` where
  * `apcu_enabled` is tested), and works without it. Functions php/ declares itself are left out (it declares none at the top level).
+ * The guards are gathered over every file given: the userland twin tests APCu once
+ * (RegionRouter.php) and hands the answer to its parts (SnapshotCache.php,
+ * AnswerCounter.php), which call APCu only when told it is there.
  */
+
+$guarded = [];
+foreach (array_slice($argv, 1) as $file) {
+    preg_match_all('/function_exists\(\s*\'\\\\?([A-Za-z_][A-Za-z0-9_]*)\'/', (string) file_get_contents($file), $m);
+    $guarded = array_merge($guarded, $m[1]);
+}
 
 $names = [];
 foreach (array_slice($argv, 1) as $file) {
     $src = (string) file_get_contents($file);
     $tokens = array_values(array_filter(token_get_all($src),
         static fn ($t) => !is_array($t) || !in_array($t[0], [T_WHITESPACE, T_COMMENT, T_DOC_COMMENT], true)));
-    preg_match_all('/function_exists\(\s*\'\\\\?([A-Za-z_][A-Za-z0-9_]*)\'/', $src, $m);
-    $guarded = $m[1];
     foreach ($tokens as $i => $t) {
         if (!is_array($t) || !in_array($t[0], [T_STRING, T_NAME_FULLY_QUALIFIED], true)) {
             continue;

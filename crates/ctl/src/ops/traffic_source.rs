@@ -13,7 +13,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use dw_capacity::{AnswerRow, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic, check_plausibility};
+use dw_capacity::{
+    AnswerRow, Implausible, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic, check_plausibility,
+};
 
 use crate::error::Error;
 use crate::input::{Refused, read_regular_file};
@@ -152,8 +154,9 @@ pub struct Answers<'a> {
 
 /// The traffic of `answers`: every node checked ([`dw_capacity::check_plausibility`]), the
 /// implausible ones left out and named, a note for nodes whose counters began within the
-/// window. Unusable: no answer counters in the window, an overflow rate that is not a
-/// number ([`usable_rate`]), or no node left whose rates are plausible.
+/// window. Unusable: no answer counters in the window, a rate that is not a number
+/// (the overflow's, [`usable_rate`], or any node's), or no node left whose rates are
+/// plausible.
 pub fn judge(source: &str, answers: Answers<'_>, limits: &Limits, window: Window) -> TrafficRead {
     let Answers {
         rows,
@@ -193,12 +196,21 @@ pub fn judge(source: &str, answers: Answers<'_>, limits: &Limits, window: Window
             reading.peak = Some(sample.value);
         }
     }
-    // A node with a rate that is not a number is left out like any implausible node
-    // (`Implausible::NotANumber`, the same rule as `usable_rate`).
     let checked = match check_plausibility(nodes, limits) {
         Ok(checked) => checked,
         Err(error) => return unusable(error.to_string()),
     };
+    // A rate that is not a number (NaN, infinite, below 0: the same rule as `usable_rate`)
+    // is data that cannot be used, not a node that answers implausibly much: issue 40's
+    // rule refuses the change (where capacities are set), naming the node. Nodes above the
+    // ceiling, with a jumped counter or far above the fleet are left out and named.
+    if let Some(bad) = checked
+        .left_out
+        .iter()
+        .find(|left| matches!(left.why, Implausible::NotANumber { .. }))
+    {
+        return unusable(format!("node {bad}"));
+    }
     if !checked.usable() {
         let left: Vec<String> = checked.left_out.iter().map(ToString::to_string).collect();
         return unusable(format!(

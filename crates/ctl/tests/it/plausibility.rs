@@ -1,6 +1,6 @@
 //! Issue 40: the load prediction reads each node's rates and believes only the plausible
-//! ones. A node whose counter jumped, or whose rate is NaN, infinite or negative, is left
-//! out and named, and the rest predicts; the prediction says so, a refusal names the nodes
+//! ones. A node whose counter jumped is left out and named, and the rest predicts (a rate
+//! that is NaN, infinite or negative refuses the change instead); the prediction says so, a refusal names the nodes
 //! the load is predicted from, a window still filling is noted, and a Prometheus URL is
 //! never printed with its password or token. Against a fake Prometheus
 //! (common::prometheus) and a real etcd.
@@ -110,10 +110,12 @@ async fn a_jumping_node_is_left_out_and_named_and_the_rest_refuses_the_drain() {
     }
 }
 
-/// Issue 40 #7c: a NaN, infinite or negative rate was read silently as 0. Now the node
-/// is left out and named; the others predict.
+/// Issue 40 #7c: a NaN, infinite or negative rate was read silently as 0. It is data that
+/// cannot be used: the change is refused where capacities are set (exit 9), naming the
+/// node and the rate, never predicted from the other nodes as if it were 0;
+/// `--allow-overload` commits it, audited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nan_infinite_and_negative_rates_leave_their_node_out_by_name() {
+async fn nan_infinite_and_negative_rates_refuse_the_change_naming_their_node() {
     let etcd = guarded_cluster().await;
     for bad in ["NaN", "+Inf", "-1"] {
         let prometheus = fake_prometheus(vec![
@@ -126,24 +128,27 @@ async fn nan_infinite_and_negative_rates_leave_their_node_out_by_name() {
             },
         ])
         .await;
-        let (code, json, stderr) =
-            etcd.dwctl_json(&["drain", "fra-a", "--dry-run", "--prometheus", &prometheus]);
-        // n1's 500/s alone: fra-b 250 -> 500, under its guard.
-        assert_eq!(code, 0, "{bad}: {stderr}");
-        let prediction = &json["prediction"];
-        assert_eq!(prediction["made"], true, "{bad}: {prediction}");
-        assert_eq!(
-            prediction["left_out"][0]["node"], "n2",
-            "{bad}: {prediction}"
+        let run = etcd.dwctl(&["drain", "fra-a", "--dry-run", "--prometheus", &prometheus]);
+        assert_eq!(run.code, 9, "{bad}: {}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains("cannot be used") && run.stderr.contains("n2"),
+            "{bad}: {}",
+            run.stderr
         );
         assert!(
-            prediction["left_out"][0]["why"]
-                .as_str()
-                .unwrap()
-                .contains("not a finite number >= 0"),
-            "{bad}: {prediction}"
+            run.stderr.contains("not a finite number >= 0"),
+            "{bad}: {}",
+            run.stderr
         );
-        assert_eq!(prediction["total"], 500.0, "{bad}: {prediction}");
+        let run = etcd.dwctl(&[
+            "drain",
+            "fra-a",
+            "--dry-run",
+            "--allow-overload",
+            "--prometheus",
+            &prometheus,
+        ]);
+        assert_eq!(run.code, 0, "{bad}: {}\n{}", run.stdout, run.stderr);
     }
 }
 
