@@ -36,8 +36,20 @@ function as_user(int $uid, array $argv): string
     return $out;
 }
 
-$php = [PHP_BINARY, '-n', '-d', 'extension=' . dw_extension_path(), '-d', 'dw_router.count_answers=1',
-    '-d', "dw_router.answers_dir=$answers", __DIR__ . '/fixtures/traffic/count-as-user.php', $path];
+// PHP runs as nobody below: it loads copies of the extension and of the fixtures it needs
+// from the test's own directory, since the checkout may sit under a directory only root
+// can search (the PHP 8.5 devenv's /work is 0700).
+$so = "$dir/dw_router.so";
+copy(dw_extension_path(), $so);
+chmod($so, 0755);
+mkdir("$dir/fixtures/traffic", 0755, true);
+chmod("$dir/fixtures", 0755);
+foreach (['helpers.inc', 'traffic.inc', 'traffic/count-as-user.php'] as $fixture) {
+    copy(__DIR__ . "/fixtures/$fixture", "$dir/fixtures/$fixture");
+    chmod("$dir/fixtures/$fixture", 0644);
+}
+$php = [PHP_BINARY, '-n', '-d', "extension=$so", '-d', 'dw_router.count_answers=1',
+    '-d', "dw_router.answers_dir=$answers", "$dir/fixtures/traffic/count-as-user.php", $path];
 
 // 1. The per-user directory as dw-agent --prepare-dirs makes it: nobody's, 2750, the agent's group.
 mkdir($own, 0700);
