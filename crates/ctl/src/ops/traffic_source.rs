@@ -432,11 +432,27 @@ mod tests {
             "{:?}",
             traffic.notes()
         );
-        let why = unusable(judged(&[row("n1", f64::NAN)], 0.0, &["n1"]));
+        let why = unusable(judged(&[row("n1", 1e9)], 0.0, &["n1"]));
         assert!(
-            why.contains("every node is left out: \"n1\": a rate of NaN"),
+            why.contains("every node is left out: \"n1\": 1.00e9 answers/s"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_node_rate_that_is_not_a_number_makes_the_traffic_unusable_naming_the_node() {
+        for bad in [f64::NAN, f64::INFINITY, -1.0] {
+            let why = unusable(judged(
+                &[row("n1", 5.0), row("n2", bad)],
+                0.0,
+                &["n1", "n2"],
+            ));
+            assert!(
+                why.contains("cannot be used: node \"n2\": a rate of")
+                    && why.contains("not a finite number >= 0"),
+                "{why}"
+            );
+        }
     }
 
     #[test]
