@@ -12,8 +12,15 @@
 //!   made is neither. When no held connection is idle or slow, the new one waits (at most
 //!   `slow_after`) for a slot to free or for the oldest being written to to turn slow, and
 //!   evicts it then; past that, it evicts the oldest of the busiest address, whatever it is
-//!   doing. So a flood costs at most the cap in descriptors (twice: each waiting
-//!   connection's descriptor is duplicated to peek at it). A connection whose whole head is
+//!   doing. That wait is the new connection's own task's, never the accept loop's: at most
+//!   `max_connections` connections wait for room at once, and one past them is closed at
+//!   once. So a flood costs at most three times the cap in descriptors (the held ones, each
+//!   waiting one's descriptor duplicated to peek at it, the ones waiting for room), plus
+//!   [`Limits::cheap_connections`].
+//! - A `GET` of one of [`Limits::cheap_paths`] (a health check, whose answer is a line made
+//!   at once) whose whole head is in when it is accepted is answered outside the cap, in
+//!   one of [`Limits::cheap_connections`] places of its own: it never waits for room, so
+//!   clients that fill the cap and do not read cannot delay it. A connection whose whole head is
 //!   in its socket when it is accepted, or when it comes up for eviction (a scraper whose
 //!   task has not run yet on a busy runtime), is never evicted.
 //! - A request head must be complete within [`Limits::head_timeout`] (hyper's
@@ -44,6 +51,7 @@ use std::io;
 use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -76,11 +84,19 @@ pub struct Limits {
     /// A connection being answered this long or longer counts as slow: at the cap it is
     /// evicted like an idle one.
     pub slow_after: Duration,
+    /// Paths whose answers are small and made at once (a health check): a `GET` of one of
+    /// them whose whole head is in when it is accepted is answered outside the cap, in one
+    /// of [`Limits::cheap_connections`] places of its own, never waiting for room nor
+    /// evicted. Empty: none.
+    pub cheap_paths: &'static [&'static str],
+    /// How many connections to [`Limits::cheap_paths`] are answered outside the cap at
+    /// once; past that, one goes through the cap as any other.
+    pub cheap_connections: usize,
 }
 
 impl Default for Limits {
     /// 64 connections, 2 s for the head, 5 s for the exchange, 8 KiB of head, 2 s for a
-    /// write, slow after 1 s.
+    /// write, slow after 1 s, no cheap paths (16 places for them when some are given).
     fn default() -> Limits {
         Limits {
             max_connections: 64,
@@ -89,6 +105,8 @@ impl Default for Limits {
             max_request_head: 8 * 1024,
             write_timeout: Duration::from_secs(2),
             slow_after: Duration::from_secs(1),
+            cheap_paths: &[],
+            cheap_connections: 16,
         }
     }
 }
@@ -286,6 +304,11 @@ impl Waiting {
 
 /// Accepts on `listener` and answers each request with `respond` until the future is
 /// dropped.
+///
+/// The accept loop itself never waits: a connection that finds the cap full waits for room
+/// in a task of its own (at most [`Limits::max_connections`] such tasks; past them it is
+/// refused at once), so that a connection behind it in the accept queue (a health check
+/// on a [`Limits::cheap_paths`] path, a scraper) is looked at without delay.
 pub async fn serve<F, Fut>(
     listener: TcpListener,
     limits: Limits,
@@ -295,9 +318,16 @@ pub async fn serve<F, Fut>(
     F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let waiting = Arc::new(Waiting::new(limits.slow_after));
-    let mut next_id: u64 = 0;
+    let server = Arc::new(Server {
+        limits,
+        slots: Arc::new(Semaphore::new(limits.max_connections.max(1))),
+        waiting: Arc::new(Waiting::new(limits.slow_after)),
+        events,
+        respond,
+        next_id: AtomicU64::new(0),
+    });
+    let room_waiters = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let cheap = Arc::new(Semaphore::new(limits.cheap_connections));
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok((stream, peer)) => (stream, peer.ip()),
@@ -308,21 +338,66 @@ pub async fn serve<F, Fut>(
                 continue;
             }
         };
-        let permit = match slots.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => match make_room(&slots, &waiting, limits.slow_after, &*events).await {
-                Some(permit) => permit,
-                None => {
-                    events.refused();
+        if is_cheap(&stream, limits.cheap_paths)
+            && let Ok(place) = cheap.clone().try_acquire_owned()
+        {
+            server.answer_cheap(stream, place);
+            continue;
+        }
+        match server.slots.clone().try_acquire_owned() {
+            Ok(permit) => server.hold(stream, peer, permit),
+            Err(_) => match room_waiters.clone().try_acquire_owned() {
+                Ok(waiter) => {
+                    let server = server.clone();
+                    tokio::spawn(async move {
+                        let _waiter = waiter;
+                        let room = make_room(
+                            &server.slots,
+                            &server.waiting,
+                            server.limits.slow_after,
+                            &*server.events,
+                        )
+                        .await;
+                        match room {
+                            Some(permit) => server.hold(stream, peer, permit),
+                            None => server.events.refused(),
+                        }
+                    });
+                }
+                Err(_) => {
+                    server.events.refused();
                     drop(stream);
-                    continue;
                 }
             },
-        };
-        let id = next_id;
-        next_id = next_id.wrapping_add(1);
-        let queue = waiting.clone();
-        let respond = respond.clone();
+        }
+        // Let the new connection read its request before the next accept: a scraper that
+        // sent its request at once is then no eviction candidate, however many idle
+        // connections are queued behind it.
+        tokio::task::yield_now().await;
+    }
+}
+
+/// What every connection's task shares.
+struct Server<F> {
+    limits: Limits,
+    /// One permit per connection held under the cap.
+    slots: Arc<Semaphore>,
+    waiting: Arc<Waiting>,
+    events: Arc<dyn Events>,
+    respond: F,
+    next_id: AtomicU64,
+}
+
+impl<F, Fut> Server<F>
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    /// Holds a connection under the cap (its `permit`) and answers it.
+    fn hold(&self, stream: TcpStream, peer: IpAddr, permit: OwnedSemaphorePermit) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let limits = self.limits;
+        let respond = self.respond.clone();
         // A client whose whole request head is already in the socket (a scraper sends it
         // at once; in a burst of connections it waits in the accept queue meanwhile) is no
         // eviction candidate: it is answered before its task is even first polled.
@@ -334,6 +409,7 @@ pub async fn serve<F, Fut>(
         } else {
             stream.as_fd().try_clone_to_owned().ok()
         };
+        let queue = self.waiting.clone();
         let spawn = move || {
             tokio::spawn(async move {
                 let _permit = permit;
@@ -354,14 +430,24 @@ pub async fn serve<F, Fut>(
             .abort_handle()
         };
         if ready {
-            waiting.spawn_answering(id, peer, spawn);
+            self.waiting.spawn_answering(id, peer, spawn);
         } else {
-            waiting.spawn(id, peer, socket, spawn);
+            self.waiting.spawn(id, peer, socket, spawn);
         }
-        // Let the new connection read its request before the next accept: a scraper that
-        // sent its request at once is then no eviction candidate, however many idle
-        // connections are queued behind it.
-        tokio::task::yield_now().await;
+    }
+
+    /// Answers a connection to a cheap path in a place of its own (`place`): never queued,
+    /// so never evicted, and bounded by the same timeouts.
+    fn answer_cheap(&self, stream: TcpStream, place: OwnedSemaphorePermit) {
+        let limits = self.limits;
+        let respond = self.respond.clone();
+        tokio::spawn(async move {
+            let _place = place;
+            let exchange = answer(stream, limits, respond, || {}, || {});
+            if let Ok(Err(e)) = tokio::time::timeout(limits.answer_timeout, exchange).await {
+                debug!(error = %e, "client went away");
+            }
+        });
     }
 }
 
@@ -414,10 +500,39 @@ async fn make_room(
     }
 }
 
-/// Whether the socket holds a complete request head already (`\r\n\r\n` within the
-/// first 8 KiB), peeked without reading or waiting.
-fn head_is_in(stream: &impl AsRawFd) -> bool {
+/// Whether the socket holds a complete request head already (`\r\n\r\n` within the first
+/// 8 KiB, peeked without reading or waiting) for `GET` of one of `paths` (a query aside),
+/// over HTTP/1.
+fn is_cheap(stream: &impl AsRawFd, paths: &[&str]) -> bool {
+    if paths.is_empty() {
+        return false;
+    }
     let mut buf = [0u8; 8192];
+    let n = peek(stream, &mut buf);
+    let head = &buf[..n];
+    if !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        return false;
+    }
+    cheap_request_line(head, paths)
+}
+
+/// Whether a head's request line is `GET PATH[?QUERY] HTTP/1.x` for one of `paths`.
+fn cheap_request_line(head: &[u8], paths: &[&str]) -> bool {
+    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let Some(rest) = line.strip_prefix(b"GET ") else {
+        return false;
+    };
+    let Some(space) = rest.iter().position(|&b| b == b' ') else {
+        return false;
+    };
+    let (target, version) = rest.split_at(space);
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    version.starts_with(b" HTTP/1.") && paths.iter().any(|p| p.as_bytes() == path)
+}
+
+/// Peeks at most `buf.len()` bytes of what the socket holds, without reading or waiting:
+/// how many (0 when none, or on an error).
+fn peek(stream: &impl AsRawFd, buf: &mut [u8]) -> usize {
     // SAFETY: recv(2) writes at most buf.len() bytes into buf, which lives across the call;
     // the descriptor is the stream's own, open for the call's duration.
     let n = unsafe {
@@ -428,7 +543,15 @@ fn head_is_in(stream: &impl AsRawFd) -> bool {
             libc::MSG_PEEK | libc::MSG_DONTWAIT,
         )
     };
-    usize::try_from(n).is_ok_and(|n| n >= 4 && buf[..n].windows(4).any(|w| w == b"\r\n\r\n"))
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// Whether the socket holds a complete request head already (`\r\n\r\n` within the
+/// first 8 KiB), peeked without reading or waiting.
+fn head_is_in(stream: &impl AsRawFd) -> bool {
+    let mut buf = [0u8; 8192];
+    let n = peek(stream, &mut buf);
+    n >= 4 && buf[..n].windows(4).any(|w| w == b"\r\n\r\n")
 }
 
 /// Reads one request and answers it; `head_read` runs once the head is in (the connection

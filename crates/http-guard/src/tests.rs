@@ -336,3 +336,153 @@ async fn a_slow_answer_is_evicted_like_an_idle_connection() {
     assert!(!making.is_finished(), "an answer being made is never slow");
     assert!(!waiting.evict_oldest(), "the young one is not slow yet");
 }
+
+/// Which request lines are cheap: `GET` of a listed path, a query aside, over HTTP/1; any
+/// other method, path, prefix or version is not.
+#[test]
+fn a_cheap_request_line_is_a_get_of_a_listed_path() {
+    let paths = &["/healthz"];
+    let cheap = |head: &[u8]| cheap_request_line(head, paths);
+    assert!(cheap(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+    assert!(cheap(b"GET /healthz?probe=1 HTTP/1.0\r\n\r\n"));
+    assert!(!cheap(b"GET /healthzz HTTP/1.1\r\n\r\n"), "a longer path");
+    assert!(!cheap(b"GET /health HTTP/1.1\r\n\r\n"), "a prefix");
+    assert!(!cheap(b"GET /metrics HTTP/1.1\r\n\r\n"));
+    assert!(!cheap(b"HEAD /healthz HTTP/1.1\r\n\r\n"), "not GET");
+    assert!(!cheap(b"POST /healthz HTTP/1.1\r\n\r\n"));
+    assert!(!cheap(b"GET /healthz HTTP/2\r\n\r\n"), "not HTTP/1");
+    assert!(!cheap(b"GET /healthz\r\n\r\n"), "no version");
+    assert!(
+        !cheap(b"get /healthz HTTP/1.1\r\n\r\n"),
+        "methods are case-sensitive"
+    );
+    assert!(!cheap(b""));
+    assert!(
+        !cheap_request_line(b"GET /healthz HTTP/1.1\r\n\r\n", &[]),
+        "none listed"
+    );
+}
+
+/// Starts a server whose `/slow` answers take `slow` to make, and whose other paths are
+/// answered at once.
+async fn start_with_slow_answers(limits: Limits, slow: Duration) -> (SocketAddr, Arc<Count>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(Count::default());
+    tokio::spawn(serve(listener, limits, count.clone(), move |request| {
+        let wait = request.uri().path() == "/slow";
+        async move {
+            if wait {
+                tokio::time::sleep(slow).await;
+            }
+            Response::new(Full::new(Bytes::from("ok\n")))
+        }
+    }));
+    (addr, count)
+}
+
+/// Issue 40, finding 5 (the `/healthz` target): with the cap full of connections whose
+/// answers are still being made (never eviction candidates) and more of them queued for
+/// room, a `GET` of a cheap path is answered at once, outside the cap; the same request to
+/// another path waits for room. On main the cheap path waited in the accept queue behind
+/// every connection that waited for room (up to `slow_after` each), then for room itself.
+#[tokio::test]
+async fn a_cheap_path_is_answered_at_once_with_the_cap_full() {
+    let limits = Limits {
+        max_connections: 2,
+        slow_after: Duration::from_secs(2),
+        cheap_paths: &["/healthz"],
+        cheap_connections: 1,
+        ..Limits::default()
+    };
+    let (addr, count) = start_with_slow_answers(limits, Duration::from_secs(10)).await;
+    // Two fill the cap, one more waits for room (up to slow_after and past it).
+    let mut busy = Vec::new();
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /slow HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        busy.push(stream);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let started = Instant::now();
+    let answer = exchange(addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let took = started.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    // Far below slow_after: not a timing target, the line between "answered outside the
+    // cap" and "waited for room" (which takes slow_after, 2 s, at the least here).
+    assert!(took < Duration::from_millis(1500), "took {took:?}");
+    assert_eq!(
+        count.evicted.load(Ordering::SeqCst),
+        0,
+        "nothing evicted for it"
+    );
+    // Not a cheap path: it waits for room like any other (in the second place to wait; the
+    // last resort evicts).
+    let started = Instant::now();
+    let answer = exchange(addr, b"GET /other HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200 ") || answer.is_empty(),
+        "{answer}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "it waited for room"
+    );
+    drop(busy);
+}
+
+/// The cheap places are bounded: past `cheap_connections`, a cheap request goes through
+/// the cap as any other (here, a free slot under it).
+#[tokio::test]
+async fn past_its_places_a_cheap_path_goes_through_the_cap() {
+    let limits = Limits {
+        max_connections: 4,
+        cheap_paths: &["/healthz"],
+        cheap_connections: 0,
+        ..Limits::default()
+    };
+    let (addr, count) = start(limits).await;
+    let answer = exchange(addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    assert_eq!(count.refused.load(Ordering::SeqCst), 0);
+}
+
+/// The accept loop never waits for room: connections waiting for room are bounded by the
+/// cap, and one past them is refused at once (counted), while a scraper later in the
+/// accept queue is still answered.
+#[tokio::test]
+async fn waiting_for_room_is_bounded_and_off_the_accept_loop() {
+    let limits = Limits {
+        max_connections: 1,
+        slow_after: Duration::from_secs(3),
+        ..Limits::default()
+    };
+    let (addr, count) = start_with_slow_answers(limits, Duration::from_secs(3)).await;
+    let mut busy = Vec::new();
+    // One holds the cap, one waits for room, the third finds no place to wait.
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /slow HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        busy.push(stream);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while count.refused.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        count.refused.load(Ordering::SeqCst),
+        1,
+        "the one past the waiting places, at once"
+    );
+    let mut buf = [0u8; 16];
+    let third = tokio::time::timeout(Duration::from_secs(2), busy[2].read(&mut buf)).await;
+    assert_eq!(third.expect("closed at once").unwrap_or(0), 0);
+    drop(busy);
+}

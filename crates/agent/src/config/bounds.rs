@@ -30,6 +30,9 @@ pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// the largest render (8 MiB) in a few milliseconds, and a remote scraper's own address
 /// holds one connection, so the flood's address is evicted first.
 pub(crate) const SLOW_AFTER: Duration = Duration::from_millis(50);
+/// `GET /healthz` requests answered at once outside the connection cap (each a line, made
+/// from state in memory, written in one go); past them one goes through the cap.
+pub(crate) const HEALTH_CONNECTIONS: usize = 16;
 /// The most bytes of one `/metrics` render: past it the series left (the answer counters,
 /// which come last) are cut at a line's end, and `dw_agent_metrics_render_cuts_total`
 /// counts it. A maximal counter file of hostile values renders about 6.6 MB.

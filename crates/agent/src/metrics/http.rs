@@ -12,7 +12,11 @@
 //! answered, and none for that long, the new one is closed at once.
 //!
 //! Nor may `/metrics` take `/healthz` down (issue 40, finding 5: a counter file of hostile
-//! label values renders 6.6 MB). A render runs on the blocking pool, never on the runtime
+//! label values renders 6.6 MB). A `GET /healthz` whose head is in when it is accepted is
+//! answered outside the cap, in one of [`HEALTH_CONNECTIONS`] places of its own (past them
+//! it goes through the cap): it never waits for room behind clients that do not read, nor
+//! behind connections waiting for room (they wait in tasks of their own, not in the accept
+//! loop). A render runs on the blocking pool, never on the runtime
 //! thread that answers `/healthz` and runs the watch loop; one render runs at a time, and
 //! the scrapes that arrive while it runs share it. A render is at most
 //! [`MAX_RENDER_BYTES`] (cut at a line's end past it, counted). At most [`RENDERS_HELD`]
@@ -34,8 +38,13 @@ use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 #[cfg(doc)]
 use crate::config::bounds::MAX_RENDER_BYTES;
 use crate::config::bounds::{
-    CLIENT_TIMEOUT, HEAD_TIMEOUT, MAX_REQUEST_HEAD, RENDERS_HELD, SLOW_AFTER, WRITE_TIMEOUT,
+    CLIENT_TIMEOUT, HEAD_TIMEOUT, HEALTH_CONNECTIONS, MAX_REQUEST_HEAD, RENDERS_HELD, SLOW_AFTER,
+    WRITE_TIMEOUT,
 };
+
+/// Answered outside the connection cap (`dw_http_guard`'s cheap paths): its answer is a
+/// line, made at once from state in memory.
+const HEALTH_PATHS: &[&str] = &["/healthz"];
 use crate::metrics::{self, Metrics};
 
 /// Counts the guard's evictions and refusals in `/metrics`.
@@ -156,6 +165,8 @@ pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, max_conn
         max_request_head: MAX_REQUEST_HEAD,
         write_timeout: WRITE_TIMEOUT,
         slow_after: SLOW_AFTER,
+        cheap_paths: HEALTH_PATHS,
+        cheap_connections: HEALTH_CONNECTIONS,
     };
     let events = Arc::new(Counted(metrics.clone()));
     let renders = Arc::new(Renders::new(metrics.clone(), RENDERS_HELD));
