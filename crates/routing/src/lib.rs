@@ -88,7 +88,7 @@ pub use crate::{
     geo_index::CountryCode,
     keys::DEFAULT_PREFIX,
     pick::{legacy_pick, rendezvous_pick},
-    policy::{PickMode, Policy, buckets_of as policy_buckets},
+    policy::{PickMode, Policy, parse_buckets_field},
     rebuild::invalid_keys,
     redact::{REDACTED, SECRET_PARAMETER_WORDS, redact_url},
     region::{MAX_WEIGHT, Region, StoredBuckets},

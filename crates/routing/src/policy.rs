@@ -114,7 +114,8 @@ impl Policy {
                 }
             })
             .collect();
-        let buckets = field("buckets").and_then(|buckets| buckets_of(buckets).ok().flatten());
+        let buckets =
+            field("buckets").and_then(|buckets| parse_buckets_field(buckets).ok().flatten());
         Ok(Policy {
             default,
             failover,
@@ -144,7 +145,7 @@ impl Policy {
 /// The N a policy's `buckets` field (its raw JSON) asks for: `None` for `0` (off), the
 /// count for an integer from 2 to 1024, else the policy error on the field `buckets` that
 /// `dwctl` refuses with (the readers then keep buckets off).
-pub fn buckets_of(field: &str) -> Result<Option<BucketCount>, Error> {
+pub fn parse_buckets_field(field: &str) -> Result<Option<BucketCount>, Error> {
     match json::integer(field) {
         Some(0) => Ok(None),
         Some(n) => BucketCount::new(n).map(Some),
@@ -275,7 +276,7 @@ mod tests {
         ] {
             let policy = policy(&format!(r#"{{"buckets":{field}}}"#));
             assert_eq!(policy.buckets.map(BucketCount::get), n, "{field}");
-            assert!(buckets_of(field).is_ok(), "{field}");
+            assert!(parse_buckets_field(field).is_ok(), "{field}");
         }
         for field in [
             "1",
@@ -296,7 +297,7 @@ mod tests {
             );
             assert!(
                 matches!(
-                    buckets_of(field),
+                    parse_buckets_field(field),
                     Err(Error::Policy {
                         field: "buckets",
                         ..
@@ -306,11 +307,11 @@ mod tests {
             );
         }
         assert_eq!(
-            buckets_of("1").unwrap_err().to_string(),
+            parse_buckets_field("1").unwrap_err().to_string(),
             "policy: field `buckets`: is 1, not an integer from 2 to 1024"
         );
         assert_eq!(
-            buckets_of("\"16\"").unwrap_err().to_string(),
+            parse_buckets_field("\"16\"").unwrap_err().to_string(),
             "policy: field `buckets`: is a string, not an integer from 2 to 1024 (or 0: off)"
         );
         assert_eq!(
