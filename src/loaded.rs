@@ -89,22 +89,29 @@ impl Loaded {
     /// Sets `retval` to the route array for `country`: the memo's when there is one, else
     /// the one the core resolves (remembered in the memo when it is immutable). Counts
     /// the answer (`traffic`): on a memo hit, under the label id kept beside the memo.
-    /// Precedence: a sticky key wins, then a bucket below N, then the country.
     #[inline(always)]
-    pub fn answer(
+    pub fn answer(&self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
+        match sticky_key {
+            None => self.answer_unsticky(retval, country),
+            Some(sticky_key) => self.answer_sticky(retval, country, sticky_key),
+        }
+    }
+
+    /// `answer` for a call given a visitor bucket. Precedence: a sticky key wins, then a
+    /// bucket below the table's N, then the country (a bucket at or past N, or with
+    /// buckets off, is answered and counted as without one).
+    #[inline(always)]
+    pub fn answer_with_bucket(
         &self,
         retval: &mut Zval,
         country: &[u8],
         sticky_key: Option<&[u8]>,
-        bucket: Option<u64>,
+        bucket: u64,
     ) {
-        match (sticky_key, bucket) {
-            (None, None) => self.answer_unsticky(retval, country),
-            (Some(sticky_key), _) => self.answer_sticky(retval, country, sticky_key),
-            (None, Some(bucket)) if bucket < self.buckets => {
-                self.answer_bucketed(retval, country, bucket)
-            }
-            (None, Some(_)) => self.answer_unsticky(retval, country),
+        match sticky_key {
+            Some(sticky_key) => self.answer_sticky(retval, country, sticky_key),
+            None if bucket < self.buckets => self.answer_bucketed(retval, country, bucket),
+            None => self.answer_unsticky(retval, country),
         }
     }
 

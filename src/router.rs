@@ -332,7 +332,10 @@ fn add_resolve_method(builder: ClassBuilder) -> ClassBuilder {
 /// null): array`; with
 /// `READ_FRAME`, the common calls' arguments are read from the frame (see `resolve`).
 extern "C" fn resolve_handler<const READ_FRAME: bool>(ex: &mut ExecuteData, retval: &mut Zval) {
-    let outcome = catch_unwind(AssertUnwindSafe(|| resolve::<READ_FRAME>(ex, retval)));
+    let outcome = catch_unwind(AssertUnwindSafe(
+        #[inline(always)]
+        || resolve::<READ_FRAME>(ex, retval),
+    ));
     if outcome.is_err() {
         // A bug in the router must not take the worker down: answer fail-open.
         let (shard, origin) = crate::ini::fallback();
@@ -353,14 +356,42 @@ struct Call<'a> {
 #[inline(always)]
 fn resolve<const READ_FRAME: bool>(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), Thrown> {
     if READ_FRAME && let Some(call) = read_frame(ex) {
-        call.router
-            .answer(retval, call.country, call.sticky_key, call.bucket);
+        call.answer(retval);
         return Ok(());
     }
-    let call = parse_arguments(ex)?;
-    call.router
-        .answer(retval, call.country, call.sticky_key, call.bucket);
+    parse_arguments(ex)?.answer(retval);
     Ok(())
+}
+
+impl Call<'_> {
+    /// Answers the call: without a bucket, the path as it was before buckets (the
+    /// bucket's absence costs one check); with one, a call out of line.
+    #[inline(always)]
+    fn answer(self, retval: &mut Zval) {
+        let (country, sticky_key) = (self.country, self.sticky_key);
+        match self.bucket {
+            None => self.router.answer(
+                retval,
+                #[inline(always)]
+                |loaded: &Loaded, retval: &mut Zval| loaded.answer(retval, country, sticky_key),
+            ),
+            Some(bucket) => answer_with_bucket(self.router, retval, country, sticky_key, bucket),
+        }
+    }
+}
+
+/// A call with a bucket (`Loaded::answer_with_bucket`: a sticky key still wins).
+#[inline(never)]
+fn answer_with_bucket(
+    router: &mut RegionRouter,
+    retval: &mut Zval,
+    country: &[u8],
+    sticky_key: Option<&[u8]>,
+    bucket: u64,
+) {
+    router.answer(retval, |loaded: &Loaded, retval: &mut Zval| {
+        loaded.answer_with_bucket(retval, country, sticky_key, bucket)
+    });
 }
 
 /// The call as a front controller makes it (one or two string arguments, the second
@@ -509,31 +540,25 @@ impl RegionRouter {
         source
     }
 
-    /// Sets `retval` to the route for `country`, from this router's reader or the shared
-    /// default one.
+    /// Sets `retval` to the answer `ask` gives from this router's reader's table or the
+    /// shared default one's (`Loaded::answer`, or `Loaded::answer_with_bucket`).
     ///
     /// The two readers are two paths, each with its own copy of `Reader::answer`: one
     /// path choosing between them made the compiler keep the lock guard's drop flag and
     /// the reader's address on the stack (ten instructions more per call, BENCHMARKS.md).
     #[inline(always)]
-    fn answer(
-        &mut self,
-        retval: &mut Zval,
-        country: &[u8],
-        sticky_key: Option<&[u8]>,
-        bucket: Option<u64>,
-    ) {
+    fn answer(&mut self, retval: &mut Zval, ask: impl Fn(&Loaded, &mut Zval) + Copy) {
         let revision = match &mut self.reader {
-            Some(reader) => reader.answer(retval, country, sticky_key, bucket),
+            Some(reader) => reader.answer(retval, ask),
             None => match DEFAULT_READER.try_lock() {
                 Some(mut shared) => match shared.as_mut() {
-                    Some(reader) => reader.answer(retval, country, sticky_key, bucket),
+                    Some(reader) => reader.answer(retval, ask),
                     None => {
                         drop(shared);
-                        answer_with_new_reader(retval, country, sticky_key, bucket)
+                        answer_with_new_reader(retval, ask)
                     }
                 },
-                None => answer_with_new_reader(retval, country, sticky_key, bucket),
+                None => answer_with_new_reader(retval, ask),
             },
         };
         self.answered = Some(revision);
@@ -574,18 +599,11 @@ pub unsafe fn unlock_after_fork() {
 /// call in a process) or another thread holds it.
 #[cold]
 #[inline(never)]
-fn answer_with_new_reader(
-    retval: &mut Zval,
-    country: &[u8],
-    sticky_key: Option<&[u8]>,
-    bucket: Option<u64>,
-) -> u64 {
+fn answer_with_new_reader(retval: &mut Zval, ask: impl Fn(&Loaded, &mut Zval) + Copy) -> u64 {
     let open = || Reader::open(registry::default_source().clone());
     match DEFAULT_READER.try_lock() {
-        Some(mut shared) => shared
-            .get_or_insert_with(open)
-            .answer(retval, country, sticky_key, bucket),
-        None => open().answer(retval, country, sticky_key, bucket),
+        Some(mut shared) => shared.get_or_insert_with(open).answer(retval, ask),
+        None => open().answer(retval, ask),
     }
 }
 
@@ -612,18 +630,12 @@ impl Reader {
         }
     }
 
-    /// Sets `retval` to the route for `country` from the source's current table; returns
-    /// the revision of that table.
+    /// Sets `retval` to the answer `ask` gives from the source's current table; returns the
+    /// revision of that table.
     #[inline(always)]
-    fn answer(
-        &mut self,
-        retval: &mut Zval,
-        country: &[u8],
-        sticky_key: Option<&[u8]>,
-        bucket: Option<u64>,
-    ) -> u64 {
+    fn answer(&mut self, retval: &mut Zval, ask: impl Fn(&Loaded, &mut Zval)) -> u64 {
         self.sync();
-        self.loaded.answer(retval, country, sticky_key, bucket);
+        ask(&self.loaded, retval);
         self.loaded.revision()
     }
 }

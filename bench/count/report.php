@@ -134,4 +134,18 @@ if ($memory !== []) {
     $added = $mean['count-on'] - $mean['routing-off'];
     printf("\nRouting with counting on adds **%s KiB** per child (target ≤ 256 KiB: %s); counting on over off: %s KiB.\n",
         $f($added, 0), $met($added, 256), ($mean['count-on'] - $mean['count-off'] >= 0 ? '+' : '') . $f($mean['count-on'] - $mean['count-off'], 0));
+    // Visitor buckets (issue 41): the same with N = 1024 and stored assignments.
+    $uss = array_column(array_filter($memory, fn ($r) => $r['variant'] === 'count-on-buckets'), 'uss_kb');
+    if ($uss !== []) {
+        $withBuckets = array_sum($uss) / count($uss) - $mean['routing-off'];
+        $runs = trim((string) @file_get_contents("$raw/bucket-snapshot.txt"));
+        printf("\n`count-on-buckets`: the same 2,500 regions with `policy/global`'s `buckets` at 1024 and every\n"
+            . "multi-origin region a stored assignment of realistic runs (`bench/count/bucket-snapshot.php`: 30 random\n"
+            . "drains, restores, sheds and weight sets reassigned from 50 each, then the value's weights; %s),\n"
+            . "the page `bench/count/bucketed.php` resolving each request's geo with a random bucket: %d children, USS mean %s KiB\n"
+            . "(%s). Routing with visitor buckets and counting on adds **%s KiB** per child (target ≤ 256 KiB: %s), %s KiB over `count-on`.\n",
+            $runs === '' ? 'runs not recorded' : preg_replace('/^bucket-snapshot: /', '', $runs),
+            count($uss), $f(array_sum($uss) / count($uss), 0), $spread($uss, 0), $f($withBuckets, 0), $met($withBuckets, 256),
+            ($withBuckets - $added >= 0 ? '+' : '') . $f($withBuckets - $added, 0));
+    }
 }
