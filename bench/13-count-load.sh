@@ -191,19 +191,27 @@ children_uss() { # SERVER ROOT VARIANT
       "/proc/$pid/smaps_rollup"
   done
 }
-for variant in routing-off count-off count-on count-on-buckets; do
+for variant in routing-off count-off count-on count-off-page count-off-buckets count-on-buckets; do
   log "2,500 regions, $variant: 8 children under wrk, then their private memory"
   page=/
   case $variant in
     routing-off) start_server "mem-$variant" 1 DW_ROUTING=off ;;
     count-off) start_server "mem-$variant" 0 ;;
     count-on) start_server "mem-$variant" 1 ;;
-    count-on-buckets)
+    count-off-page)
+      # The bucketed page on the table without buckets (its bucket is then null): the
+      # page's own cost, the control of the two below.
+      start_server "mem-$variant" 0
+      cp bench/count/bucketed.php "$STACK_DIR/mem-$variant/docroot/bucketed.php"
+      chmod a+r "$STACK_DIR/mem-$variant/docroot/bucketed.php"
+      page=/bucketed.php
+      ;;
+    count-off-buckets | count-on-buckets)
       # N = 1024 and stored assignments (bucket-snapshot.php), the table preloaded in
       # MINIT as the others; each request a random bucket: the children answer many
       # (region, origin) pairs, where a plain visitor of a geo reaches one.
       install_snapshot 2500b
-      start_server "mem-$variant" 1
+      start_server "mem-$variant" "$([[ $variant == count-on-buckets ]] && echo 1 || echo 0)"
       cp bench/count/bucketed.php "$STACK_DIR/mem-$variant/docroot/bucketed.php"
       chmod a+r "$STACK_DIR/mem-$variant/docroot/bucketed.php"
       page=/bucketed.php
