@@ -10,7 +10,10 @@
 #   3. lsphp behind OpenLiteSpeed, php/front.php under wrk: the server processes' CPU time
 #      per request, with the round-to-round spread
 #   4. private memory (USS) per lsphp child at 2,500 regions: routing off, counting off,
-#      counting on
+#      counting on, and counting on with visitor buckets (N = 1024, every multi-origin
+#      region a stored assignment of realistic runs, each request a random bucket)
+# DW_BENCH_COUNT_LOAD_MEMORY_ONLY=1 runs no round of parts 1-3 (their servers still start;
+# the report shows them as not measured): for measuring part 4 alone.
 # A bench/ plug-in (see bench/README.md): Markdown on stdout, log on stderr, raw results in
 # $DW_BENCH_RAW; DW_BENCH_REPORT_ONLY=1 renders the section again from them. Where no
 # LiteSpeed is found, parts 2-4 say so.
@@ -23,7 +26,7 @@ if [[ ${DW_BENCH_REPORT_ONLY:-0} == 1 ]]; then
 fi
 require_built_extension
 mkdir -p "$RAW"
-rm -f "$RAW"/*.jsonl "$RAW"/params.json
+rm -f "$RAW"/*.jsonl "$RAW"/params.json "$RAW"/bucket-snapshot.txt
 
 ROUNDS=5 N_CLI=20000000 N_CHILD=20000000 SECONDS_PER_RUN=4
 if [[ $QUICK == 1 ]]; then ROUNDS=2 N_CLI=5000000 N_CHILD=5000000 SECONDS_PER_RUN=2; fi
@@ -36,7 +39,10 @@ stack_init "$(mktemp -d /tmp/dw-bench-count-load.XXXXXX)"
 trap 'stack_stop; rm -rf "$STACK_DIR" "$(dirname "$STACK_SNAPSHOT")"' EXIT
 ANSWERS=$STACK_DIR/answers
 mkdir -p "$ANSWERS" && chmod 1777 "$ANSWERS"
+[[ ${DW_BENCH_COUNT_LOAD_MEMORY_ONLY:-0} == 1 ]] && ROUNDS=0
 make_snapshots 250 2500
+php bench/count/bucket-snapshot.php "$STACK_DIR/snapshot-2500.json" "$STACK_DIR/snapshot-2500b.json" 1024 30 41 \
+  2>>"$RAW/bucket-snapshot.txt"
 install_snapshot 250
 write_geos_lua
 
@@ -185,14 +191,33 @@ children_uss() { # SERVER ROOT VARIANT
       "/proc/$pid/smaps_rollup"
   done
 }
-for variant in routing-off count-off count-on; do
+for variant in routing-off count-off count-on count-off-page count-off-buckets count-on-buckets; do
   log "2,500 regions, $variant: 8 children under wrk, then their private memory"
+  page=/
   case $variant in
     routing-off) start_server "mem-$variant" 1 DW_ROUTING=off ;;
     count-off) start_server "mem-$variant" 0 ;;
     count-on) start_server "mem-$variant" 1 ;;
+    count-off-page)
+      # The bucketed page on the table without buckets (its bucket is then null): the
+      # page's own cost, the control of the two below.
+      start_server "mem-$variant" 0
+      cp bench/count/bucketed.php "$STACK_DIR/mem-$variant/docroot/bucketed.php"
+      chmod a+r "$STACK_DIR/mem-$variant/docroot/bucketed.php"
+      page=/bucketed.php
+      ;;
+    count-off-buckets | count-on-buckets)
+      # N = 1024 and stored assignments (bucket-snapshot.php), the table preloaded in
+      # MINIT as the others; each request a random bucket: the children answer many
+      # (region, origin) pairs, where a plain visitor of a geo reaches one.
+      install_snapshot 2500b
+      start_server "mem-$variant" "$([[ $variant == count-on-buckets ]] && echo 1 || echo 0)"
+      cp bench/count/bucketed.php "$STACK_DIR/mem-$variant/docroot/bucketed.php"
+      chmod a+r "$STACK_DIR/mem-$variant/docroot/bucketed.php"
+      page=/bucketed.php
+      ;;
   esac
-  wrk -t1 -c8 -d2s -s "$STACK_DIR/geos.lua" "$STACK_URL" >/dev/null
+  DW_BENCH_PATH=$page wrk -t1 -c8 -d2s -s "$STACK_DIR/geos.lua" "$STACK_URL" >/dev/null
   children_uss "$STACK_OLS_ROOT" "$variant" >>"$RAW/memory.jsonl"
   stack_stop_litespeed "$STACK_OLS_ROOT"
 done

@@ -134,4 +134,44 @@ if ($memory !== []) {
     $added = $mean['count-on'] - $mean['routing-off'];
     printf("\nRouting with counting on adds **%s KiB** per child (target ≤ 256 KiB: %s); counting on over off: %s KiB.\n",
         $f($added, 0), $met($added, 256), ($mean['count-on'] - $mean['count-off'] >= 0 ? '+' : '') . $f($mean['count-on'] - $mean['count-off'], 0));
+    // Visitor buckets (issue 41): the same with N = 1024 and stored assignments.
+    $bucketed = [];
+    foreach (['count-off-page', 'count-off-buckets', 'count-on-buckets'] as $v) {
+        $uss = array_column(array_filter($memory, fn ($r) => $r['variant'] === $v), 'uss_kb');
+        if ($uss !== []) {
+            $bucketed[$v] = $uss;
+        }
+    }
+    if ($bucketed !== []) {
+        $runs = trim((string) @file_get_contents("$raw/bucket-snapshot.txt"));
+        printf("\nWith visitor buckets: the same 2,500 regions with `policy/global`'s `buckets` at 1024 and every\n"
+            . "multi-origin region a stored assignment of realistic runs (`bench/count/bucket-snapshot.php`: 30 random\n"
+            . "drains, restores, sheds and weight sets reassigned from 50 each, then the value's weights; %s), the\n"
+            . "table preloaded in MINIT; the page `bench/count/bucketed.php` resolves each request's geo with a random\n"
+            . "bucket, so a child answers many (region, origin) pairs where a plain visitor of a geo reaches one. The\n"
+            . "mean hides children that served little: the largest child is the figure to hold to the target.\n"
+            . "`count-off-page`: that page on the table without buckets (counting off), its own cost: the control.\n\n",
+            $runs === '' ? 'runs not recorded' : preg_replace('/^bucket-snapshot: /', '', $runs));
+        echo "| variant | children | USS KiB: mean | min-max | mean over the control | largest over the control's |\n";
+        echo "|---|---|---|---|---|---|\n";
+        $control = $bucketed['count-off-page'] ?? [];
+        $cMean = $control === [] ? NAN : array_sum($control) / count($control);
+        $cMax = $control === [] ? NAN : max($control);
+        $sign = static fn (float $x): string => ($x >= 0 ? '+' : '') . $f($x, 0);
+        foreach ($bucketed as $v => $uss) {
+            $m = array_sum($uss) / count($uss);
+            printf("| %s | %d | %s | %s | %s | %s |\n", $v, count($uss), $f($m, 0), $spread($uss, 0),
+                $v === 'count-off-page' ? '' : $sign($m - $cMean), $v === 'count-off-page' ? '' : $sign(max($uss) - $cMax));
+        }
+        if (isset($bucketed['count-on-buckets']) && $control !== []) {
+            $on = $bucketed['count-on-buckets'];
+            $byBuckets = array_sum($on) / count($on) - $cMean;
+            $estimate = $mean['count-on'] - $mean['routing-off'] + max(0.0, $byBuckets);
+            printf("\nVisitor buckets with counting on add %s KiB per child over the same page without them (mean; the\n"
+                . "largest child %s KiB), so routing with buckets and counting costs at most about %s KiB per child (count-on\n"
+                . "over routing-off plus that, none taken off when negative: counting counted twice, on the safe side): target ≤ 256 KiB %s. The assignments themselves are in\n"
+                . "the table preloaded in MINIT, shared by the children.\n",
+                $sign($byBuckets), $sign(max($on) - $cMax), $f($estimate, 0), $met($estimate, 256));
+        }
+    }
 }

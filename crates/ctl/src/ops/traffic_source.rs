@@ -140,7 +140,7 @@ pub fn queries(seconds: u64) -> [String; 4] {
 /// Prometheus' answers to [`queries`].
 #[derive(Debug, Clone, Copy)]
 pub struct Answers<'a> {
-    /// Each node's answers per second by geo, sticky or not, and step.
+    /// Each node's answers per second by geo, kind and step.
     pub rows: &'a [Sample],
     /// All answers past the nodes' label bounds, per second.
     pub overflow: &'a [Sample],
@@ -185,7 +185,9 @@ pub fn judge(source: &str, answers: Answers<'_>, limits: &Limits, window: Window
         let node = sample.label("node").to_owned();
         nodes.entry(node.clone()).or_default().rows.push(AnswerRow {
             geo: sample.label("geo").to_owned(),
-            sticky: sample.label("sticky") == "true",
+            // A bucketed answer (`kind="bucket"`) reads as plain here: its place by the
+            // assignment's shares is the prediction's (issue 41).
+            sticky: sample.label("kind") == "sticky",
             node: Some(node),
             fail_open: sample.label("step") == "fail_open",
             rate: sample.value,
@@ -360,7 +362,7 @@ mod tests {
             &[
                 ("node", node),
                 ("geo", "DE"),
-                ("sticky", "true"),
+                ("kind", "sticky"),
                 ("step", "country"),
             ],
             rate,
@@ -458,10 +460,7 @@ mod tests {
     #[test]
     fn the_queries_are_in_the_order_judge_takes_them() {
         let [rows, overflow, peaks, at_start] = queries(300);
-        assert!(
-            rows.starts_with("sum by (node, geo, sticky, step)"),
-            "{rows}"
-        );
+        assert!(rows.starts_with("sum by (node, geo, kind, step)"), "{rows}");
         assert!(overflow.contains(OVERFLOW), "{overflow}");
         assert!(peaks.contains("max_over_time"), "{peaks}");
         assert!(at_start.ends_with("offset 300s)"), "{at_start}");
