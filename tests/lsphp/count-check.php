@@ -3,7 +3,7 @@
  * The check of tests/lsphp/run's `count` tests:
  * `php count-check.php BEFORE AFTER CLIENT KILLS [INFLIGHT]`.
  * BEFORE and AFTER are dw-agent's /metrics text before and after the run, CLIENT the
- * client's JSON. Per "geo origin sticky", the answers counted (after - before, summed over
+ * client's JSON. Per "geo origin sticky" (sticky: the answer's kind was sticky), the answers counted (after - before, summed over
  * step, key and shard) must equal the 200s the client saw; in all, the counted answers may
  * exceed them by at most one per child killed by SIGTERM (a request answered, then its
  * child killed before the response left) and never fall short.
@@ -26,7 +26,14 @@ function answers(string $text): array
         foreach ($pairs as [, $k, $v]) {
             $l[$k] = $v;
         }
-        $key = "{$l['geo']} {$l['origin']} {$l['sticky']}";
+        // The client says whether it sent a sticky key (true/false); the counters say the
+        // answer's kind (plain, sticky, bucket: counter layout 3).
+        $sticky = match ($l['kind'] ?? '') {
+            'sticky' => 'true',
+            'plain' => 'false',
+            default => 'kind=' . ($l['kind'] ?? '?'),
+        };
+        $key = "{$l['geo']} {$l['origin']} {$sticky}";
         $by[$key] = ($by[$key] ?? 0) + (int) $value;
     }
     return $by;
