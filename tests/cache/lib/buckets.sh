@@ -14,26 +14,26 @@
 
 echo "== cache: the vary rule takes two cookies (dw_sticky, dw_bucket)"
 two_url="$STACK_URL/t-cookie.php?two=$$"
-declare -A two_made=()
 two_cases=('' "dw_sticky=$STICKY_K" 'dw_bucket=1' "dw_sticky=$STICKY_K; dw_bucket=1" "dw_bucket=2; dw_sticky=$STICKY_K")
-for c in "${two_cases[@]}"; do
+two_stored=() two_made=()
+for i in "${!two_cases[@]}"; do
+  c=${two_cases[$i]}
   if [[ -n $c ]]; then creq "$two_url" -H "Cookie: $c"; else creq "$two_url"; fi
-  two_made[$c]="$R_CACHE $R_MADE"
+  two_stored[i]=$R_CACHE two_made[i]=$R_MADE
 done
-two_ok=1 two_seen=()
-for c in "${two_cases[@]}"; do
+two_ok=1
+for i in "${!two_cases[@]}"; do
+  c=${two_cases[$i]}
   if [[ -n $c ]]; then creq "$two_url" -H "Cookie: $c"; else creq "$two_url"; fi
-  made=${two_made[$c]#* }
-  printf '    %-36s stored %-4s then %-4s %s\n' "${c:-(no cookie)}" "${two_made[$c]%% *}" "$R_CACHE" \
-    "$([[ $R_MADE == "$made" ]] && echo 'its own copy' || echo "ANOTHER copy")"
-  [[ ${two_made[$c]%% *} == miss && $R_CACHE == hit && $R_MADE == "$made" ]] || two_ok=0
-  two_seen+=("$made")
+  printf '    %-36s stored %-4s then %-4s %s\n' "${c:-(no cookie)}" "${two_stored[i]}" "$R_CACHE" \
+    "$([[ $R_MADE == "${two_made[i]}" ]] && echo 'its own copy' || echo 'ANOTHER copy')"
+  [[ ${two_stored[i]} == miss && $R_CACHE == hit && $R_MADE == "${two_made[i]}" ]] || two_ok=0
 done
-two_distinct=$(printf '%s\n' "${two_seen[@]}" | sort -u | wc -l)
+two_distinct=$(printf '%s\n' "${two_made[@]}" | sort -u | wc -l)
 check '((two_ok && two_distinct == 5))' \
   "two cookies: 5 pages stored apart by (dw_sticky, dw_bucket), each a hit of its own copy" "$two_distinct distinct"
 creq "$two_url" -H 'Cookie: a=1'
-check '[[ $R_CACHE == hit && $R_MADE == "${two_made[]#* }" ]]' "two cookies: a=1 alone gets the cookie-less copy" "$R_CACHE"
+check '[[ $R_CACHE == hit && $R_MADE == "${two_made[0]}" ]]' "two cookies: a=1 alone gets the cookie-less copy" "$R_CACHE"
 
 # The hostile dw_bucket headers (issue 41), one per line: LABEL|HEADER[|HEADER].
 BUCKET_CASES=$(cat <<'CASES'
