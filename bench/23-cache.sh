@@ -35,7 +35,7 @@ COALESCE=10ms REPEAT=1s REPEAT_MS=1000
 STACK_SERVER=litespeed
 STACK_LSPHP_CHILDREN=8
 # What tests/cache/run gives ols-run (scripts/stack passes STACK_OLS_ARGS on).
-STACK_OLS_ARGS=(--cache --cache-vary-cookie dw_sticky
+STACK_OLS_ARGS=(--cache --cache-vary-cookie dw_sticky,dw_bucket
   --rewrite-rule 'RewriteCond %{HTTP:CF-IPCountry} ^([A-Z0-9-]{1,8})$'
   --rewrite-rule 'RewriteRule ^/?(index\.php)?$ /index.php?dw_geo=%1 [QSA,L]')
 

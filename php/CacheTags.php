@@ -26,6 +26,9 @@ final class CacheTags
         'policy/global:pick' => 'dw',
         'policy/global:chain' => 'dw:chain',
         'policy/global:continent_of' => 'dw:cont',
+        // A change of visitor buckets' N (on to on, on to off): pages a bucket decided,
+        // which php/front.php tags dw:b (off to on is sent as `all` by the agent).
+        'policy/global:buckets' => 'dw:b',
         'all' => 'dw',
     ];
 

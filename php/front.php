@@ -10,6 +10,7 @@ declare(strict_types=1);
  * headers and a one-line body:
  *
  *   X-DW-Shard, X-DW-Origin   the route
+ *   X-DW-Bucket               the visitor's bucket routed by (only with buckets on)
  *   X-DW-Revision             etcd revision of the routing table this answer came from
  *                             (answeredRevision(): a reload between resolve() and
  *                             revision() would pair one table's route with the next one's
@@ -31,8 +32,21 @@ declare(strict_types=1);
  *                             child whose parent was replaced is reparented)
  *
  * The sticky key (the pick hashes it instead of the country) comes from the X-DW-Sticky
- * header or the dw_sticky cookie (with DW_CACHE_TTL: the cookie only). Server variables
- * the web server may set:
+ * header or the dw_sticky cookie (with DW_CACHE_TTL: the cookie only).
+ *
+ * Visitor buckets (docs/routing.md, "Buckets"): when the table in use has `buckets: N`
+ * (RegionRouter::buckets() > 0; an extension without buckets() counts as off), the
+ * visitor's bucket comes from the dw_bucket cookie (php/BucketCookie.php: read from the raw
+ * Cookie header, kept only in its canonical spelling below N) and goes to resolve() beside
+ * the sticky key (a sticky key wins, then the bucket, then the country). A visitor without
+ * a valid one gets a bucket drawn uniformly and `Set-Cookie: dw_bucket=B; Max-Age=31536000;
+ * Path=/; SameSite=Lax; HttpOnly` (`; Secure` over HTTPS: the server's HTTPS variable, or
+ * X-Forwarded-Proto / CF-Visitor from an address in DW_TRUSTED_PROXIES), and that response
+ * is never cached (`X-LiteSpeed-Cache-Control: no-cache`, `Cache-Control: private,
+ * no-store`). X-DW-Bucket names the bucket routed by. With N off nothing of this runs: no
+ * cookie is read or set and the page is today's.
+ *
+ * Server variables the web server may set:
  *   DW_SNAPSHOT_PATH  a snapshot path other than ini dw_router.snapshot_path (the userland
  *                     twin has no ini entries, so a node without the extension sets it)
  *   DW_ROUTING=off    the same page without routing (the benchmarks' baseline)
@@ -50,14 +64,18 @@ declare(strict_types=1);
  *                     "Caching routed pages"). The page then routes only from what the cache
  *                     keys on: the geo from ?dw_geo= (the vhost's rewrite rule copies
  *                     CF-IPCountry there) and the sticky key from the dw_sticky cookie alone
- *                     (the cache varies on it: ols-run --cache-vary-cookie dw_sticky). It
+ *                     (the cache varies on it and on dw_bucket: ols-run
+ *                     --cache-vary-cookie dw_sticky,dw_bucket). It
  *                     sends `X-LiteSpeed-Cache-Control: public,max-age=N` and
  *                     `X-LiteSpeed-Tag: <cacheTags()>` only when dw_geo is the geo routed and
  *                     the answering table is still the one in use (and the tags fit in
  *                     8000 bytes, and DW_SUBDIVISIONS is off: the cache key has no
  *                     cf-region-code, and php/StickyCookie.php finds that the raw Cookie
  *                     header names the same dw_sticky as $_COOKIE: no `dw.sticky`,
- *                     `DW_STICKY`, duplicates, ...); else
+ *                     `DW_STICKY`, duplicates, ...), and no dw_bucket cookie is being
+ *                     set, and N did not change while the page was made; a page routed
+ *                     by a bucket (no sticky key) gets the tag `dw:b` too, which a
+ *                     change of N purges (policy/global:buckets); else
  *                     `X-LiteSpeed-Cache-Control: no-cache` (routed by the header as ever).
  *   DW_TEST_HOOKS=1   honour ?hold_ms=N (at most 1000; the e2e test keeps requests in
  *                     flight to reach every worker: held before the route is read) and
@@ -110,7 +128,17 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     // then runs no constructor call.
     $path = $server['DW_SNAPSHOT_PATH'] ?? '';
     $router = is_string($path) && $path !== '' ? new RegionRouter($path) : new RegionRouter();
-    $route = $router->resolve($country, $sticky);
+    // Visitor buckets: only when the table has N; an extension without buckets() is off.
+    $buckets = method_exists($router, 'buckets') ? $router->buckets() : 0;
+    if ($buckets > 0) {
+        require_once __DIR__ . '/BucketCookie.php';
+        $visitor = \DwRouter\BucketCookie::forRequest($server, $buckets);
+        $bucket = $visitor['bucket'];
+        $setBucket = $visitor['set_cookie'];
+        $route = $router->resolve($country, $sticky, $bucket);
+    } else {
+        $route = $router->resolve($country, $sticky);
+    }
     $revision = $router->answeredRevision();
     // The stages this node's table applies (a staged rollout's cohort), named only when
     // the table in use is the one that answered.
@@ -119,8 +147,15 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
     if ($cacheTtl > 0) {
         // With DW_SUBDIVISIONS the geo depends on cf-region-code, which the cache key
         // does not hold: a country's page would be served to its subdivisions.
+        // A page that sets dw_bucket is never stored (the cache would hand that bucket to
+        // every cookie-less visitor), nor one made while N changed (its bucket was read
+        // for the old N).
+        $bucketCacheable = !isset($setBucket) && ($buckets === 0 || $router->buckets() === $buckets);
         $tags = ($_GET['dw_geo'] ?? null) === $country && ($server['DW_SUBDIVISIONS'] ?? 'off') !== 'on' && $stickyCacheable
-            ? $router->cacheTags($country, $sticky) : null;
+            && $bucketCacheable ? $router->cacheTags($country, $sticky) : null;
+        if ($tags !== null && isset($bucket) && $sticky === null) {
+            $tags[] = 'dw:b'; // a bucket decided it: a change of N purges it
+        }
         $cacheTags = $tags !== null && $router->revision() === $revision ? implode(',', $tags) : null;
         // A response header has to stay within the server's limits (a long policy.failover
         // list of missing keys makes many tags): past 8000 bytes the page is not cached.
@@ -133,7 +168,12 @@ if ($testHooks && isset($_GET['hold_after_ms']) && is_string($_GET['hold_after_m
 }
 
 header('Content-Type: text/plain; charset=utf-8');
-if ($cacheTtl === 0) {
+if (isset($setBucket)) {
+    // The visitor's new bucket: no cache (LSCache, a CDN, the browser's) may keep this page.
+    header('Set-Cookie: ' . $setBucket, false);
+    header('Cache-Control: private, no-store');
+    header('X-LiteSpeed-Cache-Control: no-cache');
+} elseif ($cacheTtl === 0) {
     header('Cache-Control: no-store');
 } elseif (isset($cacheTags)) {
     // Stored by LiteSpeed (and purged by tag); browsers and CDNs revalidate every time.
@@ -147,6 +187,9 @@ if ($cacheTtl === 0) {
 header('X-DW-Shard: ' . $route['shard']);
 header('X-DW-Origin: ' . $route['origin']);
 header('X-DW-Revision: ' . $revision);
+if (isset($bucket)) {
+    header('X-DW-Bucket: ' . $bucket);
+}
 if ($stage !== '') {
     header('X-DW-Stage: ' . $stage);
 }

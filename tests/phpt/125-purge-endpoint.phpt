@@ -71,7 +71,7 @@ echo 'fixed: ', $call('all'), "\n";
 
 echo "-- each line kind\n";
 foreach (['region/DE', 'region/continent/EU', 'region/US-CA', 'region/x%2Cy%FF', 'policy/global:pick',
-    'policy/global:chain', 'policy/global:continent_of', 'all', "all\n", "region/DE\nregion/FR\nall\n"] as $body) {
+    'policy/global:chain', 'policy/global:continent_of', 'policy/global:buckets', 'all', "all\n", "region/DE\nregion/FR\nall\n"] as $body) {
     echo json_encode($body), ': ', $call($body), "\n";
 }
 $key123 = str_repeat('k', 123);
@@ -158,6 +158,7 @@ fixed: 200 tag=dw | purged 1 tags
 "policy\/global:pick": 200 tag=dw | purged 1 tags
 "policy\/global:chain": 200 tag=dw:chain | purged 1 tags
 "policy\/global:continent_of": 200 tag=dw:cont | purged 1 tags
+"policy\/global:buckets": 200 tag=dw:b | purged 1 tags
 "all": 200 tag=dw | purged 1 tags
 "all\n": 200 tag=dw | purged 1 tags
 "region\/DE\nregion\/FR\nall\n": 200 tag=dw:r:DE, tag=dw:m:DE, tag=dw:long, tag=dw:r:FR, tag=dw:m:FR, tag=dw | purged 6 tags

@@ -7,6 +7,9 @@
 //!   policy/global:pick           the pick mode changed            (every routed page)
 //!   policy/global:chain          default or failover changed      (pages answered by the chain)
 //!   policy/global:continent_of   continent_of changed             (pages that used the mapping)
+//!   policy/global:buckets        buckets (N) changed, on to on    (pages a visitor bucket decided)
+//!                                or on to off; off to on is `all` (pages cached while off were
+//!                                filed without a bucket: a new visitor would get no cookie)
 //!   all                          the first publication, or a change that cannot be classified
 //! ```
 //!
@@ -15,6 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use dw_routing::buckets::BucketCount;
 use dw_routing::keys::{POLICY, REGION};
 use dw_routing::{Policy, Snapshot};
 use serde_json::Value;
@@ -27,6 +31,9 @@ pub(crate) const PICK: &str = "policy/global:pick";
 pub(crate) const CHAIN: &str = "policy/global:chain";
 /// A `continent_of` change: pages whose chain consulted the mapping (`dw:cont`).
 pub(crate) const CONTINENT_OF: &str = "policy/global:continent_of";
+/// A change of visitor buckets' N that leaves or keeps them on: pages a bucket decided
+/// (`dw:b`, which php/front.php adds to a page routed by a bucket).
+pub(crate) const BUCKETS: &str = "policy/global:buckets";
 
 /// The longest encoded key a `region/` line carries (the endpoint's grammar).
 pub(crate) const MAX_LINE_KEY_BYTES: usize = 384;
@@ -43,7 +50,7 @@ const MAX_TAG_BYTES: usize = 128;
 const HEADER_NAME_BYTES: usize = "X-LiteSpeed-Purge: ".len();
 
 /// Policy fields routing reads, each with the line a change of it sends.
-const POLICY_FIELDS: [&str; 4] = ["default", "failover", "pick", "continent_of"];
+const POLICY_FIELDS: [&str; 5] = ["default", "failover", "pick", "continent_of", "buckets"];
 /// Policy fields that change with every write and change no answer: `updated`, the time
 /// dwctl stamps on each value (docs/dwctl.md). A change of it alone purges nothing.
 const POLICY_METADATA: [&str; 1] = ["updated"];
@@ -174,10 +181,27 @@ pub(crate) fn policy_lines(old: Option<&str>, new: Option<&str>) -> Vec<&'static
     if was.continent_of != is.continent_of {
         lines.push(CONTINENT_OF);
     }
+    match (buckets_of(old), buckets_of(new)) {
+        (was, is) if was == is => {}
+        // Off to on: every page cached while off was filed without a dw_bucket cookie, and
+        // LSCache would hand it to each new visitor, who would then never get a bucket.
+        (None, Some(_)) => lines.push(ALL),
+        _ => lines.push(BUCKETS),
+    }
     if other_fields(old) != other_fields(new) {
         lines.push(ALL);
     }
     lines
+}
+
+/// Visitor buckets' N as routers read the policy's `buckets` field: an integer from 2 to
+/// 1024 (`dw_routing::buckets::BucketCount`); absent, `0` or anything else is off (`None`),
+/// so a typo moves no visitor (docs/routing.md, "Buckets"). A value that is not a JSON
+/// object is the defaults: off.
+fn buckets_of(value: Option<&str>) -> Option<BucketCount> {
+    let object = value.and_then(|value| serde_json::from_str::<Value>(value).ok())?;
+    let n = object.as_object()?.get("buckets")?.as_i64()?;
+    BucketCount::new(n).ok()
 }
 
 /// The policy object without the fields routing reads (`None`: the value is not a JSON
@@ -206,6 +230,7 @@ pub(crate) fn header_bytes(line: &str) -> usize {
         None => match line {
             CHAIN => tag("dw:chain".len()),
             CONTINENT_OF => tag("dw:cont".len()),
+            BUCKETS => tag("dw:b".len()),
             _ => tag("dw".len()),
         },
     }
@@ -424,6 +449,76 @@ mod tests {
             diff(&[("policy/global", r#"{"default":"DE"}"#)], &[]),
             [CHAIN]
         );
+    }
+
+    #[test]
+    fn a_change_of_buckets_purges_the_pages_a_bucket_decided() {
+        let policy =
+            |old: &str, new: &str| diff(&[("policy/global", old)], &[("policy/global", new)]);
+        // N changed, buckets on before and after: the pages a bucket decided (dw:b).
+        assert_eq!(policy(r#"{"buckets":16}"#, r#"{"buckets":32}"#), [BUCKETS]);
+        assert_eq!(policy(r#"{"buckets":2}"#, r#"{"buckets":1024}"#), [BUCKETS]);
+        // On to off (0, absent, or a value routers read as off): the same pages.
+        for off in [
+            r#"{"buckets":0}"#,
+            "{}",
+            r#"{"buckets":1}"#,
+            r#"{"buckets":1025}"#,
+            r#"{"buckets":"16"}"#,
+            r#"{"buckets":16.0}"#,
+            "[1]",
+        ] {
+            assert_eq!(policy(r#"{"buckets":16}"#, off), [BUCKETS], "{off}");
+            // Off to on: every routed page, cached while off without a bucket.
+            assert_eq!(policy(off, r#"{"buckets":16}"#), [ALL], "{off}");
+        }
+        assert_eq!(diff(&[], &[("policy/global", r#"{"buckets":4}"#)]), [ALL]);
+        assert_eq!(
+            diff(&[("policy/global", r#"{"buckets":4}"#)], &[]),
+            [BUCKETS]
+        );
+        // Read the same: nothing (spelling, off in two spellings, invalid and absent).
+        assert!(policy(r#"{"buckets":16}"#, r#"{ "buckets" : 16 }"#).is_empty());
+        assert!(policy(r#"{"buckets":0}"#, "{}").is_empty());
+        assert!(policy(r#"{"buckets":1}"#, r#"{"buckets":0}"#).is_empty());
+        assert!(
+            policy(r#"{"buckets":16,"buckets":0}"#, "{}").is_empty(),
+            "the last wins"
+        );
+        // With another field: each line, and `buckets` is no field of tomorrow (no `all`).
+        assert_eq!(
+            policy(
+                r#"{"default":"US","buckets":16}"#,
+                r#"{"default":"GB","buckets":64}"#
+            ),
+            [BUCKETS, CHAIN]
+        );
+        assert_eq!(header_bytes(BUCKETS), "tag=dw:b, ".len());
+    }
+
+    #[test]
+    fn a_change_of_a_regions_assignment_purges_that_region() {
+        // The region's `buckets` field (its assignment, docs/routing.md) is part of its
+        // value: a change of it alone sends the region's line, as any value change does.
+        let with = |assignment: &str| {
+            DE.replace(
+                r#""shard""#,
+                &format!(r#""buckets":"{assignment}","shard""#),
+            )
+        };
+        let (a, b) = (with("0:512,1:512"), with("0:511,1:513"));
+        assert_eq!(
+            diff(
+                &[("region/DE", &a), ("region/FR", &a)],
+                &[("region/DE", &b), ("region/FR", &a)]
+            ),
+            ["region/DE"]
+        );
+        assert_eq!(
+            diff(&[("region/DE", DE)], &[("region/DE", &a)]),
+            ["region/DE"]
+        );
+        assert!(diff(&[("region/DE", &a)], &[("region/DE", &a)]).is_empty());
     }
 
     #[test]
