@@ -115,6 +115,9 @@ for mode in memo sticky bucket; do
   met() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t ? "met" : "not met") }'; }
   if [[ $mode == bucket ]]; then
     target="≤ sticky's ${ir[sticky-1]} (counting on): $(met "$on" "${ir[sticky-1]}")"
+    if [[ -n ${ir[sticky-prev]:-} ]]; then
+      target+="; ≤ the earlier build's sticky ${ir[sticky-prev]}: $(met "$on" "${ir[sticky-prev]}")"
+    fi
   elif [[ $mode == memo ]]; then
     target="≤ 8 added: $(met "$added" 8); ≤ 1.10x: $(met "$ratio" 1.10)"
   else

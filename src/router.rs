@@ -353,64 +353,62 @@ struct Call<'a> {
 
 /// Reads the call's arguments (from the frame for the common calls, with `READ_FRAME`;
 /// else parsed as the engine would) and answers it.
+///
+/// The front controller's calls (one or two arguments) take the path they took before
+/// buckets: their frame is read as it was, and nothing about a bucket is looked at; a call
+/// with a third argument is recognised only after that read declined it.
 #[inline(always)]
 fn resolve<const READ_FRAME: bool>(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), Thrown> {
-    if READ_FRAME && let Some(call) = read_frame(ex) {
-        call.answer(retval);
+    if READ_FRAME && let Some((router, country, sticky_key)) = read_frame(ex) {
+        router.answer::<false>(retval, country, sticky_key, 0);
         return Ok(());
     }
-    parse_arguments(ex)?.answer(retval);
+    answer_other_call::<READ_FRAME>(ex, retval)
+}
+
+/// A call with a bucket, or whose arguments are parsed: out of line, so that the common
+/// calls' path stays as it was.
+#[inline(never)]
+fn answer_other_call<const READ_FRAME: bool>(
+    ex: &mut ExecuteData,
+    retval: &mut Zval,
+) -> Result<(), Thrown> {
+    let call = match READ_FRAME.then(|| read_frame_with_bucket(ex)).flatten() {
+        Some(call) => call,
+        None => parse_arguments(ex)?,
+    };
+    let Call {
+        router,
+        country,
+        sticky_key,
+        bucket,
+    } = call;
+    match bucket {
+        None => router.answer::<false>(retval, country, sticky_key, 0),
+        Some(bucket) => router.answer::<true>(retval, country, sticky_key, bucket),
+    }
     Ok(())
 }
 
-impl Call<'_> {
-    /// Answers the call: without a bucket, the path as it was before buckets (the
-    /// bucket's absence costs one check); with one, a call out of line.
-    #[inline(always)]
-    fn answer(self, retval: &mut Zval) {
-        let (country, sticky_key) = (self.country, self.sticky_key);
-        match self.bucket {
-            None => self.router.answer(
-                retval,
-                #[inline(always)]
-                |loaded: &Loaded, retval: &mut Zval| loaded.answer(retval, country, sticky_key),
-            ),
-            Some(bucket) => answer_with_bucket(self.router, retval, country, sticky_key, bucket),
-        }
-    }
-}
+/// A front controller's call read from its frame: the router, the country, the sticky key.
+type FrameCall<'a> = (&'a mut RegionRouter, &'a [u8], Option<&'a [u8]>);
 
-/// A call with a bucket (`Loaded::answer_with_bucket`: a sticky key still wins).
-#[inline(never)]
-fn answer_with_bucket(
-    router: &mut RegionRouter,
-    retval: &mut Zval,
-    country: &[u8],
-    sticky_key: Option<&[u8]>,
-    bucket: u64,
-) {
-    router.answer(retval, |loaded: &Loaded, retval: &mut Zval| {
-        loaded.answer_with_bucket(retval, country, sticky_key, bucket)
-    });
-}
-
-/// The call as a front controller makes it (one or two string arguments, the second
-/// possibly null, then possibly a bucket: null or an int from 0, on a constructed
-/// router), read straight from the frame; None, having touched nothing, for any other
-/// call, which then has its arguments parsed.
+/// The router and the arguments of a call as a front controller makes it (one or two
+/// string arguments, the second possibly null, on a constructed router), read straight
+/// from the frame; None, having touched nothing, for any other call.
 #[inline(always)]
-fn read_frame(ex: &mut ExecuteData) -> Option<Call<'_>> {
+fn read_frame(ex: &mut ExecuteData) -> Option<FrameCall<'_>> {
     // SAFETY: `This.u2.num_args` is the argument count the engine set for this frame,
     // and that many argument slots follow the frame (ZEND_CALL_ARG).
-    let (country, sticky_key, bucket) = unsafe {
+    let (country, sticky_key) = unsafe {
         let num_args = ex.This.u2.num_args;
-        if !(1..=3).contains(&num_args) {
+        if num_args != 1 && num_args != 2 {
             return None;
         }
         let country = ex
             .zend_call_arg(0)
             .and_then(|arg| args::string_bytes(arg))?;
-        let sticky_key = if num_args >= 2 {
+        let sticky_key = if num_args == 2 {
             let arg = ex.zend_call_arg(1)?;
             if u32::from(arg.u1.v.type_) == IS_NULL {
                 None
@@ -420,13 +418,42 @@ fn read_frame(ex: &mut ExecuteData) -> Option<Call<'_>> {
         } else {
             None
         };
-        let bucket = if num_args == 3 {
-            args::frame_bucket(ex.zend_call_arg(2)?)?
-        } else {
+        (country, sticky_key)
+    };
+    Some((frame_router(ex)?, country, sticky_key))
+}
+
+/// A call with three arguments read from the frame: a string, a string or null, then a
+/// bucket (null or an int from 0); None, having touched nothing, for any other.
+fn read_frame_with_bucket(ex: &mut ExecuteData) -> Option<Call<'_>> {
+    // SAFETY: as in `read_frame`.
+    let (country, sticky_key, bucket) = unsafe {
+        if ex.This.u2.num_args != 3 {
+            return None;
+        }
+        let country = ex
+            .zend_call_arg(0)
+            .and_then(|arg| args::string_bytes(arg))?;
+        let arg = ex.zend_call_arg(1)?;
+        let sticky_key = if u32::from(arg.u1.v.type_) == IS_NULL {
             None
+        } else {
+            Some(args::string_bytes(arg)?)
         };
+        let bucket = args::frame_bucket(ex.zend_call_arg(2)?)?;
         (country, sticky_key, bucket)
     };
+    Some(Call {
+        router: frame_router(ex)?,
+        country,
+        sticky_key,
+        bucket,
+    })
+}
+
+/// The constructed router a method frame was called on, if it is one.
+#[inline(always)]
+fn frame_router(ex: &mut ExecuteData) -> Option<&mut RegionRouter> {
     // SAFETY: `This` of a method frame holds the object the method was called on.
     let object = unsafe {
         if u32::from(ex.This.u1.v.type_) != IS_OBJECT {
@@ -434,15 +461,9 @@ fn read_frame(ex: &mut ExecuteData) -> Option<Call<'_>> {
         }
         ex.This.value.obj.as_mut()
     };
-    let router = object
+    object
         .and_then(class_object::<RegionRouter>)
-        .and_then(|this| this.obj.as_mut())?;
-    Some(Call {
-        router,
-        country,
-        sticky_key,
-        bucket,
-    })
+        .and_then(|this| this.obj.as_mut())
 }
 
 /// The call's arguments parsed by the engine's rules, and its router; Thrown (the engine
@@ -540,25 +561,33 @@ impl RegionRouter {
         source
     }
 
-    /// Sets `retval` to the answer `ask` gives from this router's reader's table or the
-    /// shared default one's (`Loaded::answer`, or `Loaded::answer_with_bucket`).
+    /// Sets `retval` to the route for `country` from this router's reader's table or the
+    /// shared default one's: `Loaded::answer`, or with `BUCKETED` `Loaded::answer_with_bucket`
+    /// (`bucket` is read only then). Scalars, not a closure: a closure the cold paths take
+    /// is stored to the stack on the hot one (five instructions a call, measured).
     ///
     /// The two readers are two paths, each with its own copy of `Reader::answer`: one
     /// path choosing between them made the compiler keep the lock guard's drop flag and
     /// the reader's address on the stack (ten instructions more per call, BENCHMARKS.md).
     #[inline(always)]
-    fn answer(&mut self, retval: &mut Zval, ask: impl Fn(&Loaded, &mut Zval) + Copy) {
+    fn answer<const BUCKETED: bool>(
+        &mut self,
+        retval: &mut Zval,
+        country: &[u8],
+        sticky_key: Option<&[u8]>,
+        bucket: u64,
+    ) {
         let revision = match &mut self.reader {
-            Some(reader) => reader.answer(retval, ask),
+            Some(reader) => reader.answer::<BUCKETED>(retval, country, sticky_key, bucket),
             None => match DEFAULT_READER.try_lock() {
                 Some(mut shared) => match shared.as_mut() {
-                    Some(reader) => reader.answer(retval, ask),
+                    Some(reader) => reader.answer::<BUCKETED>(retval, country, sticky_key, bucket),
                     None => {
                         drop(shared);
-                        answer_with_new_reader(retval, ask)
+                        answer_with_new_reader::<BUCKETED>(retval, country, sticky_key, bucket)
                     }
                 },
-                None => answer_with_new_reader(retval, ask),
+                None => answer_with_new_reader::<BUCKETED>(retval, country, sticky_key, bucket),
             },
         };
         self.answered = Some(revision);
@@ -599,11 +628,18 @@ pub unsafe fn unlock_after_fork() {
 /// call in a process) or another thread holds it.
 #[cold]
 #[inline(never)]
-fn answer_with_new_reader(retval: &mut Zval, ask: impl Fn(&Loaded, &mut Zval) + Copy) -> u64 {
+fn answer_with_new_reader<const BUCKETED: bool>(
+    retval: &mut Zval,
+    country: &[u8],
+    sticky_key: Option<&[u8]>,
+    bucket: u64,
+) -> u64 {
     let open = || Reader::open(registry::default_source().clone());
     match DEFAULT_READER.try_lock() {
-        Some(mut shared) => shared.get_or_insert_with(open).answer(retval, ask),
-        None => open().answer(retval, ask),
+        Some(mut shared) => shared
+            .get_or_insert_with(open)
+            .answer::<BUCKETED>(retval, country, sticky_key, bucket),
+        None => open().answer::<BUCKETED>(retval, country, sticky_key, bucket),
     }
 }
 
@@ -630,12 +666,23 @@ impl Reader {
         }
     }
 
-    /// Sets `retval` to the answer `ask` gives from the source's current table; returns the
-    /// revision of that table.
+    /// Sets `retval` to the route for `country` from the source's current table (see
+    /// `RegionRouter::answer`); returns the revision of that table.
     #[inline(always)]
-    fn answer(&mut self, retval: &mut Zval, ask: impl Fn(&Loaded, &mut Zval)) -> u64 {
+    fn answer<const BUCKETED: bool>(
+        &mut self,
+        retval: &mut Zval,
+        country: &[u8],
+        sticky_key: Option<&[u8]>,
+        bucket: u64,
+    ) -> u64 {
         self.sync();
-        ask(&self.loaded, retval);
+        if BUCKETED {
+            self.loaded
+                .answer_with_bucket(retval, country, sticky_key, bucket);
+        } else {
+            self.loaded.answer(retval, country, sticky_key);
+        }
         self.loaded.revision()
     }
 }

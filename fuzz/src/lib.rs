@@ -61,6 +61,29 @@ pub fn exercise(data: &[u8]) {
             }
         }
     }
+    // Visitor buckets: a bucket picks within the region the chain gives, by its assignment,
+    // else answers as without one; the explanation agrees.
+    let bucket = data.iter().fold(0u64, |b, &byte| {
+        b.wrapping_mul(31).wrapping_add(u64::from(byte))
+    });
+    for country in [&b"US"[..], b"DE", head, data] {
+        for bucket in [0, 1, bucket % 1030, bucket] {
+            let plain = table.resolve(country, None);
+            let bucketed = table.resolve_bucketed(country, None, Some(bucket));
+            assert_eq!(
+                bucketed.map(|r| r.region_index),
+                plain.map(|r| r.region_index)
+            );
+            if !table.bucket_applies(country, bucket) {
+                assert_eq!(bucketed, plain);
+            }
+            let explained = table.explain_bucketed(country, None, Some(bucket)).route;
+            assert_eq!(
+                explained.map(|r| r.origin),
+                bucketed.map(|r| r.origin.to_owned())
+            );
+        }
+    }
     for (geo, region) in table.regions() {
         let route = table.resolve(geo.as_bytes(), Some(data));
         let route = route.unwrap_or_else(|| panic!("region {geo:?} does not answer for itself"));

@@ -28,7 +28,7 @@ function publish(string $path, int $revision, string $origin): void
     $snapshot = json_encode(['format' => 1, 'revision' => $revision, 'kvs' => [
         '/dw/routing/region/DE' => $region,
         '/dw/routing/region/X0010' => $region,
-        '/dw/routing/policy/global' => '{"default":"DE"}',
+        '/dw/routing/policy/global' => '{"default":"DE","buckets":8}',
     ]]);
     file_put_contents("$path.tmp", $snapshot);
     rename("$path.tmp", $path);
@@ -55,6 +55,18 @@ for ($i = 0; $i < 300; $i++) {
         $router->resolve('X0010');
         $router->resolve('ZZ', "visitor-$i");
         $router->resolve(str_repeat("\xff", $i % 40));
+        // Visitor buckets: from the frame (an int, null), past N, sticky first; a negative
+        // one is parsed and refused (a ValueError).
+        $router->resolve('DE', null, $i % 8);
+        $router->resolve('DE', null, null);
+        $router->resolve('X0010', bucket: 3);
+        $router->resolve('ZZ', null, 8 + $i);
+        $router->resolve('DE', "visitor-$i", $i % 8);
+        try {
+            $router->resolve('DE', null, -1 - $i);
+            check(false, 'a negative bucket is refused');
+        } catch (ValueError) {
+        }
     }
     // Default routers (the ini path is unset here, so they fail open): bare and not.
     $bare = new RegionRouter();
