@@ -50,6 +50,10 @@ pub struct OriginMemory {
     pub last_direction: Option<Direction>,
     /// How many times an action went the other way from the one before.
     pub direction_changes: u32,
+    /// The last time a due action found nothing that fits, and why: tried again only
+    /// `min_interval` later (a plan costs the routing core's evaluation of every
+    /// candidate).
+    pub last_hold: Option<(u64, HoldReason)>,
 }
 
 /// What the autopilot remembers between evaluations (lost on a restart or a takeover,
@@ -84,6 +88,11 @@ impl Memory {
         entry.last_action = Some(now);
         entry.over = 0;
         entry.low_since = None;
+        entry.last_hold = None;
+    }
+
+    fn held(&mut self, now: u64, origin: &str, reason: &HoldReason) {
+        self.origins.entry(origin.to_owned()).or_default().last_hold = Some((now, reason.clone()));
     }
 }
 
@@ -357,6 +366,11 @@ pub fn assess(
                         origin: origin.clone(),
                         reason: HoldReason::MinInterval,
                     });
+                } else if let Some(reason) = recently_held(entry, now, settings) {
+                    assessment.holds.push(Hold {
+                        origin: origin.clone(),
+                        reason,
+                    });
                 } else {
                     assessment.due.push((origin.clone(), Due::Relieve, figures));
                 }
@@ -367,9 +381,27 @@ pub fn assess(
                 .is_some_and(|since| now >= since + settings.restore_after)
             && !cooling
         {
-            assessment
-                .due
-                .push((origin.clone(), Due::GiveBack, figures));
+            match recently_held(entry, now, settings) {
+                Some(reason) => assessment.holds.push(Hold {
+                    origin: origin.clone(),
+                    reason,
+                }),
+                None => assessment
+                    .due
+                    .push((origin.clone(), Due::GiveBack, figures)),
+            }
+        }
+    }
+    // The per-minute cap, against the answers the origins measured: when it is spent
+    // nothing is due (and no plan is made).
+    let fleet: f64 = measured.values().sum();
+    let budget = settings.max_moved_per_minute * fleet - memory.moved_within(now);
+    if budget <= 0.0 {
+        for (origin, _, _) in assessment.due.drain(..) {
+            assessment.holds.push(Hold {
+                origin,
+                reason: HoldReason::RateCap,
+            });
         }
     }
     // Reliefs first, the most utilised first; then give backs, the least utilised first.
@@ -384,6 +416,16 @@ pub fn assess(
             .then(a.0.cmp(&b.0))
     });
     assessment
+}
+
+/// The reason an origin's last due action found nothing that fits, while that is less
+/// than `min_interval` ago.
+fn recently_held(entry: &OriginMemory, now: u64, settings: &Settings) -> Option<HoldReason> {
+    entry
+        .last_hold
+        .as_ref()
+        .filter(|(at, _)| now < at + settings.min_interval)
+        .map(|(_, reason)| reason.clone())
 }
 
 /// What [`plan`] reads: the table the fleet runs and the window's answer rates, with the
@@ -418,6 +460,14 @@ pub fn plan(
     }
     let now = world.now;
     let budget = settings.max_moved_per_minute * reading.loads.total - memory.moved_within(now);
+    // An origin another source holds a record on (drained by health, rebalance or a
+    // person) never receives: it has no capacity as far as a relief is concerned.
+    let receivers: BTreeMap<String, f64> = world
+        .capacities
+        .iter()
+        .filter(|(name, _)| !matches!(world.records.get(*name), Some(RecordOf::Other(_))))
+        .map(|(name, capacity)| (name.clone(), *capacity))
+        .collect();
     let no_home = BTreeSet::new();
     for (origin, due, figures) in assessment.due {
         if decision.action.is_some() {
@@ -452,21 +502,42 @@ pub fn plan(
                     want,
                     tiers: &order.tiers,
                     by_region: &by_region,
-                    capacities: world.capacities,
+                    capacities: &receivers,
                     limit: world.headroom,
                 };
                 let mut kind = ActionKind::Relieve;
                 let mut relief = plan_relief(reading.table, reading.traffic, reading.loads, &ask)?;
-                if relief.is_none() {
+                // No relief within the receivers' targets, or only part of one: every
+                // origin with room is over target. Receivers up to the ceiling, never
+                // above the origin's own utilisation now (the highest utilisation only
+                // falls), when that moves more.
+                let partial = relief
+                    .as_ref()
+                    .is_none_or(|relief| relief.moved < 0.9 * want);
+                if partial {
                     decision.fleet_over_target = true;
-                    // Receivers up to the ceiling, never above the origin's own
-                    // utilisation now: the highest utilisation only falls.
                     let utilisation = reading.loads.of(&origin) / figures.capacity;
+                    let at_target = ask.limit;
                     ask.limit = settings.ceiling.min(utilisation);
-                    kind = ActionKind::RelieveAtCeiling;
-                    relief = plan_relief(reading.table, reading.traffic, reading.loads, &ask)?;
+                    let higher = if ask.limit > at_target {
+                        plan_relief(reading.table, reading.traffic, reading.loads, &ask)?
+                    } else {
+                        None
+                    };
+                    match (&relief, higher) {
+                        (Some(found), Some(higher)) if higher.moved <= found.moved => {
+                            ask.limit = at_target;
+                        }
+                        (_, Some(higher)) => {
+                            kind = ActionKind::RelieveAtCeiling;
+                            relief = Some(higher);
+                        }
+                        (Some(_), None) => ask.limit = at_target,
+                        (None, None) => {}
+                    }
                 }
                 let Some(relief) = relief else {
+                    memory.held(now, &origin, &HoldReason::NoRoom);
                     decision.holds.push(Hold {
                         origin,
                         reason: HoldReason::NoRoom,
@@ -511,7 +582,10 @@ pub fn plan(
                             skipped_staged: Vec::new(),
                         });
                     }
-                    Err(reason) => decision.holds.push(Hold { origin, reason }),
+                    Err(reason) => {
+                        memory.held(now, &origin, &reason);
+                        decision.holds.push(Hold { origin, reason });
+                    }
                 }
             }
         }
