@@ -1,0 +1,205 @@
+//! `dwctl autopilot` as real processes against a real etcd, its rates from a traffic file
+//! (the Prometheus path is `read_traffic`'s, tested with the capacity guard): a relief
+//! written with source `autopilot` and its figures, a dry run that writes nothing, one
+//! leader and a standby that takes over within the lease TTL, a hold on another source's
+//! record, and fail static on a missing source.
+
+use std::time::{Duration, Instant};
+
+use crate::common::daemon::Daemon;
+use crate::common::{CONTROL, Etcd, drain_key, eventually, listed_weights, region_key, seed};
+
+const DE: &str = r#"{"shard":"eu","origins":["a","b"],"weight":{"a":50,"b":50}}"#;
+const EU: &str = r#"{"shard":"eu","origins":["a","b","c"],"weight":{"a":2,"b":1,"c":1}}"#;
+const FR: &str = r#"{"shard":"eu","origins":["a","c"],"weight":{"a":50,"c":50}}"#;
+
+/// a: 500 (DE) + 500 (AT through the EU bucket) = 1,000/s against a target of 800.
+const BUSY: &str = r#"{"geos":{"DE":{"sticky":1000},"AT":{"sticky":1000}}}"#;
+/// a: 250 + 250 = 500/s: under target.
+const CALM: &str = r#"{"geos":{"DE":{"sticky":500},"AT":{"sticky":500}}}"#;
+
+async fn fleet(traffic: &str) -> (Etcd, String) {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE), ("continent/EU", EU), ("FR", FR)]).await;
+    for (origin, capacity) in [("a", "1000"), ("b", "2000"), ("c", "2000")] {
+        assert_eq!(
+            etcd.dwctl(&["origin", "capacity", origin, capacity]).code,
+            0
+        );
+    }
+    let path = etcd.data_dir.join("traffic.json");
+    std::fs::write(&path, traffic).expect("traffic file");
+    let path = path.display().to_string();
+    (etcd, path)
+}
+
+fn autopilot(etcd: &Etcd, name: &str, traffic: &str, extra: &[&str]) -> Daemon {
+    let mut args = vec![
+        "autopilot",
+        "--traffic",
+        traffic,
+        "--interval",
+        "0.5",
+        "--lease-ttl",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    Daemon::start(etcd, name, &args)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_over_target_is_relieved_with_an_audited_autopilot_record() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let daemon = autopilot(&etcd, "autopilot", &traffic, &[]);
+    let record = eventually(Duration::from_secs(20), "a relieved", || async {
+        etcd.get_json(&drain_key("a")).await
+    })
+    .await;
+    assert_eq!(record["source"], "autopilot", "{record}");
+    let step = &record["shed"]["steps"][0];
+    assert_eq!(step["source"], "autopilot");
+    let reason = step["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("a measured 1000.0/s, target 800.0/s"),
+        "{reason}"
+    );
+    assert!(reason.contains("predicted"), "{reason}");
+    // The least harmed first: the EU bucket's share moved, DE (a country's key) kept.
+    let eu = etcd.get_json(&region_key("continent/EU")).await.unwrap();
+    let a_share = listed_weights(&eu)
+        .iter()
+        .find(|(name, _)| name == "a")
+        .map_or(0, |(_, weight)| *weight);
+    assert!(a_share < 500, "a's share of the bucket fell: {eu}");
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()),
+        [("a".to_owned(), 50), ("b".to_owned(), 50)]
+    );
+    // The write is fenced on the leader key, which this instance holds.
+    assert!(
+        etcd.get(&format!("{CONTROL}autopilot/leader"))
+            .await
+            .is_some()
+    );
+    assert!(daemon.log().contains("acted: revision"), "{}", daemon.log());
+    // What the record shows in `dwctl history`.
+    let run = etcd.dwctl(&["history", "region/continent/EU"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(daemon.terminate().await, 0);
+    assert!(
+        etcd.get(&format!("{CONTROL}autopilot/leader"))
+            .await
+            .is_none(),
+        "resigning revokes the lease"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_logs_its_decision_and_writes_nothing() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let before = etcd.revision().await;
+    let daemon = autopilot(&etcd, "dry", &traffic, &["--dry-run"]);
+    eventually(Duration::from_secs(20), "a decision logged", || async {
+        daemon
+            .log()
+            .contains("would-act: dry run: autopilot relieve")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        daemon.log().contains("a measured 1000.0/s"),
+        "{}",
+        daemon.log()
+    );
+    assert_eq!(
+        etcd.revision().await,
+        before,
+        "nothing written, not even a leader key"
+    );
+    assert!(
+        etcd.dump(CONTROL)
+            .await
+            .iter()
+            .all(|(key, _)| !key.contains("autopilot"))
+    );
+    assert_eq!(daemon.terminate().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_leads_and_a_standby_takes_over_within_the_ttl() {
+    let (etcd, traffic) = fleet(CALM).await;
+    let first = autopilot(&etcd, "first", &traffic, &[]);
+    eventually(Duration::from_secs(20), "first leads", || async {
+        first.log().contains("leading:").then_some(())
+    })
+    .await;
+    let second = autopilot(&etcd, "second", &traffic, &[]);
+    // Several evaluations later, the second still stands by.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!second.log().contains("leading:"), "{}", second.log());
+    let (holder, _) = etcd
+        .get(&format!("{CONTROL}autopilot/leader"))
+        .await
+        .unwrap();
+    first.sigkill().await;
+    let killed = Instant::now();
+    eventually(Duration::from_secs(10), "second takes over", || async {
+        second.log().contains("leading:").then_some(())
+    })
+    .await;
+    // The TTL (2 s) and one evaluation (0.5 s), with a margin for a loaded machine.
+    assert!(
+        killed.elapsed() <= Duration::from_secs(5),
+        "{:?}",
+        killed.elapsed()
+    );
+    let (now, _) = etcd
+        .get(&format!("{CONTROL}autopilot/leader"))
+        .await
+        .unwrap();
+    assert_ne!(holder, now, "another instance holds the key");
+    // Nothing was over target: neither wrote a record.
+    assert!(etcd.get(&drain_key("a")).await.is_none());
+    assert_eq!(second.terminate().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sources_record_holds_and_a_missing_source_moves_nothing() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    // A person drained a from FR: a record of source cli.
+    let run = etcd.dwctl(&["drain", "a", "--region", "FR", "--reason", "maintenance"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let eu_before = etcd.get(&region_key("continent/EU")).await.unwrap();
+    let daemon = autopilot(&etcd, "held", &traffic, &[]);
+    eventually(Duration::from_secs(20), "a held", || async {
+        daemon
+            .log()
+            .contains("a (a record of source cli is on it)")
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        etcd.get(&region_key("continent/EU")).await.unwrap(),
+        eu_before
+    );
+    assert_eq!(daemon.terminate().await, 0);
+
+    // Fail static: no traffic file, nothing moves, the hold is logged.
+    let run = etcd.dwctl(&["restore", "a"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let missing = etcd.data_dir.join("gone.json").display().to_string();
+    let before = etcd.get(&region_key("continent/EU")).await.unwrap();
+    let blind = autopilot(&etcd, "blind", &missing, &[]);
+    eventually(Duration::from_secs(20), "held for the source", || async {
+        blind
+            .log()
+            .contains("the rate source is unusable")
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(etcd.get(&region_key("continent/EU")).await.unwrap(), before);
+    assert!(etcd.get(&drain_key("a")).await.is_none());
+    assert_eq!(blind.terminate().await, 0);
+}
