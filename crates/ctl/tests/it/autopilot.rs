@@ -82,9 +82,23 @@ async fn an_origin_over_target_is_relieved_with_an_audited_autopilot_record() {
             .is_some()
     );
     assert!(daemon.log().contains("acted: revision"), "{}", daemon.log());
-    // What the record shows in `dwctl history`.
-    let run = etcd.dwctl(&["history", "region/continent/EU"]);
+    // What `dwctl history` of the record and `dwctl origin list` show: the action, who
+    // made it and its figures.
+    let run = etcd.dwctl(&["history", &drain_key("a")]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("autopilot relieve: a measured 1000.0/s"),
+        "{}",
+        run.stdout
+    );
+    let run = etcd.dwctl(&["origin", "list"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("by autopilot: autopilot relieve"),
+        "{}",
+        run.stdout
+    );
     assert_eq!(daemon.terminate().await, 0);
     assert!(
         etcd.get(&format!("{CONTROL}autopilot/leader"))
