@@ -40,7 +40,7 @@ pub mod write;
 use crate::Error;
 
 /// The drain records' and sheds' source of the autopilot's actions.
-pub const SOURCE_AUTOPILOT: &str = "autopilot";
+pub use crate::drain_record::SOURCE_AUTOPILOT;
 
 /// The law's settings, each with its default (docs/autopilot.md says why each).
 #[derive(Debug, Clone, PartialEq)]

@@ -38,14 +38,19 @@ pub fn records_of(state: &State) -> BTreeMap<String, RecordOf> {
                 continue;
             }
         };
-        let other = std::iter::once(record.source.as_str())
-            .chain(
-                record
-                    .shed
-                    .iter()
-                    .flat_map(|shed| shed.steps.iter().map(|step| step.source.as_str())),
-            )
-            .find(|source| *source != SOURCE_AUTOPILOT);
+        // A record another source wrote to (a health drain over the autopilot's shed,
+        // a person's shed step) is theirs until records are kept per source.
+        let other = (!record.autopilot_only()).then(|| {
+            std::iter::once(record.source.as_str())
+                .chain(
+                    record
+                        .shed
+                        .iter()
+                        .flat_map(|shed| shed.steps.iter().map(|step| step.source.as_str())),
+                )
+                .find(|source| *source != SOURCE_AUTOPILOT)
+                .unwrap_or("mixed")
+        });
         let value = match other {
             Some(source) => RecordOf::Other(source.to_owned()),
             None => RecordOf::Own(
@@ -298,5 +303,69 @@ mod tests {
             plan_action(&held, &relief(), &read, &AUTHOR),
             Err(Error::Diverged(_))
         ));
+    }
+
+    #[test]
+    fn the_autopilots_records_do_not_count_toward_healths_fleet_limit() {
+        use crate::drain::{DrainRequest, FleetLimit, fleet_limit_counts, plan_drain};
+        let mut state = state();
+        state.regions.insert(
+            "FR".into(),
+            Entry {
+                raw: br#"{"shard":"eu","origins":["a","c"],"weight":{"a":50,"c":50}}"#.to_vec(),
+                mod_revision: 9,
+            },
+        );
+        let read = BTreeMap::from([("DE".to_owned(), 7)]);
+        let ours = plan_action(&state, &relief(), &read, &AUTHOR).unwrap();
+        let record = ours.drains["a"].as_ref().unwrap().clone();
+        assert!(record.autopilot_only());
+        state.drains.insert(
+            "a".into(),
+            Entry {
+                raw: record.encode().into_bytes(),
+                mod_revision: 10,
+            },
+        );
+        assert!(fleet_limit_counts(&state).is_empty());
+        // health may drain c although a holds a record and only one of three may be out.
+        let drain = DrainRequest {
+            origin: "c".into(),
+            regions: Vec::new(),
+            reason: "health-check".into(),
+            source: "health".into(),
+            by: "health".into(),
+            at: "2026-12-06T00:00:00Z".into(),
+            force: false,
+            skip_emptying: true,
+            fleet_limit: Some(FleetLimit {
+                origins: ["a", "b", "c"]
+                    .iter()
+                    .map(|name| (*name).to_owned())
+                    .collect(),
+                max_drained: 1,
+            }),
+        };
+        plan_drain(&state, &drain).expect("the autopilot's shed does not count");
+
+        // health drains a over the autopilot's shed: the record is not the autopilot's
+        // any more (it must not give a dead origin's load back), and it counts.
+        let over = DrainRequest {
+            origin: "a".into(),
+            fleet_limit: None,
+            ..drain
+        };
+        let drained = plan_drain(&state, &over).unwrap();
+        let merged = drained.drains["a"].as_ref().unwrap();
+        assert!(!merged.autopilot_only());
+        state.drains.insert(
+            "a".into(),
+            Entry {
+                raw: merged.encode().into_bytes(),
+                mod_revision: 11,
+            },
+        );
+        assert!(matches!(records_of(&state)["a"], RecordOf::Other(_)));
+        assert_eq!(fleet_limit_counts(&state), ["a"]);
     }
 }
