@@ -1,12 +1,16 @@
 //! `dwctl autopilot` as real processes against a real etcd, its rates from a traffic file
-//! (the Prometheus path is `read_traffic`'s, tested with the capacity guard): a relief
-//! written with source `autopilot` and its figures, a dry run that writes nothing, one
-//! leader and a standby that takes over within the lease TTL, a hold on another source's
-//! record, and fail static on a missing source.
+//! or from a fake Prometheus (`common::prometheus`, answering the autopilot's own PromQL):
+//! a relief written with source `autopilot` and its figures, a dry run that writes
+//! nothing, one leader and a standby that takes over within the lease TTL, a hold on
+//! another source's record, fail static on a missing source and on a Prometheus that does
+//! not answer (with the metric the alert reads), and a node with forged counts left out.
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::common::daemon::Daemon;
+use crate::common::prometheus::{FakeNode, fake_prometheus};
 use crate::common::{CONTROL, Etcd, drain_key, eventually, listed_weights, region_key, seed};
 
 const DE: &str = r#"{"shard":"eu","origins":["a","b"],"weight":{"a":50,"b":50}}"#;
@@ -216,4 +220,146 @@ async fn another_sources_record_holds_and_a_missing_source_moves_nothing() {
     assert_eq!(etcd.get(&region_key("continent/EU")).await.unwrap(), before);
     assert!(etcd.get(&drain_key("a")).await.is_none());
     assert_eq!(blind.terminate().await, 0);
+}
+
+/// One GET of the autopilot's metrics port: the body.
+fn scrape(addr: &str) -> String {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("response");
+    response
+}
+
+/// The address the daemon says it serves its metrics on.
+fn metrics_addr(log: &str) -> Option<String> {
+    let start = log.find("autopilot metrics at http://")? + "autopilot metrics at http://".len();
+    let rest = &log[start..];
+    Some(rest[..rest.find("/metrics")?].to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prometheus_that_does_not_answer_holds_and_says_so_on_metrics() {
+    let (etcd, _) = fleet(BUSY).await;
+    let before = etcd.get(&region_key("continent/EU")).await.unwrap();
+    // A closed port: Prometheus is down.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let daemon = Daemon::start(
+        &etcd,
+        "blind",
+        &[
+            "autopilot",
+            "--prometheus",
+            &dead,
+            "--interval",
+            "0.5",
+            "--lease-ttl",
+            "2",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+    );
+    eventually(Duration::from_secs(20), "held for the source", || async {
+        daemon
+            .log()
+            .contains("the rate source is unusable")
+            .then_some(())
+    })
+    .await;
+    let addr = metrics_addr(&daemon.log()).expect("the metrics address logged");
+    let body = eventually(
+        Duration::from_secs(10),
+        "metrics say blind and leading",
+        || async {
+            let body = scrape(&addr);
+            (body.contains("dwctl_autopilot_source_usable 0")
+                && body.contains("dwctl_autopilot_leader 1")
+                && body.contains("dwctl_autopilot_holds_total{reason=\"source_unusable\"}"))
+            .then_some(body)
+        },
+    )
+    .await;
+    assert!(body.contains("dwctl_autopilot_dry_run 0"), "{body}");
+    assert_eq!(etcd.get(&region_key("continent/EU")).await.unwrap(), before);
+    assert!(etcd.get(&drain_key("a")).await.is_none());
+    assert_eq!(daemon.terminate().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_forged_counts_is_left_out_and_nothing_acts_on_them() {
+    let (etcd, _) = fleet(CALM).await;
+    // edge-1 answers 300/s of DE and of AT: a carries 300/s, under its target of 800.
+    // edge-2 claims 1,500/s of DE (a would carry 1,050/s), above a per-node ceiling of
+    // 1,000/s that edge-1 stays under.
+    let honest = FakeNode {
+        node: "edge-1",
+        rows: vec![("DE", true, "300"), ("AT", true, "300")],
+        peak: Some("600"),
+        at_start: true,
+    };
+    let forged = FakeNode {
+        node: "edge-2",
+        rows: vec![("DE", true, "1500")],
+        peak: Some("1500"),
+        at_start: true,
+    };
+    let prometheus = fake_prometheus(vec![honest, forged]).await;
+    let args = |ceiling: &'static str| {
+        vec![
+            "autopilot".to_owned(),
+            "--prometheus".into(),
+            prometheus.clone(),
+            "--interval".into(),
+            "0.5".into(),
+            "--lease-ttl".into(),
+            "2".into(),
+            "--node-ceiling".into(),
+            ceiling.into(),
+        ]
+    };
+    let leaving_out = args("1000");
+    let daemon = Daemon::start(
+        &etcd,
+        "ceiling",
+        &leaving_out.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    eventually(Duration::from_secs(20), "leading", || async {
+        daemon.log().contains("leading:").then_some(())
+    })
+    .await;
+    // Eight evaluations: --for 2 would have acted on edge-2's counts long ago.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        etcd.get(&drain_key("a")).await.is_none(),
+        "{}",
+        daemon.log()
+    );
+    assert!(!daemon.log().contains("acted:"), "{}", daemon.log());
+    assert_eq!(daemon.terminate().await, 0);
+
+    // The same counts believed (a ceiling above them): a relief. So the test above could
+    // have failed.
+    let believing = args("1000000");
+    let control = Daemon::start(
+        &etcd,
+        "trusting",
+        &believing.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let record = eventually(
+        Duration::from_secs(20),
+        "a relieved on the forged counts",
+        || async { etcd.get_json(&drain_key("a")).await },
+    )
+    .await;
+    assert_eq!(record["source"], "autopilot");
+    assert_eq!(control.terminate().await, 0);
 }
