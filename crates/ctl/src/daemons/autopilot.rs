@@ -37,7 +37,7 @@ use crate::plan::prediction::table;
 use crate::plan::stage::open_stages;
 use crate::shutdown::Shutdown;
 use dw_etcd::EtcdOptions;
-use election::{Campaign, leader_key};
+use election::Campaign;
 use metrics::Metrics;
 
 /// What `dwctl autopilot` runs with.
@@ -96,7 +96,7 @@ pub async fn run(
         ),
         json!({"dry_run": config.dry_run, "interval_seconds": config.interval.as_secs_f64()}),
     );
-    let key = leader_key(&config.layout.control);
+    let key = config.layout.autopilot_leader();
     let mut client: Option<Client> = None;
     let mut campaign: Option<Campaign> = None;
     let mut memory = Memory::default();

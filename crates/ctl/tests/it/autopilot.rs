@@ -363,3 +363,43 @@ async fn a_node_with_forged_counts_is_left_out_and_nothing_acts_on_them() {
     assert_eq!(record["source"], "autopilot");
     assert_eq!(control.terminate().await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dw_autopilot_role_is_enough_to_lead_and_act() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let passwords = etcd.data_dir.join("passwords");
+    std::fs::create_dir(&passwords).unwrap();
+    let dir = format!("--password-dir={}", passwords.display());
+    let made = etcd.dwctl(&["auth", "--apply", &dir]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let mut admin = etcd.client().await;
+    admin.user_add("root", "root-pw", None).await.unwrap();
+    admin.user_grant_role("root", "root").await.unwrap();
+    admin.auth_enable().await.unwrap();
+    let password = format!(
+        "--password-file={}",
+        passwords.join("dw-autopilot.password").display()
+    );
+    let daemon = Daemon::start(
+        &etcd,
+        "as-role",
+        &[
+            "--user=dw-autopilot",
+            &password,
+            "autopilot",
+            "--traffic",
+            &traffic,
+            "--interval",
+            "0.5",
+            "--lease-ttl",
+            "2",
+        ],
+    );
+    eventually(
+        Duration::from_secs(30),
+        "a relieved as dw-autopilot",
+        || async { daemon.log().contains("acted: revision").then_some(()) },
+    )
+    .await;
+    assert_eq!(daemon.terminate().await, 0);
+}

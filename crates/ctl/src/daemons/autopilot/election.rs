@@ -1,4 +1,5 @@
-//! One active autopilot: a leader key held on a lease (`<control>autopilot/leader`).
+//! One active autopilot: a leader key held on a lease (`<control>autopilot/leader`,
+//! `Layout::autopilot_leader`).
 //!
 //! Each instance grants itself a lease of `ttl` seconds and keeps it alive every `ttl / 3`;
 //! it leads when a transaction creates the leader key on that lease (compare: the key's
@@ -17,11 +18,6 @@ use etcd_client::{
 
 use crate::error::Error;
 use crate::ops::commit::Fence;
-
-/// The leader key under the control prefix.
-pub fn leader_key(control: &str) -> String {
-    format!("{control}autopilot/leader")
-}
 
 /// An instance's lease and, while it leads, its fence.
 pub struct Campaign {
