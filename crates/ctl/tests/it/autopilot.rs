@@ -403,3 +403,48 @@ async fn the_dw_autopilot_role_is_enough_to_lead_and_act() {
     .await;
     assert_eq!(daemon.terminate().await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_load_falls_the_configured_weights_come_back() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let eu_before = etcd.get_json(&region_key("continent/EU")).await.unwrap();
+    let daemon = autopilot(
+        &etcd,
+        "give-back",
+        &traffic,
+        // The cap at the whole fleet: with 10 % (the default), the relief's 200/s would
+        // spend the minute's budget of the calmer fleet, and the give back would wait.
+        &[
+            "--restore-after",
+            "2",
+            "--min-interval",
+            "1",
+            "--max-moved-per-minute",
+            "1",
+        ],
+    );
+    eventually(Duration::from_secs(20), "a relieved", || async {
+        etcd.get_json(&drain_key("a")).await
+    })
+    .await;
+    // The load falls (the file is read at every evaluation): under 70 % of target.
+    std::fs::write(&traffic, CALM).unwrap();
+    let fell = Instant::now();
+    eventually(Duration::from_secs(20), "a's shed given back", || async {
+        etcd.get_json(&drain_key("a")).await.is_none().then_some(())
+    })
+    .await;
+    // --restore-after 2 s, then one evaluation: well within the bound waited.
+    assert!(fell.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("continent/EU")).await.unwrap()),
+        listed_weights(&eu_before),
+        "the configured weights are back"
+    );
+    assert!(
+        daemon.log().contains("autopilot give back all"),
+        "{}",
+        daemon.log()
+    );
+    assert_eq!(daemon.terminate().await, 0);
+}
