@@ -306,10 +306,12 @@ async fn evaluate(
         Ok(traffic) => {
             let loads = measure(&fleet, traffic);
             for (origin, load) in &loads.origins {
-                if let Some(capacity) = capacities.get(origin)
-                    && *load > capacity * world.headroom
-                {
-                    metrics.overloaded(origin, config.interval.as_secs_f64());
+                if let Some(capacity) = capacities.get(origin) {
+                    let target = capacity * world.headroom;
+                    metrics.measured(origin, *load, target, *capacity);
+                    if *load > target {
+                        metrics.overloaded(origin, config.interval.as_secs_f64());
+                    }
                 }
             }
             decide(

@@ -289,6 +289,10 @@ async fn a_prometheus_that_does_not_answer_holds_and_says_so_on_metrics() {
     )
     .await;
     assert!(body.contains("dwctl_autopilot_dry_run 0"), "{body}");
+    assert!(
+        !body.contains("dwctl_autopilot_origin_load{"),
+        "no load without a source"
+    );
     assert_eq!(etcd.get(&region_key("continent/EU")).await.unwrap(), before);
     assert!(etcd.get(&drain_key("a")).await.is_none());
     assert_eq!(daemon.terminate().await, 0);

@@ -55,6 +55,12 @@ pub struct Metrics {
     pub last_evaluation: Gauge<f64, AtomicU64>,
     /// `dwctl_autopilot_dry_run`.
     pub dry_run: Gauge<i64, AtomicI64>,
+    /// `dwctl_autopilot_origin_load{origin}`: measured load at the last evaluation.
+    pub origin_load: Family<Labels, Gauge<f64, AtomicU64>>,
+    /// `dwctl_autopilot_origin_target{origin}`: headroom × capacity.
+    pub origin_target: Family<Labels, Gauge<f64, AtomicU64>>,
+    /// `dwctl_autopilot_origin_capacity{origin}`.
+    pub origin_capacity: Family<Labels, Gauge<f64, AtomicU64>>,
     origins_seen: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
@@ -71,6 +77,24 @@ impl Metrics {
         let fleet_over_target = Gauge::default();
         let last_evaluation = Gauge::<f64, AtomicU64>::default();
         let dry_run = Gauge::<i64, AtomicI64>::default();
+        let origin_load = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+        let origin_target = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+        let origin_capacity = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "dwctl_autopilot_origin_load",
+            "Each origin's measured load at the last evaluation, answers per second",
+            origin_load.clone(),
+        );
+        registry.register(
+            "dwctl_autopilot_origin_target",
+            "Each origin's target (headroom x capacity), answers per second",
+            origin_target.clone(),
+        );
+        registry.register(
+            "dwctl_autopilot_origin_capacity",
+            "Each origin's capacity, answers per second",
+            origin_capacity.clone(),
+        );
         registry.register(
             "dwctl_autopilot_decisions",
             "Actions decided, by kind (relieve, relieve_at_ceiling, give_back_step, give_back_all)",
@@ -127,24 +151,44 @@ impl Metrics {
             fleet_over_target,
             last_evaluation,
             dry_run,
+            origin_load,
+            origin_target,
+            origin_capacity,
             origins_seen: Arc::default(),
         }
     }
 
-    /// Adds `seconds` to `origin`'s overload-seconds (within [`MAX_ORIGIN_SERIES`]).
-    pub fn overloaded(&self, origin: &str, seconds: f64) {
+    /// Whether `origin` may have series (the first [`MAX_ORIGIN_SERIES`] origins seen).
+    fn admitted(&self, origin: &str) -> bool {
         let Ok(mut seen) = self.origins_seen.lock() else {
-            return;
+            return false;
         };
         if !seen.contains(origin) {
             if seen.len() >= MAX_ORIGIN_SERIES {
-                return;
+                return false;
             }
             seen.insert(origin.to_owned());
         }
-        self.overload_seconds
-            .get_or_create(&vec![("origin".to_owned(), origin.to_owned())])
-            .inc_by(seconds);
+        true
+    }
+
+    /// Adds `seconds` to `origin`'s overload-seconds (within [`MAX_ORIGIN_SERIES`]).
+    pub fn overloaded(&self, origin: &str, seconds: f64) {
+        if self.admitted(origin) {
+            self.overload_seconds
+                .get_or_create(&Metrics::label("origin", origin))
+                .inc_by(seconds);
+        }
+    }
+
+    /// `origin`'s measured load, target and capacity (within [`MAX_ORIGIN_SERIES`]).
+    pub fn measured(&self, origin: &str, load: f64, target: f64, capacity: f64) {
+        if self.admitted(origin) {
+            let labels = Metrics::label("origin", origin);
+            self.origin_load.get_or_create(&labels).set(load);
+            self.origin_target.get_or_create(&labels).set(target);
+            self.origin_capacity.get_or_create(&labels).set(capacity);
+        }
     }
 
     /// One label's series of a family.
