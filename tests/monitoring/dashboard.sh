@@ -5,7 +5,8 @@
 # The traffic panels read dw_router_answers_total: until the nodes count answers (issue 29's
 # counting half), a FIXTURE target (tests/traffic-ops/fixture.php under `php -S`, known
 # rates, the two agents' node ids) serves them in job dw-agent; Prometheus loads the rules
-# file, so the recording rule the top-k panel reads has values.
+# file, so the recording rule the top-k panel reads has values. A dry-run dwctl autopilot
+# (its rates from a traffic file) serves the autopilot panel's series in job dw-autopilot.
 DASHBOARD=packaging/monitoring/dw-router-dashboard.json
 # shellcheck source=scripts/stack
 source scripts/stack
@@ -21,7 +22,7 @@ fi
 stack_init "$(mktemp -d /tmp/dw-monitoring.XXXXXX)" "$(mktemp -d /tmp/dw-monitoring-snap.XXXXXX)/a1/routing.json" || return 0
 dashboard_stop() {
   local name
-  for name in prometheus fixture exporter agent2 agent1 etcd; do stack_kill "$name" TERM; done
+  for name in prometheus fixture autopilot exporter agent2 agent1 etcd; do stack_kill "$name" TERM; done
   rm -rf "$STACK_DIR" "$(dirname "$(dirname "$STACK_SNAPSHOT")")"
 }
 trap dashboard_stop EXIT
@@ -33,15 +34,21 @@ dashboard_agent() { # NAME SNAPSHOT METRICS_ADDR
     --node-id "mon-$1" --backoff-initial 50ms --backoff-max 1s --heartbeat-interval 1s
 }
 dashboard_setup() {
-  local p1 p2 p3 p4 p5
+  local p1 p2 p3 p4 p5 p6
   stack_start_etcd || return 1
   p1=$(stack_free_port) && p2=$(stack_free_port) && p3=$(stack_free_port) && p4=$(stack_free_port) &&
-    p5=$(stack_free_port) || return 1
+    p5=$(stack_free_port) && p6=$(stack_free_port) || return 1
   AGENTS="127.0.0.1:$p1 127.0.0.1:$p2" EXPORTER=127.0.0.1:$p3 PROMETHEUS=http://127.0.0.1:$p4
   stack_dwctl apply examples/routing.json >"$STACK_DIR/logs/apply.log" 2>&1 || return 1
   dashboard_agent agent1 "$STACK_SNAPSHOT" "127.0.0.1:$p1"
   dashboard_agent agent2 "$(dirname "$(dirname "$STACK_SNAPSHOT")")/a2/routing.json" "127.0.0.1:$p2"
   stack_spawn exporter "$STACK_DWCTL" --endpoints "$STACK_ETCD" status --serve "$EXPORTER" --interval 0.5
+  # dwctl autopilot (a dry run, its rates from a file): the autopilot panel's series.
+  printf '{"geos":{"DE":{"sticky":10},"AT":{"sticky":5}}}\n' >"$STACK_DIR/traffic.json"
+  stack_dwctl origin capacity fra-a 20 >>"$STACK_DIR/logs/apply.log" 2>&1 &&
+    stack_dwctl origin capacity fra-b 20 >>"$STACK_DIR/logs/apply.log" 2>&1 || return 1
+  stack_spawn autopilot "$STACK_DWCTL" --endpoints "$STACK_ETCD" autopilot --dry-run \
+    --traffic "$STACK_DIR/traffic.json" --interval 1 --metrics "127.0.0.1:$p6"
   DW_FIXTURE_T0=$(date +%s.%N) DW_FIXTURE_NODES="mon-agent1 mon-agent2" \
     stack_spawn fixture php -S "127.0.0.1:$p5" tests/traffic-ops/fixture.php
   cat >"$STACK_DIR/prometheus.yml" <<YAML
@@ -52,6 +59,8 @@ scrape_configs:
     static_configs: [{targets: [127.0.0.1:$p1, 127.0.0.1:$p2, 127.0.0.1:$p5]}]
   - job_name: dw-fleet
     static_configs: [{targets: ["$EXPORTER"]}]
+  - job_name: dw-autopilot
+    static_configs: [{targets: ["127.0.0.1:$p6"]}]
 YAML
   stack_spawn prometheus prometheus --config.file "$STACK_DIR/prometheus.yml" \
     --storage.tsdb.path "$STACK_DIR/prometheus" --web.listen-address "127.0.0.1:$p4" --log.level warn
@@ -78,7 +87,8 @@ fi
 # (rate() and increase() need two in their window).
 if stack_until "4 targets up" prom_at_least 'count(up{job=~"dw-agent|dw-fleet"} == 1)' 4 &&
   stack_until "2 nodes current" prom_at_least 'max(dw_fleet_nodes{status="current"})' 2 &&
-  stack_until "5 s of samples" prom_at_least 'min(count_over_time(up[10s]))' 5; then
+  stack_until "5 s of samples" prom_at_least 'min(count_over_time(up[10s]))' 5 &&
+  stack_until "the autopilot's loads" prom_at_least 'count(dwctl_autopilot_origin_load)' 2; then
   check "dashboard: Prometheus scrapes 2 agents and the fleet exporter" true
   php tests/monitoring/dashboard.php "$DASHBOARD" "$PROMETHEUS" 10s >"$STACK_DIR/dashboard.out" 2>&1
   cat "$STACK_DIR/dashboard.out"
@@ -89,12 +99,12 @@ else
   check "dashboard: Prometheus scrapes 2 agents and the fleet exporter" false
   # What the summary shows first: the wait that gave up is above (stack: gave up ...), then
   # which processes are gone (one that could not bind its port exits at once).
-  for name in etcd agent1 agent2 exporter fixture prometheus; do
+  for name in etcd agent1 agent2 exporter autopilot fixture prometheus; do
     stack_alive "$name" || echo "  FAIL dashboard: $name is not running (logs/$name.log)"
   done
   echo "       up: $(prom_value 'count(up == 1)') of $(prom_value 'count(up)') targets," \
     "current nodes: $(prom_value 'max(dw_fleet_nodes{status="current"})')"
-  for log in prometheus exporter agent1 agent2 fixture etcd; do tail -n 12 "$STACK_DIR/logs/$log.log"; done
+  for log in prometheus exporter autopilot agent1 agent2 fixture etcd; do tail -n 12 "$STACK_DIR/logs/$log.log"; done
 fi
 # php/status.php on a real agent's heartbeat (the userland twin: php -n): 200 while the
 # agent watches, 503 once etcd is gone (the agent's heartbeat says stale within a second).

@@ -240,7 +240,7 @@ fn extra_sections(name: &str) -> Vec<(&'static str, Vec<String>)> {
                 "FILES",
                 lines(&[
                     "/etc/default/dwctl  the units' environment (a commented conffile)",
-                    "/usr/lib/systemd/system/dwctl-rebalance.service, dwctl-health.service, dwctl-origin@.service, dwctl-fleet-exporter.service  the units, installed disabled",
+                    "/usr/lib/systemd/system/dwctl-rebalance.service, dwctl-health.service, dwctl-autopilot.service, dwctl-origin@.service, dwctl-fleet-exporter.service  the units, installed disabled",
                     "/usr/share/doc/dwctl/dwctl.md  the guide; routing.md (the format of regions and policy) beside it",
                     "/usr/share/doc/dwctl/examples/  routing.json, routing.toml (for dwctl apply), prometheus.yml",
                     "/usr/share/doc/dwctl/monitoring/  the alerting rules and the Grafana dashboard",

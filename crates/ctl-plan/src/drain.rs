@@ -181,7 +181,7 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
     }
     if let Some(limit) = &request.fleet_limit {
         limit.admit(
-            state.drains.keys(),
+            &fleet_limit_counts(state),
             origin,
             existing.is_some(),
             LimitedChange::Drain,
@@ -194,6 +194,25 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
     record.settle_schema();
     changes.drains.insert(origin.to_string(), Some(record));
     Ok(changes)
+}
+
+/// The origins whose drain records count toward a fleet limit (`health`'s
+/// `--max-drained-fraction`): every record but one wholly the autopilot's
+/// ([`DrainRecord::autopilot_only`]), so that load the autopilot moved never refuses a
+/// dead origin's drain. A malformed record counts.
+pub fn fleet_limit_counts(state: &State) -> Vec<String> {
+    state
+        .drains
+        .keys()
+        .filter(|origin| {
+            !state
+                .drain_record(origin)
+                .ok()
+                .flatten()
+                .is_some_and(|record| record.autopilot_only())
+        })
+        .cloned()
+        .collect()
 }
 
 /// Plans the reversal of `origin`'s drain. With `only_source`, a drain made by another

@@ -42,6 +42,8 @@ pub const SOURCE_CLI: &str = "cli";
 pub const SOURCE_REBALANCE: &str = "rebalance";
 /// Who drained: `dwctl health`, after failed probes.
 pub const SOURCE_HEALTH: &str = "health";
+/// Who shed: `dwctl autopilot`, from the measured load (issue 42, docs/autopilot.md).
+pub const SOURCE_AUTOPILOT: &str = "autopilot";
 
 /// The schema of a drain's record (a record with a shed in it is
 /// [`crate::shed_record::SHED_RECORD_SCHEMA`], the newest this dwctl reads).
@@ -180,6 +182,20 @@ impl DrainRecord {
             })
             .map(|(geo, _)| geo.clone())
             .collect()
+    }
+
+    /// Wholly the autopilot's: the record's source and every shed step's are `autopilot`,
+    /// and every region in it is shed, none drained. Only such a record is the
+    /// autopilot's to give back, and it does not count toward `health`'s fleet limit.
+    pub fn autopilot_only(&self) -> bool {
+        let steps_ours = self.shed.as_ref().is_some_and(|shed| {
+            shed.steps
+                .iter()
+                .all(|step| step.source == SOURCE_AUTOPILOT)
+        });
+        self.source == SOURCE_AUTOPILOT
+            && steps_ours
+            && self.shed_regions().len() == self.regions.len()
     }
 
     /// Sets the schema the record is written in: without shed regions the `shed` field

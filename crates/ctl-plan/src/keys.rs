@@ -130,6 +130,10 @@ impl Layout {
     pub fn capacity(&self, origin: &str) -> String {
         format!("{}{CAPACITY}{origin}", self.control)
     }
+    /// The autopilot's leader key (`dwctl autopilot`'s election, docs/autopilot.md).
+    pub fn autopilot_leader(&self) -> String {
+        format!("{}autopilot/leader", self.control)
+    }
     pub fn capacity_headroom(&self) -> String {
         format!("{}{CAPACITY_HEADROOM}", self.control)
     }

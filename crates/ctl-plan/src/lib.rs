@@ -67,6 +67,7 @@
 
 pub mod answer_shares;
 pub mod apply;
+pub mod autopilot;
 pub mod capacity;
 pub mod capacity_change;
 pub mod clock;

@@ -258,6 +258,14 @@ pub fn wanted_roles(
         "dwctl health".into(),
         automation(false),
     ));
+    // The autopilot writes what health writes, and its leader key.
+    let mut autopilot = automation(false);
+    autopilot.push(Grant::exact(ReadWrite, &layout.autopilot_leader()));
+    roles.push(role(
+        "dw-autopilot".into(),
+        "dwctl autopilot".into(),
+        autopilot,
+    ));
     roles.push(role(
         "dw-operator".into(),
         "dwctl for people: every command but auth".into(),
@@ -419,7 +427,7 @@ mod tests {
         let many: Vec<String> = (0..MAX_NAMES).map(|i| format!("n{i}")).collect();
         assert_eq!(
             wanted_roles(&layout(), &many, &[]).unwrap().len(),
-            MAX_NAMES + 4
+            MAX_NAMES + 5
         );
         let too_many: Vec<String> = (0..=MAX_NAMES).map(|i| format!("n{i}")).collect();
         let refused = wanted_roles(&layout(), &too_many, &[]).unwrap_err();

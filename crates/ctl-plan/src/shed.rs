@@ -109,7 +109,7 @@ pub fn plan_shed(
     }
     if let Some(limit) = &drain.fleet_limit {
         limit.admit(
-            state.drains.keys(),
+            &crate::drain::fleet_limit_counts(state),
             origin,
             existing.is_some(),
             LimitedChange::Shed,

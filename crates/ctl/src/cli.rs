@@ -14,6 +14,7 @@ use crate::plan::keys::Layout;
 use auth::AUTH_HELP;
 
 mod auth;
+mod autopilot;
 mod endpoints;
 mod output_format;
 pub(crate) mod rollout;
@@ -22,6 +23,7 @@ mod traffic;
 
 use crate::plan::wait::{Wait, parse_wait};
 pub use auth::AuthArgs;
+pub use autopilot::AutopilotArgs;
 pub use endpoints::EndpointsSource;
 pub use stage::{CohortArgs, StageCommand};
 pub use traffic::{PredictArgs, PrometheusArgs, TrafficArgs, TrafficSourceArgs};
@@ -268,6 +270,21 @@ Examples:
   dwctl health --probe fra-a=http://10.1.0.1/healthz --probe fra-b=http://10.1.0.2/healthz
   dwctl health --probe fra-a=http://10.1.0.1/healthz --on-fail shed:50 --traffic t.json")]
     Health(HealthArgs),
+    /// Long-running: relieve origins measured over target within seconds, give the load
+    /// back when it falls (load feedback from the counted answers).
+    #[command(after_help = "\
+Every --interval the answer rates of a short --window (Prometheus, or --traffic FILE) are \
+read with the state; an origin measured above its target (headroom x capacity) for --for \
+evaluations is shed, least harmed traffic first, onto origins that stay within their \
+targets; a relieved origin below --low-watermark of target for --restore-after gets its \
+shed back in steps. One instance acts (a leader key on a --lease-ttl lease); every write is \
+fenced on it and recorded with source `autopilot`. A missing or implausible source moves \
+nothing. --dry-run logs each decision and writes nothing. /usr/share/doc/dwctl/autopilot.md
+
+Examples:
+  dwctl autopilot --prometheus http://127.0.0.1:9090 --dry-run
+  dwctl autopilot --prometheus http://127.0.0.1:9090 --metrics 127.0.0.1:9467")]
+    Autopilot(AutopilotArgs),
     /// The etcd roles and users each component needs (least privilege); --apply makes them.
     #[command(after_help = AUTH_HELP)]
     Auth(AuthArgs),
@@ -602,6 +619,7 @@ impl Command {
             Command::Origin(OriginCommand::Register { .. })
                 | Command::Rebalance(_)
                 | Command::Health(_)
+                | Command::Autopilot(_)
                 | Command::Rollout(_)
         ) || matches!(self, Command::Status(args) if args.serve.is_some())
     }

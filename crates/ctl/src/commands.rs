@@ -5,6 +5,7 @@
 
 mod apply;
 mod auth;
+mod autopilot;
 mod capacity;
 mod drain;
 mod health;
@@ -90,6 +91,7 @@ async fn run_one(
         Command::Rebalance(args) => rebalance::command(context, args, shutdown).await,
         Command::Auth(args) => auth::run(context, args).await,
         Command::Health(args) => health::command(context, args, shutdown).await,
+        Command::Autopilot(args) => autopilot::command(context, args, shutdown).await,
         Command::History(args) => history::history(context, &args.etcd_key).await,
         Command::Route(args) => route::run(context, args).await,
         Command::Traffic(args) => traffic::run(context, args).await,

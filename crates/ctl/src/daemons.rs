@@ -4,6 +4,7 @@
 //! ([`sessions`]). Each is a library function the thin command calls; they read and write
 //! through `crate::ops`.
 
+pub(crate) mod autopilot;
 pub(crate) mod exporter;
 pub(crate) mod health;
 pub(crate) mod origin;

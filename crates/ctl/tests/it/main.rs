@@ -5,6 +5,7 @@
 mod common;
 
 mod auth_daemons;
+mod autopilot;
 mod bad_data;
 mod capacity;
 mod commands;

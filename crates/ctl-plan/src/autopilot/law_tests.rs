@@ -1,0 +1,397 @@
+//! The control law's table tests: each rule of the law on a small fleet.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dw_capacity::{RegionEdit, Traffic};
+use dw_routing::Table;
+
+use super::Settings;
+use super::harm::Harm;
+use super::law::{
+    ActionKind, Decision, Direction, HoldReason, Memory, Reading, RecordOf, World, decide, measure,
+};
+
+fn table(kvs: &[(&str, &str)]) -> Table {
+    let mut members: Vec<String> = kvs
+        .iter()
+        .map(|(geo, value)| {
+            format!(
+                "{}:{}",
+                serde_json::to_string(&format!("/dw/routing/region/{geo}")).unwrap(),
+                serde_json::to_string(value).unwrap()
+            )
+        })
+        .collect();
+    members.push(r#""/dw/routing/policy/global":"{\"pick\":\"rendezvous\"}""#.to_owned());
+    let text = format!(
+        r#"{{"format":1,"revision":1,"prefix":"/dw/routing/","kvs":{{{}}}}}"#,
+        members.join(",")
+    );
+    Table::parse(text.as_bytes()).unwrap()
+}
+
+fn traffic(geos: &[(&str, f64)]) -> Traffic {
+    let body: Vec<String> = geos
+        .iter()
+        .map(|(geo, rate)| format!("\"{geo}\":{{\"sticky\":{rate}}}"))
+        .collect();
+    Traffic::parse(format!("{{\"geos\":{{{}}}}}", body.join(",")).as_bytes()).unwrap()
+}
+
+fn caps(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs
+        .iter()
+        .map(|(name, cap)| ((*name).to_owned(), *cap))
+        .collect()
+}
+
+/// The fleet: `a` serves DE (home), FR and the EU bucket, `b` and `c` share them.
+fn fleet() -> Table {
+    table(&[
+        (
+            "DE",
+            r#"{"shard":"eu","origins":["a","b"],"weight":{"a":1,"b":1}}"#,
+        ),
+        (
+            "FR",
+            r#"{"shard":"eu","origins":["a","c"],"weight":{"a":1,"c":1}}"#,
+        ),
+        (
+            "continent/EU",
+            r#"{"shard":"eu","origins":["a","b","c"],"weight":{"a":2,"b":1,"c":1}}"#,
+        ),
+    ])
+}
+
+struct Run {
+    settings: Settings,
+    memory: Memory,
+    capacities: BTreeMap<String, f64>,
+    records: BTreeMap<String, RecordOf>,
+    staged: BTreeSet<String>,
+    homes: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Run {
+    fn new(capacities: &[(&str, f64)]) -> Run {
+        Run {
+            settings: Settings::default(),
+            memory: Memory::default(),
+            capacities: caps(capacities),
+            records: BTreeMap::new(),
+            staged: BTreeSet::new(),
+            homes: BTreeMap::new(),
+        }
+    }
+
+    fn eval(&mut self, now: u64, table: &Table, traffic: Result<&Traffic, &str>) -> Decision {
+        let world = World {
+            now,
+            capacities: &self.capacities,
+            headroom: 0.8,
+            records: &self.records,
+            staged: &self.staged,
+            homes: &self.homes,
+        };
+        match traffic {
+            Ok(traffic) => {
+                let loads = measure(table, traffic);
+                decide(
+                    &self.settings,
+                    &mut self.memory,
+                    &world,
+                    Ok(Reading {
+                        table,
+                        traffic,
+                        loads: &loads,
+                    }),
+                )
+                .unwrap()
+            }
+            Err(why) => decide(
+                &self.settings,
+                &mut self.memory,
+                &world,
+                Err(why.to_owned()),
+            )
+            .unwrap(),
+        }
+    }
+}
+
+/// DE 400, FR 400, EU 800 answers/s, all sticky: a gets 200 + 200 + 400 = 800.
+fn busy() -> Traffic {
+    traffic(&[("DE", 400.0), ("FR", 400.0), ("AT", 800.0)])
+}
+
+fn reasons(decision: &Decision) -> Vec<(&str, &'static str)> {
+    decision
+        .holds
+        .iter()
+        .map(|hold| (hold.origin.as_str(), hold.reason.label()))
+        .collect()
+}
+
+#[test]
+fn a_relief_waits_for_its_streak_then_brings_the_origin_under_target_minus_band() {
+    let table = fleet();
+    let traffic = busy();
+    let mut run = Run::new(&[("a", 900.0), ("b", 1000.0), ("c", 1000.0)]);
+    // a: 800/s against a target of 720: over.
+    let first = run.eval(0, &table, Ok(&traffic));
+    assert_eq!(first.over_target, ["a"]);
+    assert!(first.action.is_none(), "one evaluation over is not --for 2");
+    let second = run.eval(2, &table, Ok(&traffic));
+    let action = second.action.expect("relieved on the second evaluation");
+    assert_eq!(action.kind, ActionKind::Relieve);
+    let goal = 720.0 * 0.95;
+    assert!(action.predicted <= 720.0, "{}", action.predicted);
+    assert!(
+        (action.predicted - goal).abs() < 0.02 * 720.0,
+        "{} vs {goal}",
+        action.predicted
+    );
+    assert!(
+        action.moved <= 800.0 - goal + 0.02 * 720.0,
+        "no more than wanted: {}",
+        action.moved
+    );
+    // Least harm first: the EU bucket, never DE (a's home here? not yet) before it.
+    assert_eq!(action.harms, [Harm::Shared]);
+    assert!(action.edits.iter().all(|edit| edit.geo == "continent/EU"));
+    for (name, _, after) in &action.changed {
+        assert!(
+            *after <= 0.8 * run.capacities[name] + 1e-9 || name == "a",
+            "{name} {after}"
+        );
+    }
+    assert!(
+        action.reason().contains("measured 800.0/s, target 720.0/s"),
+        "{}",
+        action.reason()
+    );
+    assert_eq!(
+        run.memory.origins["a"].last_direction,
+        Some(Direction::Down)
+    );
+}
+
+#[test]
+fn home_geos_move_last() {
+    let table = fleet();
+    let traffic = busy();
+    let mut run = Run::new(&[("a", 500.0), ("b", 2000.0), ("c", 2000.0)]);
+    run.homes
+        .insert("a".into(), BTreeSet::from(["DE".to_owned()]));
+    run.settings.max_moved_per_minute = 1.0;
+    run.eval(0, &table, Ok(&traffic));
+    let action = run.eval(2, &table, Ok(&traffic)).action.unwrap();
+    // 800 → 380 needs more than the bucket's 400: FR (own key) next, DE (home) last.
+    assert_eq!(action.harms, [Harm::Shared, Harm::OwnKey]);
+    assert!(!action.edits.iter().any(|edit| edit.geo == "DE"));
+}
+
+#[test]
+fn fail_static_an_unusable_source_moves_nothing_and_no_streak() {
+    let table = fleet();
+    let traffic = busy();
+    let mut run = Run::new(&[("a", 900.0), ("b", 1000.0), ("c", 1000.0)]);
+    run.eval(0, &table, Ok(&traffic));
+    let held = run.eval(2, &table, Err("Prometheus did not answer"));
+    assert!(held.action.is_none());
+    assert_eq!(reasons(&held), [("", "source_unusable")]);
+    assert_eq!(run.memory.origins["a"].over, 1, "the streak did not move");
+    assert!(run.eval(4, &table, Ok(&traffic)).action.is_some());
+}
+
+#[test]
+fn another_sources_record_holds_the_origin() {
+    let table = fleet();
+    let traffic = busy();
+    let mut run = Run::new(&[("a", 900.0), ("b", 1000.0), ("c", 1000.0)]);
+    run.records
+        .insert("a".into(), RecordOf::Other("cli".into()));
+    run.eval(0, &table, Ok(&traffic));
+    let decision = run.eval(2, &table, Ok(&traffic));
+    assert!(decision.action.is_none());
+    assert_eq!(reasons(&decision), [("a", "other_source")]);
+    assert_eq!(
+        decision.holds[0].reason,
+        HoldReason::OtherSource("cli".into())
+    );
+}
+
+#[test]
+fn min_interval_and_the_per_minute_cap_hold() {
+    let table = fleet();
+    let traffic = busy();
+    let mut run = Run::new(&[("a", 900.0), ("b", 1000.0), ("c", 1000.0)]);
+    run.settings.min_interval = 30;
+    run.eval(0, &table, Ok(&traffic));
+    assert!(run.eval(2, &table, Ok(&traffic)).action.is_some());
+    // The table is not changed here, so a is still over: held by the interval.
+    run.eval(4, &table, Ok(&traffic));
+    let cooling = run.eval(31, &table, Ok(&traffic));
+    assert_eq!(reasons(&cooling), [("a", "min_interval")]);
+    // At 32 the interval is over, but the cap (10 % of 1,600/s = 160/s a minute) was
+    // spent by the first relief's 116/s only in part: the second is cut to what is left.
+    let capped = run.eval(32, &table, Ok(&traffic));
+    let action = capped.action.expect("the rest of the cap");
+    assert!(action.moved <= 160.0 - 116.0 + 1.0, "{}", action.moved);
+    // Spent: the next one (its streak built again, its interval set aside) waits for
+    // the window.
+    run.eval(34, &table, Ok(&traffic));
+    run.memory.origins.get_mut("a").unwrap().last_action = Some(0);
+    let spent = run.eval(36, &table, Ok(&traffic));
+    assert_eq!(reasons(&spent), [("a", "rate_cap")]);
+}
+
+#[test]
+fn a_staged_region_is_skipped_and_reported() {
+    let table = fleet();
+    let traffic = busy();
+    let mut run = Run::new(&[("a", 900.0), ("b", 1000.0), ("c", 1000.0)]);
+    run.staged.insert("continent/EU".into());
+    run.eval(0, &table, Ok(&traffic));
+    let decision = run.eval(2, &table, Ok(&traffic));
+    assert_eq!(decision.skipped_staged["a"], ["continent/EU"]);
+    let action = decision.action.unwrap();
+    assert!(action.edits.iter().all(|edit| edit.geo != "continent/EU"));
+    assert!(
+        action
+            .reason()
+            .contains("staged regions skipped: continent/EU")
+    );
+}
+
+#[test]
+fn everyone_over_target_moves_only_what_lowers_the_highest_utilisation() {
+    let table = fleet();
+    let traffic = busy();
+    // a: 800 of 900 (0.89); b: 400 of 480 (0.83), c: 400 of 480 (0.83): all over 0.8.
+    let mut run = Run::new(&[("a", 900.0), ("b", 480.0), ("c", 480.0)]);
+    run.eval(0, &table, Ok(&traffic));
+    let decision = run.eval(2, &table, Ok(&traffic));
+    assert!(decision.fleet_over_target);
+    let action = decision.action.expect("a relief up to the ceiling");
+    assert_eq!(action.kind, ActionKind::RelieveAtCeiling);
+    let before_max = 800.0 / 900.0;
+    let after_max = action
+        .changed
+        .iter()
+        .map(|(name, _, after)| after / run.capacities[name])
+        .fold(0.0, f64::max);
+    assert!(after_max < before_max, "{after_max} < {before_max}");
+    assert!(after_max <= 0.9 + 1e-9);
+    // With b and c above the ceiling already, nothing moves: not off a (0.94), and not
+    // off b or c (0.91) onto the other or a.
+    let mut full = Run::new(&[("a", 850.0), ("b", 440.0), ("c", 440.0)]);
+    full.eval(0, &table, Ok(&traffic));
+    let none = full.eval(2, &table, Ok(&traffic));
+    assert!(none.fleet_over_target && none.action.is_none());
+    assert_eq!(
+        reasons(&none),
+        [("a", "no_room"), ("b", "no_room"), ("c", "no_room")]
+    );
+}
+
+fn edit(geo: &str, weights: &[(&str, u32)]) -> RegionEdit {
+    RegionEdit {
+        geo: geo.into(),
+        shard: "eu".into(),
+        origins: weights.iter().map(|(name, _)| (*name).to_owned()).collect(),
+        weight: weights
+            .iter()
+            .map(|(name, w)| ((*name).to_owned(), *w))
+            .collect(),
+    }
+}
+
+#[test]
+fn give_back_after_the_low_watermark_whole_or_a_step_or_hold() {
+    // a was shed to 100/1000 of the bucket by the autopilot (its record: 2:1:1 before).
+    let shed = table(&[
+        (
+            "DE",
+            r#"{"shard":"eu","origins":["a","b"],"weight":{"a":1,"b":1}}"#,
+        ),
+        (
+            "continent/EU",
+            r#"{"shard":"eu","origins":["a","b","c"],"weight":{"a":100,"b":450,"c":450}}"#,
+        ),
+    ]);
+    let before = vec![edit("continent/EU", &[("a", 2), ("b", 1), ("c", 1)])];
+    let quiet = traffic(&[("DE", 100.0), ("AT", 200.0)]);
+    let mut run = Run::new(&[("a", 1000.0), ("b", 1000.0), ("c", 1000.0)]);
+    run.settings.max_moved_per_minute = 1.0;
+    run.records
+        .insert("a".into(), RecordOf::Own(before.clone()));
+    assert!(run.eval(0, &shed, Ok(&quiet)).action.is_none());
+    assert!(
+        run.eval(599, &shed, Ok(&quiet)).action.is_none(),
+        "not for 10 min yet"
+    );
+    let all = run.eval(600, &shed, Ok(&quiet)).action.expect("given back");
+    assert_eq!(all.kind, ActionKind::GiveBackAll);
+    assert_eq!(all.edits, before);
+
+    // Busier: the whole would put a over target × 0.95 (a: 50 + 1000 × 0.5 = 550 vs
+    // 760), so only... every figure: a now 50 + 2,000 × 0.1 = 250 < 0.7 × 800 = 560.
+    let busier = traffic(&[("DE", 100.0), ("AT", 2000.0)]);
+    let mut step = Run::new(&[("a", 1000.0), ("b", 2000.0), ("c", 2000.0)]);
+    step.settings.max_moved_per_minute = 1.0;
+    step.records
+        .insert("a".into(), RecordOf::Own(before.clone()));
+    step.eval(0, &shed, Ok(&busier));
+    let part = step
+        .eval(600, &shed, Ok(&busier))
+        .action
+        .expect("a step back");
+    assert_eq!(part.kind, ActionKind::GiveBackStep);
+    assert!(part.predicted <= 800.0, "{}", part.predicted);
+    assert_eq!(step.memory.origins["a"].last_direction, Some(Direction::Up));
+
+    // Busiest: even a quarter would overload a.
+    let busiest = traffic(&[("DE", 100.0), ("AT", 5000.0)]);
+    let mut hold = Run::new(&[("a", 1300.0), ("b", 9000.0), ("c", 9000.0)]);
+    hold.settings.max_moved_per_minute = 1.0;
+    hold.records.insert("a".into(), RecordOf::Own(before));
+    hold.eval(0, &shed, Ok(&busiest));
+    let held = hold.eval(600, &shed, Ok(&busiest));
+    assert!(held.action.is_none());
+    assert_eq!(reasons(&held), [("a", "give_back_would_overload")]);
+}
+
+#[test]
+fn direction_changes_are_counted() {
+    let mut memory = Memory::default();
+    let table = fleet();
+    let traffic = busy();
+    let capacities = caps(&[("a", 900.0), ("b", 1000.0), ("c", 1000.0)]);
+    let (records, staged, homes) = (BTreeMap::new(), BTreeSet::new(), BTreeMap::new());
+    let settings = Settings::default();
+    for now in [0, 2] {
+        let world = World {
+            now,
+            capacities: &capacities,
+            headroom: 0.8,
+            records: &records,
+            staged: &staged,
+            homes: &homes,
+        };
+        let loads = measure(&table, &traffic);
+        decide(
+            &settings,
+            &mut memory,
+            &world,
+            Ok(Reading {
+                table: &table,
+                traffic: &traffic,
+                loads: &loads,
+            }),
+        )
+        .unwrap();
+    }
+    assert_eq!(memory.origins["a"].direction_changes, 0);
+    assert_eq!(memory.origins["a"].last_direction, Some(Direction::Down));
+}

@@ -1,0 +1,454 @@
+//! `dwctl autopilot` as real processes against a real etcd, its rates from a traffic file
+//! or from a fake Prometheus (`common::prometheus`, answering the autopilot's own PromQL):
+//! a relief written with source `autopilot` and its figures, a dry run that writes
+//! nothing, one leader and a standby that takes over within the lease TTL, a hold on
+//! another source's record, fail static on a missing source and on a Prometheus that does
+//! not answer (with the metric the alert reads), and a node with forged counts left out.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::common::daemon::Daemon;
+use crate::common::prometheus::{FakeNode, fake_prometheus};
+use crate::common::{CONTROL, Etcd, drain_key, eventually, listed_weights, region_key, seed};
+
+const DE: &str = r#"{"shard":"eu","origins":["a","b"],"weight":{"a":50,"b":50}}"#;
+const EU: &str = r#"{"shard":"eu","origins":["a","b","c"],"weight":{"a":2,"b":1,"c":1}}"#;
+const FR: &str = r#"{"shard":"eu","origins":["a","c"],"weight":{"a":50,"c":50}}"#;
+
+/// a: 500 (DE) + 500 (AT through the EU bucket) = 1,000/s against a target of 800.
+const BUSY: &str = r#"{"geos":{"DE":{"sticky":1000},"AT":{"sticky":1000}}}"#;
+/// a: 250 + 250 = 500/s: under target.
+const CALM: &str = r#"{"geos":{"DE":{"sticky":500},"AT":{"sticky":500}}}"#;
+
+async fn fleet(traffic: &str) -> (Etcd, String) {
+    let etcd = Etcd::start().await;
+    seed(&etcd, &[("DE", DE), ("continent/EU", EU), ("FR", FR)]).await;
+    for (origin, capacity) in [("a", "1000"), ("b", "2000"), ("c", "2000")] {
+        assert_eq!(
+            etcd.dwctl(&["origin", "capacity", origin, capacity]).code,
+            0
+        );
+    }
+    let path = etcd.data_dir.join("traffic.json");
+    std::fs::write(&path, traffic).expect("traffic file");
+    let path = path.display().to_string();
+    (etcd, path)
+}
+
+fn autopilot(etcd: &Etcd, name: &str, traffic: &str, extra: &[&str]) -> Daemon {
+    let mut args = vec![
+        "autopilot",
+        "--traffic",
+        traffic,
+        "--interval",
+        "0.5",
+        "--lease-ttl",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    Daemon::start(etcd, name, &args)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_over_target_is_relieved_with_an_audited_autopilot_record() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let daemon = autopilot(&etcd, "autopilot", &traffic, &[]);
+    let record = eventually(Duration::from_secs(20), "a relieved", || async {
+        etcd.get_json(&drain_key("a")).await
+    })
+    .await;
+    assert_eq!(record["source"], "autopilot", "{record}");
+    let step = &record["shed"]["steps"][0];
+    assert_eq!(step["source"], "autopilot");
+    let reason = step["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("a measured 1000.0/s, target 800.0/s"),
+        "{reason}"
+    );
+    assert!(reason.contains("predicted"), "{reason}");
+    // The least harmed first: the EU bucket's share moved, DE (a country's key) kept.
+    let eu = etcd.get_json(&region_key("continent/EU")).await.unwrap();
+    let a_share = listed_weights(&eu)
+        .iter()
+        .find(|(name, _)| name == "a")
+        .map_or(0, |(_, weight)| *weight);
+    assert!(a_share < 500, "a's share of the bucket fell: {eu}");
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("DE")).await.unwrap()),
+        [("a".to_owned(), 50), ("b".to_owned(), 50)]
+    );
+    // The write is fenced on the leader key, which this instance holds.
+    assert!(
+        etcd.get(&format!("{CONTROL}autopilot/leader"))
+            .await
+            .is_some()
+    );
+    assert!(daemon.log().contains("acted: revision"), "{}", daemon.log());
+    // What `dwctl history` of the record and `dwctl origin list` show: the action, who
+    // made it and its figures.
+    let run = etcd.dwctl(&["history", &drain_key("a")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("autopilot relieve: a measured 1000.0/s"),
+        "{}",
+        run.stdout
+    );
+    let run = etcd.dwctl(&["origin", "list"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("by autopilot: autopilot relieve"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(daemon.terminate().await, 0);
+    assert!(
+        etcd.get(&format!("{CONTROL}autopilot/leader"))
+            .await
+            .is_none(),
+        "resigning revokes the lease"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_logs_its_decision_and_writes_nothing() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let before = etcd.revision().await;
+    let daemon = autopilot(&etcd, "dry", &traffic, &["--dry-run"]);
+    eventually(Duration::from_secs(20), "a decision logged", || async {
+        daemon
+            .log()
+            .contains("would-act: dry run: autopilot relieve")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        daemon.log().contains("a measured 1000.0/s"),
+        "{}",
+        daemon.log()
+    );
+    assert_eq!(
+        etcd.revision().await,
+        before,
+        "nothing written, not even a leader key"
+    );
+    assert!(
+        etcd.dump(CONTROL)
+            .await
+            .iter()
+            .all(|(key, _)| !key.contains("autopilot"))
+    );
+    assert_eq!(daemon.terminate().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_leads_and_a_standby_takes_over_within_the_ttl() {
+    let (etcd, traffic) = fleet(CALM).await;
+    let first = autopilot(&etcd, "first", &traffic, &[]);
+    eventually(Duration::from_secs(20), "first leads", || async {
+        first.log().contains("leading:").then_some(())
+    })
+    .await;
+    let second = autopilot(&etcd, "second", &traffic, &[]);
+    // Several evaluations later, the second still stands by.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!second.log().contains("leading:"), "{}", second.log());
+    let (holder, _) = etcd
+        .get(&format!("{CONTROL}autopilot/leader"))
+        .await
+        .unwrap();
+    first.sigkill().await;
+    let killed = Instant::now();
+    eventually(Duration::from_secs(10), "second takes over", || async {
+        second.log().contains("leading:").then_some(())
+    })
+    .await;
+    // The TTL (2 s) and one evaluation (0.5 s), with a margin for a loaded machine.
+    assert!(
+        killed.elapsed() <= Duration::from_secs(5),
+        "{:?}",
+        killed.elapsed()
+    );
+    let (now, _) = etcd
+        .get(&format!("{CONTROL}autopilot/leader"))
+        .await
+        .unwrap();
+    assert_ne!(holder, now, "another instance holds the key");
+    // Nothing was over target: neither wrote a record.
+    assert!(etcd.get(&drain_key("a")).await.is_none());
+    assert_eq!(second.terminate().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sources_record_holds_and_a_missing_source_moves_nothing() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    // A person drained a from FR: a record of source cli.
+    let run = etcd.dwctl(&["drain", "a", "--region", "FR", "--reason", "maintenance"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let eu_before = etcd.get(&region_key("continent/EU")).await.unwrap();
+    let daemon = autopilot(&etcd, "held", &traffic, &[]);
+    eventually(Duration::from_secs(20), "a held", || async {
+        daemon
+            .log()
+            .contains("a (a record of source cli is on it)")
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        etcd.get(&region_key("continent/EU")).await.unwrap(),
+        eu_before
+    );
+    assert_eq!(daemon.terminate().await, 0);
+
+    // Fail static: no traffic file, nothing moves, the hold is logged.
+    let run = etcd.dwctl(&["restore", "a"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let missing = etcd.data_dir.join("gone.json").display().to_string();
+    let before = etcd.get(&region_key("continent/EU")).await.unwrap();
+    let blind = autopilot(&etcd, "blind", &missing, &[]);
+    eventually(Duration::from_secs(20), "held for the source", || async {
+        blind
+            .log()
+            .contains("the rate source is unusable")
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(etcd.get(&region_key("continent/EU")).await.unwrap(), before);
+    assert!(etcd.get(&drain_key("a")).await.is_none());
+    assert_eq!(blind.terminate().await, 0);
+}
+
+/// One GET of the autopilot's metrics port: the body.
+fn scrape(addr: &str) -> String {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("response");
+    response
+}
+
+/// The address the daemon says it serves its metrics on.
+fn metrics_addr(log: &str) -> Option<String> {
+    let start = log.find("autopilot metrics at http://")? + "autopilot metrics at http://".len();
+    let rest = &log[start..];
+    Some(rest[..rest.find("/metrics")?].to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prometheus_that_does_not_answer_holds_and_says_so_on_metrics() {
+    let (etcd, _) = fleet(BUSY).await;
+    let before = etcd.get(&region_key("continent/EU")).await.unwrap();
+    // A closed port: Prometheus is down.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let daemon = Daemon::start(
+        &etcd,
+        "blind",
+        &[
+            "autopilot",
+            "--prometheus",
+            &dead,
+            "--interval",
+            "0.5",
+            "--lease-ttl",
+            "2",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+    );
+    eventually(Duration::from_secs(20), "held for the source", || async {
+        daemon
+            .log()
+            .contains("the rate source is unusable")
+            .then_some(())
+    })
+    .await;
+    let addr = metrics_addr(&daemon.log()).expect("the metrics address logged");
+    let body = eventually(
+        Duration::from_secs(10),
+        "metrics say blind and leading",
+        || async {
+            let body = scrape(&addr);
+            (body.contains("dwctl_autopilot_source_usable 0")
+                && body.contains("dwctl_autopilot_leader 1")
+                && body.contains("dwctl_autopilot_holds_total{reason=\"source_unusable\"}"))
+            .then_some(body)
+        },
+    )
+    .await;
+    assert!(body.contains("dwctl_autopilot_dry_run 0"), "{body}");
+    assert!(
+        !body.contains("dwctl_autopilot_origin_load{"),
+        "no load without a source"
+    );
+    assert_eq!(etcd.get(&region_key("continent/EU")).await.unwrap(), before);
+    assert!(etcd.get(&drain_key("a")).await.is_none());
+    assert_eq!(daemon.terminate().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_forged_counts_is_left_out_and_nothing_acts_on_them() {
+    let (etcd, _) = fleet(CALM).await;
+    // edge-1 answers 300/s of DE and of AT: a carries 300/s, under its target of 800.
+    // edge-2 claims 1,500/s of DE (a would carry 1,050/s), above a per-node ceiling of
+    // 1,000/s that edge-1 stays under.
+    let honest = FakeNode {
+        node: "edge-1",
+        rows: vec![("DE", true, "300"), ("AT", true, "300")],
+        peak: Some("600"),
+        at_start: true,
+    };
+    let forged = FakeNode {
+        node: "edge-2",
+        rows: vec![("DE", true, "1500")],
+        peak: Some("1500"),
+        at_start: true,
+    };
+    let prometheus = fake_prometheus(vec![honest, forged]).await;
+    let args = |ceiling: &'static str| {
+        vec![
+            "autopilot".to_owned(),
+            "--prometheus".into(),
+            prometheus.clone(),
+            "--interval".into(),
+            "0.5".into(),
+            "--lease-ttl".into(),
+            "2".into(),
+            "--node-ceiling".into(),
+            ceiling.into(),
+        ]
+    };
+    let leaving_out = args("1000");
+    let daemon = Daemon::start(
+        &etcd,
+        "ceiling",
+        &leaving_out.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    eventually(Duration::from_secs(20), "leading", || async {
+        daemon.log().contains("leading:").then_some(())
+    })
+    .await;
+    // Eight evaluations: --for 2 would have acted on edge-2's counts long ago.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        etcd.get(&drain_key("a")).await.is_none(),
+        "{}",
+        daemon.log()
+    );
+    assert!(!daemon.log().contains("acted:"), "{}", daemon.log());
+    assert_eq!(daemon.terminate().await, 0);
+
+    // The same counts believed (a ceiling above them): a relief. So the test above could
+    // have failed.
+    let believing = args("1000000");
+    let control = Daemon::start(
+        &etcd,
+        "trusting",
+        &believing.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let record = eventually(
+        Duration::from_secs(20),
+        "a relieved on the forged counts",
+        || async { etcd.get_json(&drain_key("a")).await },
+    )
+    .await;
+    assert_eq!(record["source"], "autopilot");
+    assert_eq!(control.terminate().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dw_autopilot_role_is_enough_to_lead_and_act() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let passwords = etcd.data_dir.join("passwords");
+    std::fs::create_dir(&passwords).unwrap();
+    let dir = format!("--password-dir={}", passwords.display());
+    let made = etcd.dwctl(&["auth", "--apply", &dir]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let mut admin = etcd.client().await;
+    admin.user_add("root", "root-pw", None).await.unwrap();
+    admin.user_grant_role("root", "root").await.unwrap();
+    admin.auth_enable().await.unwrap();
+    let password = format!(
+        "--password-file={}",
+        passwords.join("dw-autopilot.password").display()
+    );
+    let daemon = Daemon::start(
+        &etcd,
+        "as-role",
+        &[
+            "--user=dw-autopilot",
+            &password,
+            "autopilot",
+            "--traffic",
+            &traffic,
+            "--interval",
+            "0.5",
+            "--lease-ttl",
+            "2",
+        ],
+    );
+    eventually(
+        Duration::from_secs(30),
+        "a relieved as dw-autopilot",
+        || async { daemon.log().contains("acted: revision").then_some(()) },
+    )
+    .await;
+    assert_eq!(daemon.terminate().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_load_falls_the_configured_weights_come_back() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let eu_before = etcd.get_json(&region_key("continent/EU")).await.unwrap();
+    let daemon = autopilot(
+        &etcd,
+        "give-back",
+        &traffic,
+        // The cap at the whole fleet: with 10 % (the default), the relief's 200/s would
+        // spend the minute's budget of the calmer fleet, and the give back would wait.
+        &[
+            "--restore-after",
+            "2",
+            "--min-interval",
+            "1",
+            "--max-moved-per-minute",
+            "1",
+        ],
+    );
+    eventually(Duration::from_secs(20), "a relieved", || async {
+        etcd.get_json(&drain_key("a")).await
+    })
+    .await;
+    // The load falls (the file is read at every evaluation): under 70 % of target.
+    std::fs::write(&traffic, CALM).unwrap();
+    let fell = Instant::now();
+    eventually(Duration::from_secs(20), "a's shed given back", || async {
+        etcd.get_json(&drain_key("a")).await.is_none().then_some(())
+    })
+    .await;
+    // --restore-after 2 s, then one evaluation: well within the bound waited.
+    assert!(fell.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        listed_weights(&etcd.get_json(&region_key("continent/EU")).await.unwrap()),
+        listed_weights(&eu_before),
+        "the configured weights are back"
+    );
+    assert!(
+        daemon.log().contains("autopilot give back all"),
+        "{}",
+        daemon.log()
+    );
+    assert_eq!(daemon.terminate().await, 0);
+}
