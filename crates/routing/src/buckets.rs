@@ -488,6 +488,72 @@ fn rebalance(mut owners: Vec<Option<u16>>, counts: &[u16]) -> Assignment {
     Assignment::from_owners(&owners)
 }
 
+/// Where a region's [`effective_assignment`] comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AssignmentSource {
+    /// The value's `buckets`, as stored: it decodes for (N, the listed origins) and gives
+    /// each origin its apportioned count of the current weights.
+    Stored,
+    /// The value's `buckets` decodes, but its counts are not the apportionment of the
+    /// current weights (a weight changed without the assignment, by hand or by an older
+    /// `dwctl`): [`reassign`]ed to them, moving the fewest buckets, as the next `dwctl`
+    /// change would. A drained origin so never keeps a bucket.
+    Reassigned,
+    /// The value has no `buckets`: the [`default_assignment`] of its weights.
+    Default,
+    /// The value's `buckets` does not decode for (N, the listed origins): written for
+    /// another N, not a string, or not a canonical assignment. Ignored (the value still
+    /// routes; its plain and sticky answers never read it), and the default used.
+    DefaultStoredIgnored(Error),
+}
+
+/// The assignment a region answers its visitors' buckets with when the table's policy
+/// has N buckets: from `stored` (the value's `buckets` field: `Ok(text)` for a string,
+/// `Err(kind)` for another JSON type, `None` when absent), the listed origins' `weights`
+/// (in list order) and `n`. The extension, the twin, `dwctl route` and `dwctl`'s changes
+/// all start from this one (a change [`reassign`]s it), so that they agree:
+///
+/// - absent: the [`default_assignment`];
+/// - a string that [`Assignment::decode`]s for `n` and `weights.len()` origins: itself
+///   when its counts are the [`apportion`]ment of `weights`, else [`reassign`]ed to it
+///   ([`AssignmentSource::Reassigned`]);
+/// - anything else: the default, with the reason it was ignored.
+///
+/// Errors as [`apportion`] (more than [`MAX_ASSIGNED_ORIGINS`] origins: the region has
+/// no assignment, and its visitors' buckets are not used).
+pub fn effective_assignment(
+    stored: Option<Result<&str, &str>>,
+    weights: &[u32],
+    n: BucketCount,
+) -> Result<(Assignment, AssignmentSource), Error> {
+    let counts = apportion(weights, n)?;
+    let decoded = match stored {
+        None => None,
+        Some(Ok(text)) => Some(Assignment::decode(text, n, weights.len())),
+        Some(Err(kind)) => Some(Err(region_error(
+            "buckets",
+            format!("is {kind}, not a string"),
+        ))),
+    };
+    Ok(match decoded {
+        None => (
+            Assignment::from_owners(&blocks(&counts)),
+            AssignmentSource::Default,
+        ),
+        Some(Err(error)) => (
+            Assignment::from_owners(&blocks(&counts)),
+            AssignmentSource::DefaultStoredIgnored(error),
+        ),
+        Some(Ok(assignment)) if assignment.counts(weights.len()) == counts => {
+            (assignment, AssignmentSource::Stored)
+        }
+        Some(Ok(assignment)) => {
+            let owners = assignment.owners().into_iter().map(Some).collect();
+            (rebalance(owners, &counts), AssignmentSource::Reassigned)
+        }
+    })
+}
+
 fn region_error(field: &'static str, reason: String) -> Error {
     Error::Region { field, reason }
 }
@@ -706,6 +772,54 @@ mod tests {
             )),
             "region: field `origins`: origin \"b\" is listed twice"
         );
+    }
+
+    #[test]
+    fn effective_assignment_of_each_source() {
+        let effective = |stored: Option<Result<&str, &str>>, weights: &[u32], buckets: i64| {
+            let (assignment, source) = effective_assignment(stored, weights, n(buckets)).unwrap();
+            (assignment.encode(), source)
+        };
+        assert_eq!(
+            effective(None, &[50, 50], 4),
+            ("0:2,1:2".into(), AssignmentSource::Default)
+        );
+        assert_eq!(
+            effective(Some(Ok("1:2,0:2")), &[50, 50], 4),
+            ("1:2,0:2".into(), AssignmentSource::Stored)
+        );
+        // Origin 1 drained without the assignment: its buckets move, and only they.
+        assert_eq!(
+            effective(Some(Ok("1:2,0:2")), &[50, 0], 4),
+            ("0:4".into(), AssignmentSource::Reassigned)
+        );
+        assert_eq!(
+            effective(Some(Ok("0:1,1:3")), &[1, 1, 2], 4),
+            ("0:1,1:1,2:2".into(), AssignmentSource::Reassigned)
+        );
+        for (stored, why) in [
+            (
+                Ok("0:2,1:2"),
+                "covers more than the policy's 2 buckets (at run 1)",
+            ),
+            (Ok("0:1"), "covers 1 buckets, not the policy's 2"),
+            (
+                Ok("2:2"),
+                "run 0 gives origin 2; the region lists 2 origins",
+            ),
+            (Ok(""), "is empty"),
+            (Err("a number"), "is a number, not a string"),
+        ] {
+            assert_eq!(
+                effective(Some(stored), &[1, 1], 2),
+                (
+                    "0:1,1:1".into(),
+                    AssignmentSource::DefaultStoredIgnored(region_error("buckets", why.into()))
+                ),
+                "{stored:?}"
+            );
+        }
+        assert!(effective_assignment(None, &vec![1; MAX_ASSIGNED_ORIGINS + 1], n(2)).is_err());
     }
 
     #[test]

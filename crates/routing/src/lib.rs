@@ -24,8 +24,10 @@
 //! - [`stage`]: staged changes, the cohort function and the overlay rule a node's agent
 //!   applies before it publishes.
 //! - [`buckets`]: visitor buckets: the apportionment of a region's N buckets to its
-//!   origins by weight, their assignment, and its minimal-move change (not yet wired into
-//!   [`Table::resolve`]).
+//!   origins by weight, their assignment, and its minimal-move change. With
+//!   `policy/global`'s `buckets: N`, each region holds its effective assignment
+//!   ([`Table::assignment`]), and [`Table::resolve_bucketed`] picks a visitor's origin by
+//!   its bucket (a sticky key first, then a bucket, then the country).
 //! - [`keys`]: the etcd key layout (prefixes and key kinds) the agent and `dwctl` share.
 //!
 //! The crate does no I/O and knows nothing of PHP, etcd or tokio: the extension, the agent
@@ -86,10 +88,10 @@ pub use crate::{
     geo_index::CountryCode,
     keys::DEFAULT_PREFIX,
     pick::{legacy_pick, rendezvous_pick},
-    policy::{PickMode, Policy},
+    policy::{PickMode, Policy, parse_buckets_field},
     rebuild::invalid_keys,
     redact::{REDACTED, SECRET_PARAMETER_WORDS, redact_url},
-    region::{MAX_WEIGHT, Region},
+    region::{MAX_WEIGHT, Region, StoredBuckets},
     share::{LEGACY_POINTS, legacy_point_counts, pick_shares},
     snapshot::{DIGEST_SCHEME, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter, routing_digest},
     table::{InvalidKey, MemoKey, Route, Table},

@@ -5,6 +5,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::Error;
+use crate::buckets::BucketCount;
 use crate::continent::{Continent, is_country};
 use crate::json::{self, Kind};
 
@@ -38,6 +39,12 @@ pub struct Policy {
     /// country code (`^[A-Z]{2}$`) or whose value is not one of the seven continent codes
     /// are ignored by the readers (and refused by `dwctl`).
     pub continent_of: Vec<([u8; 2], Continent)>,
+    /// `buckets`: visitor buckets' N (docs/routing.md, "Buckets"), `None` when off. An
+    /// integer from 2 to 1024 turns them on; absent or `0` is off; anything else (`1`,
+    /// `1025`, `-4`, `16.0`, `"16"`) is a policy error on the field `buckets` that the
+    /// readers handle as other bad fields: the field falls back to its default, off, so a
+    /// typo moves no visitor (and `dwctl` refuses to write it).
+    pub buckets: Option<BucketCount>,
     /// The value's JSON text as the snapshot holds it, known fields and unknown ones;
     /// empty for the defaults.
     source: String,
@@ -51,6 +58,7 @@ impl PartialEq for Policy {
             && self.failover == other.failover
             && self.pick == other.pick
             && self.continent_of == other.continent_of
+            && self.buckets == other.buckets
             && self.object() == other.object()
     }
 }
@@ -62,6 +70,7 @@ impl Default for Policy {
             failover: Vec::new(),
             pick: PickMode::Legacy,
             continent_of: Vec::new(),
+            buckets: None,
             source: String::new(),
         }
     }
@@ -105,11 +114,14 @@ impl Policy {
                 }
             })
             .collect();
+        let buckets =
+            field("buckets").and_then(|buckets| parse_buckets_field(buckets).ok().flatten());
         Ok(Policy {
             default,
             failover,
             pick,
             continent_of,
+            buckets,
             source: text.to_owned(),
         })
     }
@@ -127,6 +139,23 @@ impl Policy {
             return Value::Object(Map::new());
         }
         json::to_value(&self.source)
+    }
+}
+
+/// The N a policy's `buckets` field (its raw JSON) asks for: `None` for `0` (off), the
+/// count for an integer from 2 to 1024, else the policy error on the field `buckets` that
+/// `dwctl` refuses with (the readers then keep buckets off).
+pub fn parse_buckets_field(field: &str) -> Result<Option<BucketCount>, Error> {
+    match json::integer(field) {
+        Some(0) => Ok(None),
+        Some(n) => BucketCount::new(n).map(Some),
+        None => Err(Error::Policy {
+            field: "buckets",
+            reason: format!(
+                "is {}, not an integer from 2 to 1024 (or 0: off)",
+                Kind::of(field).described()
+            ),
+        }),
     }
 }
 
@@ -233,6 +262,64 @@ mod tests {
                     .is_empty()
             );
         }
+    }
+
+    #[test]
+    fn buckets_from_2_to_1024_else_off() {
+        assert_eq!(Policy::default().buckets, None);
+        for (field, n) in [
+            ("2", Some(2)),
+            ("1024", Some(1024)),
+            ("16", Some(16)),
+            ("-0", None),
+            ("0", None),
+        ] {
+            let policy = policy(&format!(r#"{{"buckets":{field}}}"#));
+            assert_eq!(policy.buckets.map(BucketCount::get), n, "{field}");
+            assert!(parse_buckets_field(field).is_ok(), "{field}");
+        }
+        for field in [
+            "1",
+            "1025",
+            "-4",
+            "16.0",
+            "1e1",
+            "\"16\"",
+            "null",
+            "true",
+            "[16]",
+            "99999999999999999999",
+        ] {
+            assert_eq!(
+                policy(&format!(r#"{{"buckets":{field}}}"#)).buckets,
+                None,
+                "{field}"
+            );
+            assert!(
+                matches!(
+                    parse_buckets_field(field),
+                    Err(Error::Policy {
+                        field: "buckets",
+                        ..
+                    })
+                ),
+                "{field}"
+            );
+        }
+        assert_eq!(
+            parse_buckets_field("1").unwrap_err().to_string(),
+            "policy: field `buckets`: is 1, not an integer from 2 to 1024"
+        );
+        assert_eq!(
+            parse_buckets_field("\"16\"").unwrap_err().to_string(),
+            "policy: field `buckets`: is a string, not an integer from 2 to 1024 (or 0: off)"
+        );
+        assert_eq!(
+            policy(r#"{"buckets":16,"buckets":0}"#).buckets,
+            None,
+            "the last wins"
+        );
+        assert_ne!(policy(r#"{"buckets":16}"#), policy(r#"{"buckets":32}"#));
     }
 
     #[test]

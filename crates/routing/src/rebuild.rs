@@ -140,10 +140,7 @@ fn build<'v>(
             let text = value.text()?;
             match parse_region(geo, text.as_ref()) {
                 Ok(region) => {
-                    let compiled = Arc::new(Compiled {
-                        value: text.into(),
-                        region,
-                    });
+                    let compiled = Arc::new(Compiled::new(text.into(), region));
                     table.push_region(compiled, geo, value.literal());
                 }
                 Err(error) => table.push_invalid_key(key, error),

@@ -31,6 +31,19 @@ pub struct Region {
     /// suffix: its checksum and shift are computed once, so a pick only hashes its key
     /// (see `crc`).
     joined_suffix: crate::crc::Suffix,
+    /// The value's `buckets` field (visitor buckets' stored assignment), if it has one:
+    /// its string, or why it is not one. Read against the policy's N when a table is built
+    /// ([`crate::buckets::effective_assignment`]); never a reason to refuse the value.
+    stored_buckets: Option<StoredBuckets>,
+}
+
+/// A region value's `buckets` field as read, before the policy's N is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredBuckets {
+    /// A JSON string: the text form of an assignment (not checked yet).
+    Text(Box<str>),
+    /// Another JSON type (`is a number`, ...): it never decodes.
+    NotText(&'static str),
 }
 
 impl Region {
@@ -81,7 +94,8 @@ impl Region {
             .into_iter()
             .map(|(name, weight)| (name, weight as u32))
             .collect();
-        Region::assemble(wire.shard, wire.origins, weights).ok()
+        let stored = wire.buckets.map(|text| StoredBuckets::Text(text.into()));
+        Region::assemble(wire.shard, wire.origins, weights, stored).ok()
     }
 
     /// The exact reading, PHP's `json_decode()` rules at every edge.
@@ -104,7 +118,12 @@ impl Region {
         };
         let origins = parse_origins(json::member(&members, "origins"))?;
         let weights = parse_weights(json::member(&members, "weight"))?;
-        Region::assemble(shard, origins, weights)
+        let stored =
+            json::member(&members, "buckets").map(|field| match json::string(field.get()) {
+                Some(text) => StoredBuckets::Text(text.into()),
+                None => StoredBuckets::NotText(Kind::of(field.get()).described()),
+            });
+        Region::assemble(shard, origins, weights, stored)
     }
 
     /// Builds a region from validated fields: checks that a listed origin has weight and
@@ -113,6 +132,7 @@ impl Region {
         shard: String,
         origins: Vec<String>,
         weights: Vec<(String, u32)>,
+        stored_buckets: Option<StoredBuckets>,
     ) -> Result<Region, Error> {
         // A map, not `lookup`, so that many origins and many weights stay linear.
         let by_name: HashMap<&str, u32> = weights
@@ -139,6 +159,7 @@ impl Region {
             listed_weights,
             weight_sum,
             joined_suffix,
+            stored_buckets,
         })
     }
 
@@ -164,8 +185,13 @@ impl Region {
             .map(|(name, weight)| (name.as_str(), *weight))
     }
 
+    /// The value's `buckets` field, if it has one (see [`StoredBuckets`]).
+    pub fn stored_buckets(&self) -> Option<&StoredBuckets> {
+        self.stored_buckets.as_ref()
+    }
+
     /// `weight(origins[i])` for every listed origin, in list order.
-    pub(crate) fn listed_weights(&self) -> &[u32] {
+    pub fn listed_weights(&self) -> &[u32] {
         &self.listed_weights
     }
 
@@ -268,6 +294,17 @@ struct CommonRegion {
     shard: String,
     origins: Vec<String>,
     weight: CommonWeights,
+    /// Absent is `None`; JSON null or another type than a string fails this reading, and
+    /// the exact reading decides.
+    #[serde(default, deserialize_with = "string_not_null")]
+    buckets: Option<String>,
+}
+
+/// A present `buckets` must be a string here (serde would read `null` as `None`).
+fn string_not_null<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    <String as serde::Deserialize>::deserialize(deserializer).map(Some)
 }
 
 /// `weight` in document order, duplicates kept (so they can be detected).

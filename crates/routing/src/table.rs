@@ -5,13 +5,14 @@
 
 use std::sync::Arc;
 
+use crate::buckets::{Assignment, AssignmentSource, BucketCount, effective_assignment};
 use crate::continent::{self, Continent, bucket_of_geo};
 use crate::error::Error;
 use crate::geo_index::{CountryCode, GeoIndex, OtherGeo};
 use crate::keys::DEFAULT_PREFIX;
 use crate::pick::{legacy_index, rendezvous_index};
 use crate::policy::{PickMode, Policy};
-use crate::region::Region;
+use crate::region::{Region, StoredBuckets};
 use crate::snapshot::AppliedStage;
 
 /// A key of the snapshot that is left out of routing, and why.
@@ -94,6 +95,32 @@ pub(crate) struct Compiled {
     /// The raw value, to recognise it unchanged when a table is built from a snapshot.
     pub(crate) value: Box<str>,
     pub(crate) region: Region,
+    /// The region's effective assignment for `assigned_for` buckets (0: buckets off, and
+    /// `None`); `None` too when the region cannot have one (more origins than an
+    /// assignment indexes). Set by [`Table::finish`] for the table's N, so that a region
+    /// shared with a table of the same N shares its assignment, built once.
+    pub(crate) assignment: Option<Assignment>,
+    pub(crate) assigned_for: u16,
+}
+
+impl Compiled {
+    /// A region compiled from `value`, its assignment not computed yet.
+    pub(crate) fn new(value: Box<str>, region: Region) -> Compiled {
+        Compiled {
+            value,
+            region,
+            assignment: None,
+            assigned_for: 0,
+        }
+    }
+}
+
+/// The `stored` argument of [`effective_assignment`] for `region`.
+pub(crate) fn stored_of(region: &Region) -> Option<Result<&str, &str>> {
+    region.stored_buckets().map(|stored| match stored {
+        StoredBuckets::Text(text) => Ok(&**text),
+        StoredBuckets::NotText(kind) => Err(*kind),
+    })
 }
 
 /// Where one region's geo and value literal sit in a table's `geo_text` and
@@ -196,6 +223,7 @@ impl Table {
     /// 1296 codes), whatever the number of regions or continents.
     pub(crate) fn finish(&mut self) {
         self.geos.finish();
+        self.assign_buckets();
         self.fallback = std::iter::once(&self.policy.default)
             .chain(&self.policy.failover)
             .find_map(|geo| self.policy_geo_region(geo.as_bytes()));
@@ -214,6 +242,41 @@ impl Table {
                 .get_code(index)
                 .or_else(|| self.buckets[continent_of[index]?.index()])
                 .unwrap_or(fallback);
+        }
+    }
+
+    /// Gives every region its effective assignment for the policy's N (none when buckets
+    /// are off), computing it only for a region that does not hold one for this N yet: a
+    /// region shared with the previous table of the same N keeps its own. A region this
+    /// table alone holds is updated in place; one shared with a table of another N is
+    /// copied first (a change of N rebuilds every assignment once).
+    fn assign_buckets(&mut self) {
+        let n = self.policy.buckets;
+        let wanted = n.map_or(0, BucketCount::get);
+        for compiled in &mut self.regions {
+            if compiled.assigned_for == wanted {
+                continue;
+            }
+            let assignment = n.and_then(|n| {
+                let region = &compiled.region;
+                effective_assignment(stored_of(region), region.listed_weights(), n)
+                    .ok()
+                    .map(|(assignment, _)| assignment)
+            });
+            match Arc::get_mut(compiled) {
+                Some(own) => {
+                    own.assignment = assignment;
+                    own.assigned_for = wanted;
+                }
+                None => {
+                    *compiled = Arc::new(Compiled {
+                        value: compiled.value.clone(),
+                        region: compiled.region.clone(),
+                        assignment,
+                        assigned_for: wanted,
+                    });
+                }
+            }
         }
     }
 
@@ -321,6 +384,104 @@ impl Table {
             .iter()
             .enumerate()
             .map(|(index, compiled)| (self.geo_at(index), &compiled.region))
+    }
+
+    /// Visitor buckets' N in force (the policy's `buckets`), `None` when off.
+    pub fn buckets(&self) -> Option<BucketCount> {
+        self.policy.buckets
+    }
+
+    /// The effective assignment of the region at `region_index` for the table's N (see
+    /// [`effective_assignment`]): `None` when buckets are off, or when the region lists
+    /// more origins than an assignment indexes.
+    pub fn assignment(&self, region_index: u32) -> Option<&Assignment> {
+        self.regions.get(region_index as usize)?.assignment.as_ref()
+    }
+
+    /// Where the assignment of the region at `region_index` comes from, for the table's N
+    /// (computed again: for explanations and reports, off the request path). `None` as
+    /// [`Table::assignment`].
+    pub fn assignment_source(&self, region_index: u32) -> Option<AssignmentSource> {
+        let region = &self.regions.get(region_index as usize)?.region;
+        effective_assignment(stored_of(region), region.listed_weights(), self.buckets()?)
+            .ok()
+            .map(|(_, source)| source)
+    }
+
+    /// The regions whose stored `buckets` field is ignored for the table's N (their
+    /// default assignment answers), with why, in key order: their geo and the error.
+    /// Empty when buckets are off. Computed on each call, for reports.
+    pub fn ignored_assignments(&self) -> Vec<(&str, crate::Error)> {
+        (0..self.regions.len())
+            .filter_map(|index| match self.assignment_source(index as u32)? {
+                AssignmentSource::DefaultStoredIgnored(error) => Some((self.geo_at(index), error)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The region that answers `geo` (the chain of [`Table::resolve`], without the pick),
+    /// if any.
+    pub fn answering_region(&self, geo: &[u8]) -> Option<u32> {
+        match CountryCode::of(geo) {
+            Some(code) => self.chain_of_code(code),
+            None => self.chain_of_other(geo).map(|(index, _)| index),
+        }
+    }
+
+    /// How many of the N buckets each listed origin of `geo`'s answering region has, in
+    /// list order, with that region's index: each origin's exact share of `geo`'s
+    /// bucketed visitors (capacity prediction). `None` when buckets are off, no region
+    /// answers, or it has no assignment.
+    pub fn bucket_counts(&self, geo: &[u8]) -> Option<(u32, Vec<u16>)> {
+        let region_index = self.answering_region(geo)?;
+        let region = self.region_at(region_index)?;
+        let counts = self
+            .assignment(region_index)?
+            .counts(region.origins().len());
+        Some((region_index, counts))
+    }
+
+    /// [`Table::resolve`] for a visitor that may carry a bucket: a sticky key wins where
+    /// given; else a `bucket` below the table's N picks the answering region's origin by
+    /// that region's assignment; else the country's answer, exactly as
+    /// `resolve(geo, None)`. A bucket while buckets are off, at or past N, or for a region
+    /// without an assignment, answers as without a bucket (fail safe). The chain (which
+    /// region answers) is the same in every case. No allocation.
+    #[inline(always)]
+    pub fn resolve_bucketed(
+        &self,
+        geo: &[u8],
+        sticky_key: Option<&[u8]>,
+        bucket: Option<u64>,
+    ) -> Option<Route<'_>> {
+        let (Some(bucket), None) = (bucket, sticky_key) else {
+            return self.resolve(geo, sticky_key);
+        };
+        let region_index = self.answering_region(geo)?;
+        let compiled = self.regions.get(region_index as usize)?;
+        let Some(origin_index) = u16::try_from(bucket)
+            .ok()
+            .and_then(|bucket| compiled.assignment.as_ref()?.origin_of(bucket))
+        else {
+            return self.resolve(geo, None);
+        };
+        Some(Route {
+            shard: compiled.region.shard(),
+            origin: compiled.region.origins().get(usize::from(origin_index))?,
+            region_index,
+            origin_index: u32::from(origin_index),
+        })
+    }
+
+    /// Whether [`Table::resolve_bucketed`] answers `geo` with `bucket` by an assignment
+    /// (rather than as without a bucket): buckets on, `bucket` below N, and the answering
+    /// region has an assignment.
+    pub fn bucket_applies(&self, geo: &[u8], bucket: u64) -> bool {
+        self.buckets().is_some_and(|n| bucket < u64::from(n.get()))
+            && self
+                .answering_region(geo)
+                .is_some_and(|index| self.assignment(index).is_some())
     }
 
     /// Routes a visitor through the chain of docs/routing.md: for a subdivision `CC-SUB`

@@ -10,6 +10,7 @@
 //! self-test reads them too.
 
 mod bucket_cases;
+mod bucketed_table;
 mod buckets;
 mod cache_tags_cases;
 mod chain;
