@@ -111,7 +111,7 @@ pub fn shed_from(
         let placed = by_region.get(&index).unwrap_or(&no_geos);
         let at = region.origins().iter().position(|name| name == origin);
         let Some(at) = at else { continue };
-        let current = origin_rates(region, view.mode, placed);
+        let current = origin_rates(region, view.mode, view.buckets, placed);
         let load = current[at];
         if drained(geo, region, origin).is_none() {
             if drain || load > 0.0 {
@@ -222,7 +222,7 @@ fn blocked_load(
             let region = view.region(index)?;
             let at = region.origins().iter().position(|name| name == origin)?;
             let placed = by_region.get(&index)?;
-            Some(origin_rates(region, view.mode, placed)[at])
+            Some(origin_rates(region, view.mode, view.buckets, placed)[at])
         })
         .sum()
 }
@@ -261,7 +261,7 @@ fn candidate(
     }
     .ok_or_else(|| Error::invalid("region", format!("{} has no other origin", shown(geo))))?;
     let changed = edit.region()?;
-    let rates = origin_rates(&changed, view.mode, placed);
+    let rates = origin_rates(&changed, view.mode, view.buckets, placed);
     let rate_of = |origins: &[String], rates: &[f64], name: &str| {
         origins
             .iter()

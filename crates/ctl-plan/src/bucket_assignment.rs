@@ -34,9 +34,7 @@
 
 use std::collections::BTreeMap;
 
-use dw_routing::buckets::{
-    Assignment, BucketCount, default_assignment, reassign, reassign_by_name,
-};
+use dw_routing::buckets::{Assignment, BucketCount, effective_assignment, reassign_by_name};
 use dw_routing::stage::Stage;
 use serde_json::Value;
 
@@ -90,18 +88,18 @@ pub fn stored_text(value: &RegionValue) -> Option<&str> {
     value.extra.get(BUCKETS_FIELD).and_then(Value::as_str)
 }
 
-/// The assignment the routers use for `value` at N (`dw_routing::buckets`'s effective
-/// assignment): its `buckets` field when it decodes for N and the value's origins (moved
-/// to the apportionment of its weights by the minimal-move rule when its counts are not
-/// that, as after a weight written by hand), else the default of its listed weights.
+/// The assignment the routers use for `value` at N: `dw_routing`'s
+/// `effective_assignment`, the one the extension, the twin and `dwctl route` use (its
+/// `buckets` field when it decodes for N and its origins, moved to the apportionment of its
+/// weights when its counts are off them; else the default of its listed weights).
 pub fn live_assignment(value: &RegionValue, n: BucketCount) -> Result<Assignment, Error> {
-    let weights = listed_weights(value);
-    if let Some(text) = stored_text(value)
-        && let Ok(assignment) = Assignment::decode(text, n, value.origins.len())
-    {
-        return reassign(&assignment, &weights).map_err(routing_error);
-    }
-    default_assignment(&weights, n).map_err(routing_error)
+    let stored = value.extra.get(BUCKETS_FIELD).map(|field| match field {
+        Value::String(text) => Ok(text.as_str()),
+        _ => Err("not a string"),
+    });
+    effective_assignment(stored, &listed_weights(value), n)
+        .map(|(assignment, _)| assignment)
+        .map_err(routing_error)
 }
 
 /// `live` (for N = `live.buckets()`, indexing `origins`) carried over to `n` and then to

@@ -256,6 +256,7 @@ fn plain_traffic(case: &Case) -> Traffic {
             let rate = GeoRate {
                 plain: *count as f64,
                 sticky: 0.0,
+                bucket: 0.0,
             };
             (geo.clone(), rate)
         }),
@@ -366,6 +367,7 @@ fn predictions_match_the_userland_twin() {
                 let rate = GeoRate {
                     plain: 0.0,
                     sticky: 1.0,
+                    bucket: 0.0,
                 };
                 (geo.clone(), rate)
             }),

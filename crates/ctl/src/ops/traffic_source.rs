@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use dw_capacity::{
-    AnswerRow, Implausible, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic, check_plausibility,
+    AnswerKind, AnswerRow, Implausible, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic,
+    check_plausibility,
 };
 
 use crate::error::Error;
@@ -140,7 +141,7 @@ pub fn queries(seconds: u64) -> [String; 4] {
 /// Prometheus' answers to [`queries`].
 #[derive(Debug, Clone, Copy)]
 pub struct Answers<'a> {
-    /// Each node's answers per second by geo, sticky or not, and step.
+    /// Each node's answers per second by geo, kind (or sticky or not) and step.
     pub rows: &'a [Sample],
     /// All answers past the nodes' label bounds, per second.
     pub overflow: &'a [Sample],
@@ -150,6 +151,21 @@ pub struct Answers<'a> {
     /// The nodes that had counters already when the window began (the others' rates read
     /// low).
     pub at_start: &'a [Sample],
+}
+
+/// A row's kind: its `kind` label (`plain`, `sticky`, `bucket`: the counters' layout 2),
+/// else its `sticky` label (`true` or not, layout 1), so that either query's rows read.
+fn answer_kind(sample: &Sample) -> AnswerKind {
+    match sample.label("kind") {
+        "" => {
+            if sample.label("sticky") == "true" {
+                AnswerKind::Sticky
+            } else {
+                AnswerKind::Plain
+            }
+        }
+        kind => AnswerKind::from_label(kind),
+    }
 }
 
 /// The traffic of `answers`: every node checked ([`dw_capacity::check_plausibility`]), the
@@ -185,7 +201,7 @@ pub fn judge(source: &str, answers: Answers<'_>, limits: &Limits, window: Window
         let node = sample.label("node").to_owned();
         nodes.entry(node.clone()).or_default().rows.push(AnswerRow {
             geo: sample.label("geo").to_owned(),
-            sticky: sample.label("sticky") == "true",
+            kind: answer_kind(sample),
             node: Some(node),
             fail_open: sample.label("step") == "fail_open",
             rate: sample.value,
@@ -390,6 +406,33 @@ mod tests {
             TrafficRead::Unusable(why) => why,
             other => panic!("not unusable: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_rows_kind_reads_from_the_kind_label_or_the_sticky_label() {
+        let kind = |labels: &[(&str, &str)]| answer_kind(&sample(labels, 1.0));
+        assert_eq!(kind(&[("kind", "bucket")]), AnswerKind::Bucket);
+        assert_eq!(kind(&[("kind", "sticky")]), AnswerKind::Sticky);
+        assert_eq!(kind(&[("kind", "plain")]), AnswerKind::Plain);
+        assert_eq!(kind(&[("sticky", "true")]), AnswerKind::Sticky);
+        assert_eq!(kind(&[("sticky", "false")]), AnswerKind::Plain);
+        assert_eq!(kind(&[]), AnswerKind::Plain);
+        // A bucketed row reaches the prediction as bucketed traffic.
+        let read = judged(
+            &[sample(
+                &[
+                    ("node", "n1"),
+                    ("geo", "DE"),
+                    ("kind", "bucket"),
+                    ("step", "country"),
+                ],
+                4.0,
+            )],
+            0.0,
+            &["n1"],
+        );
+        let (traffic, _) = read.usable().unwrap();
+        assert_eq!(traffic.geos()["DE"].bucket, 4.0);
     }
 
     #[test]
