@@ -23,12 +23,16 @@ final class AnswerCounter
     private const MAX_LABEL_BYTES = 128;
 
     /**
-     * This process's answers per label set ("geo\0step\0key\0origin\0shard\0sticky"),
-     * when APCu does not hold them.
+     * This process's answers per label set ("geo\0step\0key\0origin\0shard\0kind", the
+     * kind as the extension's code: 0 plain, 1 sticky, 2 bucket, so that the rows sort
+     * alike), when APCu does not hold them.
      *
      * @var array<string, int>
      */
     private static array $answers = [];
+
+    /** The kinds (`kind` label) by code, as in the counter file (dw_traffic::AnswerKind). */
+    private const KINDS = ['plain', 'sticky', 'bucket'];
 
     /** @param bool $apcu whether the counts live in APCu (shared by the pool) */
     public function __construct(private readonly bool $apcu)
@@ -38,16 +42,18 @@ final class AnswerCounter
     /**
      * Counts one answer: $step is where in the chain it came from (`fail_open` for the
      * fallback route), $answeredBy the full key of the answering region (null for
-     * `fail_open`), $routing the policy over the table that answered.
+     * `fail_open`), $routing the policy over the table that answered, $kind how the origin
+     * was picked (plain, sticky, bucket).
      *
      * @param array{shard: string, origin: string} $route
+     * @param 'plain'|'sticky'|'bucket' $kind
      */
-    public function count(RoutingPolicy $routing, string $geo, string $step, ?string $answeredBy, array $route, bool $sticky): void
+    public function count(RoutingPolicy $routing, string $geo, string $step, ?string $answeredBy, array $route, string $kind): void
     {
         $prefix = $routing->prefix() . 'region/';
         $key = $answeredBy === null ? '' : CacheTags::encodeKey(substr($answeredBy, \strlen($prefix)));
         $labels = self::geoLabel($routing, $geo) . "\0$step\0$key\0" . self::cut($route['origin']) . "\0"
-            . self::cut($route['shard']) . "\0" . ($sticky ? '1' : '0');
+            . self::cut($route['shard']) . "\0" . (int) array_search($kind, self::KINDS, true);
         if ($this->apcu) {
             if (\apcu_inc(self::APCU_ANSWERS . $labels, 1) === false) {
                 \apcu_add(self::APCU_ANSWERS . $labels, 1) || \apcu_inc(self::APCU_ANSWERS . $labels, 1);
@@ -62,7 +68,7 @@ final class AnswerCounter
      * The answers counted, per label set, in byte order of the label sets, as the
      * extension's traffic() lists them.
      *
-     * @return list<array{geo: string, step: string, key: string, origin: string, shard: string, sticky: bool, answers: int}>
+     * @return list<array{geo: string, step: string, key: string, origin: string, shard: string, kind: string, sticky: bool, answers: int}>
      */
     public function rows(): array
     {
@@ -76,9 +82,10 @@ final class AnswerCounter
         ksort($counts, SORT_STRING);
         $rows = [];
         foreach ($counts as $labels => $answers) {
-            [$geo, $step, $key, $origin, $shard, $sticky] = explode("\0", (string) $labels);
+            [$geo, $step, $key, $origin, $shard, $code] = explode("\0", (string) $labels);
+            $kind = self::KINDS[(int) $code] ?? 'plain';
             $rows[] = ['geo' => $geo, 'step' => $step, 'key' => $key, 'origin' => $origin, 'shard' => $shard,
-                'sticky' => $sticky === '1', 'answers' => $answers];
+                'kind' => $kind, 'sticky' => $kind === 'sticky', 'answers' => $answers];
         }
 
         return $rows;

@@ -10,8 +10,9 @@ declare(strict_types=1);
  *
  * An assignment is a list of N origin indices (bucket 0 first), each an index into the
  * region's `origins`; Rust holds the same as runs. Its text form is `ORIGIN:COUNT` runs
- * joined by `,` (decimal, no leading zeros, neighbours never of one origin). Not wired into
- * RegionRouter yet. No I/O, no extension beyond what `--disable-all` keeps.
+ * joined by `,` (decimal, no leading zeros, neighbours never of one origin). The twin's
+ * RoutingPolicy answers a bucket by effective() (Rust: effective_assignment). No I/O, no
+ * extension beyond what `--disable-all` keeps.
  *
  *     $n = \DwRouter\Buckets::checkCount(1024);
  *     $assignment = \DwRouter\Buckets::defaultAssignment([50, 50], $n);
@@ -166,6 +167,43 @@ final class Buckets
         }
 
         return $owners;
+    }
+
+    /**
+     * The assignment a region answers its visitors' buckets with when the policy has $n
+     * buckets (dw_routing::buckets::effective_assignment, docs/routing.md "Buckets"):
+     * $stored is the value's `buckets` field (`['text' => string]` for a string,
+     * `['kind' => 'a number']` for another JSON type, null when absent), $weights the
+     * listed origins' weights in list order. Absent: the default; a string that decodes
+     * for ($n, the origins): itself when its counts are the apportionment, else reassigned
+     * to it; anything else: the default, with why it was ignored. Null when the region
+     * cannot have one (more origins than an assignment indexes).
+     *
+     * @param array{text: string}|array{kind: string}|null $stored
+     * @param list<int> $weights
+     * @return array{owners: list<int>, source: string}|null source as explain() says it
+     */
+    public static function effective(?array $stored, array $weights, int $n): ?array
+    {
+        try {
+            $default = self::defaultAssignment($weights, $n);
+        } catch (BucketError) {
+            return null;
+        }
+        if ($stored === null) {
+            return ['owners' => $default, 'source' => 'default'];
+        }
+        try {
+            if (!isset($stored['text'])) {
+                throw self::refused('is ' . ($stored['kind'] ?? 'null') . ', not a string');
+            }
+            $decoded = self::decode($stored['text'], $n, \count($weights));
+        } catch (BucketError $error) {
+            return ['owners' => $default, 'source' => 'default, the stored one ignored: ' . $error->getMessage()];
+        }
+        $owners = self::reassign($decoded, $weights);
+
+        return ['owners' => $owners, 'source' => $owners === $decoded ? 'stored' : 'stored, reassigned to the current weights'];
     }
 
     /**

@@ -92,21 +92,46 @@ final class RegionRouter
      *
      * @return array{shard: string, origin: string}
      */
-    public function resolve(string $country, ?string $stickyKey = null): array
+    public function resolve(string $country, ?string $stickyKey = null, ?int $bucket = null): array
     {
+        if ($bucket !== null && $bucket < 0) {
+            throw new \ValueError('RegionRouter::resolve(): Argument #3 ($bucket) must be greater than or equal to 0');
+        }
         $this->answeredRevision = $this->table['revision'] ?? 0;
+        $walk = null;
         if ($this->table !== null) {
-            $walk = $this->routing->walk($country, $stickyKey, false);
+            $walk = $this->routing->walk($country, $stickyKey, false, $bucket);
             if ($walk['route'] !== null) {
-                $this->counter->count($this->routing, $country, $walk['stage'], $walk['answered_by'], $walk['route'], $stickyKey !== null);
+                $this->counter->count($this->routing, $country, $walk['stage'], $walk['answered_by'], $walk['route'], self::kind($stickyKey, $walk));
 
                 return $walk['route'];
             }
         }
         $route = ['shard' => $this->fallbackShard, 'origin' => $this->fallbackOrigin];
-        $this->counter->count($this->routing, $country, 'fail_open', null, $route, $stickyKey !== null);
+        $this->counter->count($this->routing, $country, 'fail_open', null, $route, self::kind($stickyKey, $walk));
 
         return $route;
+    }
+
+    /**
+     * The answer counters' kind of an answer: sticky, bucket (a bucket below N with no
+     * sticky key) or plain.
+     *
+     * @param array{bucket_kind: bool}|null $walk
+     */
+    private static function kind(?string $stickyKey, ?array $walk): string
+    {
+        return match (true) {
+            $stickyKey !== null => 'sticky',
+            $walk !== null && $walk['bucket_kind'] => 'bucket',
+            default => 'plain',
+        };
+    }
+
+    /** Visitor buckets' N of the table in use (policy/global's `buckets`), 0 when off. */
+    public function buckets(): int
+    {
+        return $this->routing->buckets() ?? 0;
     }
 
     /**
@@ -114,7 +139,7 @@ final class RegionRouter
      * that shares its APCu), per label set, as the extension's traffic() returns them
      * (docs/traffic.md, "The userland twin"). Not served by dw-agent.
      *
-     * @return array{counting: bool, state: string, file: null, answers: list<array{geo: string, step: string, key: string, origin: string, shard: string, sticky: bool, answers: int}>, overflow: int}
+     * @return array{counting: bool, state: string, file: null, answers: list<array{geo: string, step: string, key: string, origin: string, shard: string, kind: string, sticky: bool, answers: int}>, overflow: int}
      */
     public function traffic(): array
     {
@@ -130,12 +155,15 @@ final class RegionRouter
      *
      * @return array<string, mixed>
      */
-    public function explain(string $geo, ?string $stickyKey = null): array
+    public function explain(string $geo, ?string $stickyKey = null, ?int $bucket = null): array
     {
-        $walk = $this->routing->walk($geo, $stickyKey, true);
+        if ($bucket !== null && $bucket < 0) {
+            throw new \ValueError('RegionRouter::explain(): Argument #3 ($bucket) must be greater than or equal to 0');
+        }
+        $walk = $this->routing->walk($geo, $stickyKey, true, $bucket);
         $failOpen = $walk['route'] === null;
 
-        return [
+        $explained = [
             'geo' => $geo,
             'sticky_key' => $stickyKey,
             'revision' => $this->revision(),
@@ -150,6 +178,14 @@ final class RegionRouter
             'hash_key' => $walk['hash_key'],
             'hash_key_from' => $walk['hash_key_from'],
         ];
+        // Only when a bucket was given, as the extension: without one the shape is today's.
+        if ($bucket !== null) {
+            $explained['bucket'] = $bucket;
+            $explained['buckets'] = $this->buckets();
+            $explained['bucket_outcome'] = $walk['bucket_outcome'];
+        }
+
+        return $explained;
     }
 
     /**
@@ -229,6 +265,7 @@ final class RegionRouter
             'path' => $this->path,
             'revision' => $this->revision(),
             'regions' => $census['regions'],
+            'buckets' => $this->buckets(),
             'keys' => $this->table === null ? 0 : \count($this->table['kvs']),
             'apcu' => $this->apcu,
             'apcu_hits' => $counters['apcu_hits'],

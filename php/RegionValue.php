@@ -17,7 +17,7 @@ final class RegionValue
     /**
      * Validates a region value (docs/routing.md, "Region validation"); null when invalid.
      *
-     * @return array{shard: string, origins: list<string>, weights: array<array-key, int>}|null
+     * @return array{shard: string, origins: list<string>, weights: array<array-key, int>, stored_buckets: array{text: string}|array{kind: string}|null}|null
      */
     public static function compile(string $raw): ?array
     {
@@ -63,8 +63,28 @@ final class RegionValue
         /** @var list<string> $origins */
         /** @var array<array-key, int> $weights */
         $weights = $weight->members;
+        // Visitor buckets' stored assignment: read against the policy's N by
+        // Buckets::effective(), never a reason to refuse the value.
+        $stored = null;
+        if (\array_key_exists('buckets', $region->members)) {
+            $field = $region->members['buckets'];
+            $stored = \is_string($field) ? ['text' => $field] : ['kind' => self::described($field)];
+        }
 
-        return ['shard' => $shard, 'origins' => $origins, 'weights' => $weights];
+        return ['shard' => $shard, 'origins' => $origins, 'weights' => $weights, 'stored_buckets' => $stored];
+    }
+
+    /** A decoded JSON value's kind as dw-routing's messages say it ("is {kind}"). */
+    private static function described(mixed $value): string
+    {
+        return match (true) {
+            $value === null => 'null',
+            \is_bool($value) => 'a boolean',
+            \is_int($value), \is_float($value) => 'a number',
+            \is_string($value) => 'a string',
+            $value instanceof JsonObject => 'an object',
+            default => 'an array',
+        };
     }
 
     /**

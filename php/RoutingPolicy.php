@@ -16,13 +16,14 @@ namespace DwRouter;
 require_once __DIR__ . '/TypedJson.php';
 require_once __DIR__ . '/Continents.php';
 require_once __DIR__ . '/RegionValue.php';
+require_once __DIR__ . '/Buckets.php';
 
 final class RoutingPolicy
 {
     public const DEFAULT_PREFIX = '/dw/routing/';
 
     /** The policy when the snapshot has none. */
-    private const DEFAULT_POLICY = ['default' => 'US', 'failover' => [], 'rendezvous' => false, 'continent_of' => [], 'valid' => true, 'object' => []];
+    private const DEFAULT_POLICY = ['default' => 'US', 'failover' => [], 'rendezvous' => false, 'continent_of' => [], 'buckets' => null, 'valid' => true, 'object' => []];
 
     /** The continent bucket codes (`region/continent/<CODE>`). */
     private const CONTINENTS = ['AF', 'AN', 'AS', 'EU', 'NA', 'OC', 'SA'];
@@ -30,14 +31,28 @@ final class RoutingPolicy
     /** @var array<array-key, array{shard: string, origins: list<string>, weights: array<array-key, int>}|null> */
     private array $regions = [];
 
-    /** @var array{default: string, failover: list<string>, rendezvous: bool, continent_of: array<string, string>, valid: bool, object: array<array-key, mixed>}|null */
+    /** @var array{default: string, failover: list<string>, rendezvous: bool, continent_of: array<string, string>, buckets: int|null, valid: bool, object: array<array-key, mixed>}|null */
     private ?array $policy = null;
+
+    /**
+     * Each answering region's effective assignment for the policy's N, computed when a
+     * bucket first reaches it (by region geo).
+     *
+     * @var array<string, array{owners: list<int>, source: string}|null>
+     */
+    private array $assignments = [];
 
     /**
      * @param array{revision: int, prefix: string, kvs: array<array-key, string>, stages: list<array{id: string, revision: int}>}|null $table
      */
     public function __construct(private readonly ?array $table)
     {
+    }
+
+    /** Visitor buckets' N (policy/global's `buckets`), null when off. */
+    public function buckets(): ?int
+    {
+        return $this->table === null ? null : $this->compiled()['buckets'];
     }
 
     /** The key prefix of the table (the default one when there is no table). */
@@ -48,10 +63,13 @@ final class RoutingPolicy
 
     /**
      * The chain, walked: the route (null to fail open), and with $explain the steps.
+     * Precedence: a sticky key, then a $bucket below N (the answering region's
+     * assignment), then the country's hash key. `bucket_outcome` says what the bucket did
+     * (null when none was given), in the words of dw-routing's explain.
      *
-     * @return array{steps: list<array<string, mixed>>, stage: string|null, route: array{shard: string, origin: string}|null, continent: array{0: string, 1: string}|null, answered_by: string|null, hash_key: string|null, hash_key_from: string|null}
+     * @return array{steps: list<array<string, mixed>>, stage: string|null, route: array{shard: string, origin: string}|null, continent: array{0: string, 1: string}|null, answered_by: string|null, hash_key: string|null, hash_key_from: string|null, bucket_kind: bool, bucket_outcome: string|null}
      */
-    public function walk(string $geo, ?string $stickyKey, bool $explain): array
+    public function walk(string $geo, ?string $stickyKey, bool $explain, ?int $bucket = null): array
     {
         // No table (no file yet): the chain is walked over no keys and the default policy.
         $policy = $this->table === null ? self::DEFAULT_POLICY : $this->compiled();
@@ -85,7 +103,7 @@ final class RoutingPolicy
 
         $steps = [];
         foreach ($chain as $link) {
-            [$stage, $lookup, $hashKey, $bucket] = $link;
+            [$stage, $lookup, $hashKey, $isBucket] = $link;
             $step = ['stage' => $stage, 'geo' => $lookup, 'key' => null, 'outcome' => 'no key'];
             if (isset($link[4])) {
                 $step['index'] = $link[4];
@@ -96,11 +114,11 @@ final class RoutingPolicy
             } else {
                 $step['key'] = $prefix . 'region/' . $lookup;
                 // A policy geo may name a bucket; the caller's geo never does.
-                $bucket ??= str_starts_with($lookup, 'continent/');
+                $isBucket ??= str_starts_with($lookup, 'continent/');
                 if ($stage === 'geo' && str_starts_with($lookup, 'continent/')) {
                     $step['outcome'] = 'bucket namespace';
                 } else {
-                    $region = $bucket ? $this->bucket(substr($lookup, \strlen('continent/'))) : $this->region($lookup);
+                    $region = $isBucket ? $this->bucket(substr($lookup, \strlen('continent/'))) : $this->region($lookup);
                     if ($region !== null) {
                         $step['outcome'] = 'answered';
                     } elseif (\array_key_exists($step['key'], $kvs)) {
@@ -112,6 +130,20 @@ final class RoutingPolicy
                 $steps[] = $step;
             }
             if ($region !== null) {
+                [$byBucket, $outcome] = $this->bucketUse($bucket, $stickyKey, $policy['buckets'], $lookup, $isBucket, $region);
+                if ($byBucket !== null) {
+                    return [
+                        'steps' => $steps,
+                        'stage' => $stage,
+                        'route' => ['shard' => $region['shard'], 'origin' => $region['origins'][$byBucket]],
+                        'continent' => $continent,
+                        'answered_by' => $step['key'],
+                        'hash_key' => (string) $bucket,
+                        'hash_key_from' => 'bucket',
+                        'bucket_kind' => true,
+                        'bucket_outcome' => $outcome,
+                    ];
+                }
                 $from = match (true) {
                     $stickyKey !== null => 'sticky',
                     $stage === 'subdivision' => 'subdivision',
@@ -131,11 +163,58 @@ final class RoutingPolicy
                     'answered_by' => $step['key'],
                     'hash_key' => $hashKey,
                     'hash_key_from' => $from,
+                    // A bucket below N counts as bucketed even where the region has no
+                    // assignment (answered by the pick), as in the extension.
+                    'bucket_kind' => $bucket !== null && $stickyKey === null && $policy['buckets'] !== null && $bucket < $policy['buckets'],
+                    'bucket_outcome' => $outcome,
                 ];
             }
         }
+        $outcome = $bucket === null ? null : $this->bucketUse($bucket, $stickyKey, $policy['buckets'], null, false, null)[1];
 
-        return ['steps' => $steps, 'stage' => null, 'route' => null, 'continent' => $continent, 'answered_by' => null, 'hash_key' => null, 'hash_key_from' => null];
+        return ['steps' => $steps, 'stage' => null, 'route' => null, 'continent' => $continent, 'answered_by' => null, 'hash_key' => null, 'hash_key_from' => null,
+            'bucket_kind' => $bucket !== null && $stickyKey === null && $policy['buckets'] !== null && $bucket < $policy['buckets'],
+            'bucket_outcome' => $outcome];
+    }
+
+    /**
+     * What $bucket does for the answering $region (under $lookup, null when none
+     * answers): the origin index it picks, or null; and the explanation's words for it.
+     *
+     * @param array{shard: string, origins: list<string>, weights: array<array-key, int>, stored_buckets: mixed}|null $region
+     * @return array{0: int|null, 1: string|null}
+     */
+    private function bucketUse(?int $bucket, ?string $stickyKey, ?int $n, ?string $lookup, bool $isBucket, ?array $region): array
+    {
+        if ($bucket === null) {
+            return [null, null];
+        }
+        if ($stickyKey !== null) {
+            return [null, 'ignored: a sticky key wins over a bucket'];
+        }
+        if ($n === null) {
+            return [null, 'ignored: policy/global has no buckets (answered as without a bucket)'];
+        }
+        if ($bucket >= $n) {
+            return [null, 'ignored: not below the policy\'s buckets (answered as without a bucket)'];
+        }
+        $assignment = null;
+        if ($region !== null && $lookup !== null) {
+            $cacheKey = ($isBucket ? "\0" : '') . $lookup;
+            if (!\array_key_exists($cacheKey, $this->assignments)) {
+                $weights = [];
+                foreach ($region['origins'] as $origin) {
+                    $weights[] = $region['weights'][$origin] ?? 0;
+                }
+                $this->assignments[$cacheKey] = Buckets::effective($region['stored_buckets'] ?? null, $weights, $n);
+            }
+            $assignment = $this->assignments[$cacheKey];
+        }
+        if ($assignment === null) {
+            return [null, 'ignored: the answering region has no assignment (answered as without a bucket)'];
+        }
+
+        return [$assignment['owners'][$bucket], "picked by the region's assignment ({$assignment['source']})"];
     }
 
     /** Whether $geo has a valid region key of its own (never a bucket). */
@@ -226,7 +305,7 @@ final class RoutingPolicy
         return $this->regions[$geo];
     }
 
-    /** @return array{default: string, failover: list<string>, rendezvous: bool, continent_of: array<string, string>, valid: bool, object: array<array-key, mixed>} */
+    /** @return array{default: string, failover: list<string>, rendezvous: bool, continent_of: array<string, string>, buckets: int|null, valid: bool, object: array<array-key, mixed>} */
     private function compiled(): array
     {
         if ($this->policy !== null) {
@@ -252,6 +331,11 @@ final class RoutingPolicy
                     }
                 }
                 $policy['rendezvous'] = ($fields['pick'] ?? null) === 'rendezvous';
+                // 2 to 1024 turns buckets on; 0, absent or anything else is off (fail safe).
+                $buckets = $fields['buckets'] ?? null;
+                if (\is_int($buckets) && $buckets >= Buckets::MIN_BUCKETS && $buckets <= Buckets::MAX_BUCKETS) {
+                    $policy['buckets'] = $buckets;
+                }
                 // Entries the chain cannot use are ignored, as by the extension.
                 if (($fields['continent_of'] ?? null) instanceof JsonObject) {
                     foreach ($fields['continent_of']->members as $code => $continent) {

@@ -6,18 +6,18 @@
 //! without a key of its own counts as its `CC`, `empty` for the empty string, `other`
 //! for anything else; `step` and `key` are those `explain()` shows for the answer (the
 //! key escaped as cache tags are, cut at the label bound); `origin` and `shard` the
-//! answer's; `sticky` whether a sticky key was given. So a table bounds them, never a
-//! client.
+//! answer's; `kind` how the origin was picked (plain, sticky, bucket). So a table bounds
+//! them, never a client: a bucket is never a label, so the series do not grow with N.
 //!
 //! Each table keeps, per process, the id of each label key (the geo's class, the
-//! answering region and origin, sticky): at most [`MAX_CACHED_KEYS`] of them; past that
+//! answering region and origin, kind): at most [`MAX_CACHED_KEYS`] of them; past that
 //! an answer's id is found in the file's index each time (slower, never wrong).
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 use dw_routing::{CountryCode, Table, builtin_continent, encode_tag_key, subdivision_country};
-use dw_traffic::{LabelSet, Step};
+use dw_traffic::{AnswerKind, LabelSet, Step};
 use parking_lot::Mutex;
 use rustc_hash::FxHasher;
 
@@ -33,7 +33,7 @@ struct LabelKey {
     /// The answering region, or `u32::MAX` for fail-open.
     region: u32,
     origin: u32,
-    sticky: bool,
+    kind: AnswerKind,
 }
 
 /// The geo's class: what its labels and its chain depend on.
@@ -59,13 +59,13 @@ fn is_builtin_code(code: &[u8]) -> bool {
 }
 
 impl AnswerIds {
-    /// The id plus one of the answer to `geo` (sticky or not) that came from `route`
+    /// The id plus one of the answer to `geo` (of `kind`) that came from `route`
     /// (`(region, origin)` indexes; None for fail-open); None when counting is off.
     pub fn id_plus_one(
         &self,
         table: &Table,
         geo: &[u8],
-        sticky: bool,
+        kind: AnswerKind,
         route: Option<(u32, u32)>,
     ) -> Option<u32> {
         if !traffic::enabled() {
@@ -77,14 +77,14 @@ impl AnswerIds {
             geo: geo_key,
             region,
             origin,
-            sticky,
+            kind,
         };
         // Another thread holding it (ZTS): find the id without the cache.
         let mut ids = self.ids.try_lock();
         if let Some(id) = ids.as_ref().and_then(|ids| ids.get(&key)) {
             return Some(*id);
         }
-        let labels = labels(table, geo_key, chain_geo, sticky, route);
+        let labels = labels(table, geo_key, chain_geo, kind, route);
         let id = traffic::id_plus_one(&labels)?;
         // A pending label set's id (the registry was busy) is not kept: the next answer
         // registers it.
@@ -124,7 +124,7 @@ fn labels(
     table: &Table,
     geo_key: GeoKey,
     chain_geo: &[u8],
-    sticky: bool,
+    kind: AnswerKind,
     route: Option<(u32, u32)>,
 ) -> LabelSet {
     let geo_label: Vec<u8> = match geo_key {
@@ -161,5 +161,5 @@ fn labels(
             (shard.as_bytes().to_vec(), origin.as_bytes().to_vec())
         }
     };
-    LabelSet::new(&geo_label, step, &key, &origin, &shard, sticky)
+    LabelSet::new(&geo_label, step, &key, &origin, &shard, kind)
 }

@@ -3,9 +3,10 @@
 
 use ext_php_rs::exception::PhpException;
 use ext_php_rs::ffi::{
-    _zend_expected_type_Z_EXPECTED_STRING, _zend_expected_type_Z_EXPECTED_STRING_OR_NULL,
-    IS_STRING, zend_parse_arg_str_slow, zend_string, zend_wrong_parameter_type_error,
-    zend_wrong_parameters_count_error, zval,
+    _zend_expected_type_Z_EXPECTED_LONG_OR_NULL, _zend_expected_type_Z_EXPECTED_STRING,
+    _zend_expected_type_Z_EXPECTED_STRING_OR_NULL, IS_LONG, IS_STRING, zend_long,
+    zend_parse_arg_long_slow, zend_parse_arg_str_slow, zend_string,
+    zend_wrong_parameter_type_error, zend_wrong_parameters_count_error, zval,
 };
 use ext_php_rs::types::{ZendStr, Zval};
 use ext_php_rs::zend::{ExecuteData, ExecutorGlobals, ce};
@@ -85,4 +86,59 @@ pub fn string(
         }
     }
     Err(Thrown)
+}
+
+/// A `?int $bucket` parameter (`method` and its argument `number` name it in errors),
+/// parsed by the engine's own rules (coercive mode converts `"3"` and `3.0`; under
+/// strict_types only ints), then checked: a negative bucket is a programming error, a
+/// `ValueError`. Any bucket from 0 up is accepted here; one at or past the table's N
+/// answers as without a bucket. `Ok(None)` for null or an absent argument.
+pub fn bucket(arg: Option<&mut Zval>, method: &str, number: u32) -> Result<Option<u64>, Thrown> {
+    let Some(arg) = arg else {
+        return Ok(None);
+    };
+    if arg.is_null() {
+        return Ok(None);
+    }
+    let value: zend_long = if let Some(value) = arg.long() {
+        value
+    } else {
+        let mut dest: zend_long = 0;
+        let arg_ptr: *mut zval = std::ptr::from_mut(arg);
+        // SAFETY: `arg` is a live argument slot of the current frame; the engine reads it
+        // (converting a copy) and writes `dest`.
+        unsafe {
+            if !zend_parse_arg_long_slow(arg_ptr, &mut dest, number) {
+                if !ExecutorGlobals::has_exception() {
+                    zend_wrong_parameter_type_error(
+                        number,
+                        _zend_expected_type_Z_EXPECTED_LONG_OR_NULL,
+                        arg_ptr,
+                    );
+                }
+                return Err(Thrown);
+            }
+        }
+        dest
+    };
+    u64::try_from(value).map(Some).map_err(|_| {
+        throw_value_error(&format!(
+            "{method}(): Argument #{number} ($bucket) must be greater than or equal to 0"
+        ))
+    })
+}
+
+/// The bucket of an int zval in a frame, for the frame-reading fast path: `Some(None)`
+/// for null, `Some(Some(b))` for an int from 0; None (have the arguments parsed) for
+/// anything else.
+#[inline(always)]
+pub fn frame_bucket(arg: &Zval) -> Option<Option<u64>> {
+    // SAFETY: the type tag says which member of the value is live.
+    unsafe {
+        match u32::from(arg.u1.v.type_) {
+            ext_php_rs::ffi::IS_NULL => Some(None),
+            IS_LONG => u64::try_from(arg.value.lval).ok().map(Some),
+            _ => None,
+        }
+    }
 }

@@ -5,10 +5,19 @@
 //! the country alone, so each table memoises it (an immutable route array from
 //! `route_array`) per country code and per region: after the first time, the common call is
 //! one index and one load.
+//!
+//! A bucketed answer (`resolve($country, null, $bucket)`, the bucket below the table's N)
+//! never reads or fills those memos: its route is (the country's answering region, the
+//! bucket's origin in that region's assignment), and its array is the one slot of that
+//! (region, origin) pair, shared with every other answer of the pair. So the memo of
+//! `resolve()` is keyed by (country, bucket) without a memo per bucket: (country, no
+//! bucket) is the country memo, (country, b) the pair's slot. A bucket at or past N is
+//! no bucket: the country memo answers, as without one.
 
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use dw_routing::{CountryCode, MemoKey, Route, Table};
+use dw_traffic::AnswerKind;
 use ext_php_rs::ffi::zend_array;
 use ext_php_rs::types::Zval;
 
@@ -29,8 +38,11 @@ pub struct Loaded {
     digest: Option<Box<str>>,
     /// The answer counters' label ids of the calls no memo caches (`answer_labels`).
     answer_ids: AnswerIds,
-    /// The label ids of sticky answers to a country code, found without a lock.
+    /// The label ids of sticky and bucketed answers to a country code, found without a
+    /// lock.
     country_ids: StickyCountryIds,
+    /// The table's N (0: buckets off): a bucket below it picks by the assignment.
+    buckets: u64,
 }
 
 /// How many `Loaded` tables exist in this process (see [`tables_in_process`]).
@@ -46,7 +58,9 @@ impl Loaded {
     pub fn new(table: Table, digest: Option<Box<str>>) -> Loaded {
         let routes = RouteSlots::for_table(&table);
         TABLES_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
+        let buckets = table.buckets().map_or(0, |n| u64::from(n.get()));
         Loaded {
+            buckets,
             revision: AtomicU64::new(table.revision()),
             table,
             routes,
@@ -75,11 +89,51 @@ impl Loaded {
     /// Sets `retval` to the route array for `country`: the memo's when there is one, else
     /// the one the core resolves (remembered in the memo when it is immutable). Counts
     /// the answer (`traffic`): on a memo hit, under the label id kept beside the memo.
+    /// Precedence: a sticky key wins, then a bucket below N, then the country.
     #[inline(always)]
-    pub fn answer(&self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
-        match sticky_key {
-            None => self.answer_unsticky(retval, country),
-            Some(sticky_key) => self.answer_sticky(retval, country, sticky_key),
+    pub fn answer(
+        &self,
+        retval: &mut Zval,
+        country: &[u8],
+        sticky_key: Option<&[u8]>,
+        bucket: Option<u64>,
+    ) {
+        match (sticky_key, bucket) {
+            (None, None) => self.answer_unsticky(retval, country),
+            (Some(sticky_key), _) => self.answer_sticky(retval, country, sticky_key),
+            (None, Some(bucket)) if bucket < self.buckets => {
+                self.answer_bucketed(retval, country, bucket)
+            }
+            (None, Some(_)) => self.answer_unsticky(retval, country),
+        }
+    }
+
+    /// `answer` with a bucket below the table's N: no country memo; the (region, origin)
+    /// pair's slot. Counted as sticky answers are, under the bucket kind.
+    #[inline(always)]
+    fn answer_bucketed(&self, retval: &mut Zval, country: &[u8], bucket: u64) {
+        let Some(route) = self.table.resolve_bucketed(country, None, Some(bucket)) else {
+            route_array::set_fallback_route(retval);
+            if traffic::enabled() {
+                self.count_answer(country, AnswerKind::Bucket, None, None);
+            }
+            return;
+        };
+        self.set_route(retval, &route);
+        if !traffic::enabled() {
+            return;
+        }
+        match self
+            .country_ids
+            .get(country, AnswerKind::Bucket, route.origin_index)
+        {
+            Some(id) => traffic::count(id),
+            None => self.count_answer(
+                country,
+                AnswerKind::Bucket,
+                Some((route.region_index, route.origin_index)),
+                None,
+            ),
         }
     }
 
@@ -113,7 +167,7 @@ impl Loaded {
         if memo.is_some() || traffic::enabled() {
             self.count_answer(
                 country,
-                false,
+                AnswerKind::Plain,
                 route.map(|route| (route.region_index, route.origin_index)),
                 memo.map(|memo| &memo.counted_as),
             );
@@ -129,7 +183,7 @@ impl Loaded {
         let Some(route) = self.table.resolve(country, Some(sticky_key)) else {
             route_array::set_fallback_route(retval);
             if traffic::enabled() {
-                self.count_answer(country, true, None, None);
+                self.count_answer(country, AnswerKind::Sticky, None, None);
             }
             return;
         };
@@ -137,11 +191,14 @@ impl Loaded {
         if !traffic::enabled() {
             return;
         }
-        match self.country_ids.get(country, route.origin_index) {
+        match self
+            .country_ids
+            .get(country, AnswerKind::Sticky, route.origin_index)
+        {
             Some(id) => traffic::count(id),
             None => self.count_answer(
                 country,
-                true,
+                AnswerKind::Sticky,
                 Some((route.region_index, route.origin_index)),
                 None,
             ),
@@ -149,27 +206,30 @@ impl Loaded {
     }
 
     /// Counts an answer that no memo's label id covered, and keeps its id beside the
-    /// memo, if it has one, or in `country_ids` for a sticky answer to a two-byte geo.
+    /// memo, if it has one, or in `country_ids` for a sticky or bucketed answer to a
+    /// two-byte geo.
     #[cold]
     #[inline(never)]
     fn count_answer(
         &self,
         country: &[u8],
-        sticky: bool,
+        kind: AnswerKind,
         route: Option<(u32, u32)>,
         counted_as: Option<&AtomicU32>,
     ) {
         let id = self
             .answer_ids
-            .id_plus_one(&self.table, country, sticky, route)
+            .id_plus_one(&self.table, country, kind, route)
             .unwrap_or(traffic::NOT_COUNTED_ID);
         // A pending label set's id (the registry was busy) is kept nowhere: the next
         // answer asks again and registers it.
         if traffic::is_cacheable(id) {
             if let Some(counted_as) = counted_as {
                 counted_as.store(id, Ordering::Relaxed);
-            } else if sticky && let Some((_, origin)) = route {
-                self.country_ids.put(country, origin, id);
+            } else if kind != AnswerKind::Plain
+                && let Some((_, origin)) = route
+            {
+                self.country_ids.put(country, kind, origin, id);
             }
         }
         traffic::count(id);
@@ -183,7 +243,7 @@ impl Loaded {
             .table
             .resolve(country, None)
             .map(|route| (route.region_index, route.origin_index));
-        self.count_answer(country, false, route, Some(counted_as));
+        self.count_answer(country, AnswerKind::Plain, route, Some(counted_as));
     }
 
     /// Sets `retval` to `route`'s array, from its slot once it has been handed out. Returns
@@ -314,12 +374,13 @@ fn empty_memos(count: usize) -> Box<[Memo]> {
         .collect()
 }
 
-/// A direct-mapped cache of the label ids of sticky answers to a two-byte geo: 1,024
-/// words, each `(key + 1) << 32 | id` for the key (the geo's two bytes, origin index),
-/// which decides the labels of such an answer in a table (the geo decides its class and
-/// its answering region). The geo's bytes as they are, not its country code: no
-/// classifying on the request path. One relaxed load a call, no lock: a collision only
-/// sends a call to `AnswerIds`.
+/// A direct-mapped cache of the label ids of sticky and bucketed answers to a two-byte
+/// geo: 1,024 words, each `(key + 1) << 32 | id` for the key (the geo's two bytes, the
+/// kind's bit, origin index below 32,768), which decides the labels of such an answer in
+/// a table (the geo decides its class and its answering region). The geo's bytes as they
+/// are, not its country code: no classifying on the request path. One relaxed load a
+/// call, no lock: a collision, or an origin index past 32,767, only sends a call to
+/// `AnswerIds`. One cache for both kinds: no more memory than before buckets.
 struct StickyCountryIds {
     /// Inline in the table (no pointer to load, no bounds check: the index is the top ten
     /// bits of a product).
@@ -335,31 +396,33 @@ impl StickyCountryIds {
         }
     }
 
-    /// The entry and the tag (`key + 1`, the entry's high half) of a sticky answer to
-    /// `geo` by origin `origin`.
+    /// The entry and the tag (`key + 1`, the entry's high half) of a sticky (or, with
+    /// `kind` bucket, bucketed) answer to `geo` by origin `origin`.
     #[inline(always)]
-    fn slot(&self, geo: &[u8], origin: u32) -> Option<(&AtomicU64, u64)> {
+    fn slot(&self, geo: &[u8], kind: AnswerKind, origin: u32) -> Option<(&AtomicU64, u64)> {
         let &[first, second] = geo else {
             return None;
         };
-        if origin > 0xffff {
+        if origin > 0x7fff {
             return None;
         }
-        let key = u64::from(u16::from_le_bytes([first, second])) << 16 | u64::from(origin);
+        let kind_bit = u64::from(kind == AnswerKind::Bucket) << 15;
+        let key =
+            u64::from(u16::from_le_bytes([first, second])) << 16 | kind_bit | u64::from(origin);
         // Fibonacci hashing: the product's top ten bits index the 1,024 entries.
         let index = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize;
         Some((&self.entries[index], key + 1))
     }
 
     #[inline(always)]
-    fn get(&self, geo: &[u8], origin: u32) -> Option<u32> {
-        let (entry, tag) = self.slot(geo, origin)?;
+    fn get(&self, geo: &[u8], kind: AnswerKind, origin: u32) -> Option<u32> {
+        let (entry, tag) = self.slot(geo, kind, origin)?;
         let value = entry.load(Ordering::Relaxed);
         (value >> 32 == tag).then_some(value as u32)
     }
 
-    fn put(&self, geo: &[u8], origin: u32, id: u32) {
-        if let Some((entry, tag)) = self.slot(geo, origin) {
+    fn put(&self, geo: &[u8], kind: AnswerKind, origin: u32, id: u32) {
+        if let Some((entry, tag)) = self.slot(geo, kind, origin) {
             entry.store(tag << 32 | u64::from(id), Ordering::Relaxed);
         }
     }

@@ -144,17 +144,44 @@ impl RegionRouter {
         source.table().revision() != before
     }
 
-    /// How `resolve($geo, $stickyKey)` answers from the table in use, step by step, with
-    /// why each step before the answer was skipped (docs/routing.md, "Explaining a
-    /// route"). For debugging: it allocates, and is never on the request path.
+    /// How `resolve($geo, $stickyKey, $bucket)` answers from the table in use, step by
+    /// step, with why each step before the answer was skipped and, given a bucket, what
+    /// it did (docs/routing.md, "Explaining a route", "Buckets"). For debugging: it
+    /// allocates, and is never on the request path. A negative bucket is a ValueError.
     pub fn explain(
         &self,
         geo: BinarySlice<'_, u8>,
         stickyKey: Option<BinarySlice<'_, u8>>,
-    ) -> ZBox<ZendHashTable> {
+        bucket: Option<i64>,
+    ) -> PhpResult<ZBox<ZendHashTable>> {
+        let bucket = bucket
+            .map(|bucket| {
+                u64::try_from(bucket).map_err(|_| {
+                    PhpException::new(
+                        "RegionRouter::explain(): Argument #3 ($bucket) must be greater than or equal to 0".into(),
+                        0,
+                        ce::value_error(),
+                    )
+                })
+            })
+            .transpose()?;
         let source = self.fresh_source();
         let loaded = source.table();
-        values::explanation_array(&loaded, &geo, stickyKey.as_deref().copied())
+        Ok(values::explanation_array(
+            &loaded,
+            &geo,
+            stickyKey.as_deref().copied(),
+            bucket,
+        ))
+    }
+
+    /// Visitor buckets' N of the table in use (`policy/global`'s `buckets`), 0 when off:
+    /// what the `dw_bucket` cookie helper draws a bucket below.
+    pub fn buckets(&mut self) -> i64 {
+        self.shown_table()
+            .table
+            .buckets()
+            .map_or(0, |n| i64::from(n.get()))
     }
 
     /// The page-cache tags of the answer for `$geo` from the table this object's last
@@ -284,18 +311,25 @@ fn add_resolve_method(builder: ClassBuilder) -> ClassBuilder {
                 .allow_null()
                 .default("null"),
         )
+        .arg(
+            Arg::new("bucket", DataType::Long)
+                .allow_null()
+                .default("null"),
+        )
         .not_required()
         .required_args(1)
         .returns(DataType::Array, false, false)
         .docs(&[
             "Resolves a visitor's country to ['shard' => string, 'origin' => string].",
-            "Never fails: an unknown country goes through policy.default and",
-            "policy.failover, then to the ini fallback route.",
+            "A sticky key wins where given, then a visitor bucket (below buckets()),",
+            "then the country. Never fails: an unknown country goes through",
+            "policy.default and policy.failover, then to the ini fallback route.",
         ]);
     builder.method(resolve, MethodFlags::Public)
 }
 
-/// `RegionRouter::resolve(string $country, ?string $stickyKey = null): array`; with
+/// `RegionRouter::resolve(string $country, ?string $stickyKey = null, ?int $bucket =
+/// null): array`; with
 /// `READ_FRAME`, the common calls' arguments are read from the frame (see `resolve`).
 extern "C" fn resolve_handler<const READ_FRAME: bool>(ex: &mut ExecuteData, retval: &mut Zval) {
     let outcome = catch_unwind(AssertUnwindSafe(|| resolve::<READ_FRAME>(ex, retval)));
@@ -311,6 +345,7 @@ struct Call<'a> {
     router: &'a mut RegionRouter,
     country: &'a [u8],
     sticky_key: Option<&'a [u8]>,
+    bucket: Option<u64>,
 }
 
 /// Reads the call's arguments (from the frame for the common calls, with `READ_FRAME`;
@@ -318,30 +353,33 @@ struct Call<'a> {
 #[inline(always)]
 fn resolve<const READ_FRAME: bool>(ex: &mut ExecuteData, retval: &mut Zval) -> Result<(), Thrown> {
     if READ_FRAME && let Some(call) = read_frame(ex) {
-        call.router.answer(retval, call.country, call.sticky_key);
+        call.router
+            .answer(retval, call.country, call.sticky_key, call.bucket);
         return Ok(());
     }
     let call = parse_arguments(ex)?;
-    call.router.answer(retval, call.country, call.sticky_key);
+    call.router
+        .answer(retval, call.country, call.sticky_key, call.bucket);
     Ok(())
 }
 
 /// The call as a front controller makes it (one or two string arguments, the second
-/// possibly null, on a constructed router), read straight from the frame; None, having
-/// touched nothing, for any other call, which then has its arguments parsed.
+/// possibly null, then possibly a bucket: null or an int from 0, on a constructed
+/// router), read straight from the frame; None, having touched nothing, for any other
+/// call, which then has its arguments parsed.
 #[inline(always)]
 fn read_frame(ex: &mut ExecuteData) -> Option<Call<'_>> {
     // SAFETY: `This.u2.num_args` is the argument count the engine set for this frame,
     // and that many argument slots follow the frame (ZEND_CALL_ARG).
-    let (country, sticky_key) = unsafe {
+    let (country, sticky_key, bucket) = unsafe {
         let num_args = ex.This.u2.num_args;
-        if num_args != 1 && num_args != 2 {
+        if !(1..=3).contains(&num_args) {
             return None;
         }
         let country = ex
             .zend_call_arg(0)
             .and_then(|arg| args::string_bytes(arg))?;
-        let sticky_key = if num_args == 2 {
+        let sticky_key = if num_args >= 2 {
             let arg = ex.zend_call_arg(1)?;
             if u32::from(arg.u1.v.type_) == IS_NULL {
                 None
@@ -351,7 +389,12 @@ fn read_frame(ex: &mut ExecuteData) -> Option<Call<'_>> {
         } else {
             None
         };
-        (country, sticky_key)
+        let bucket = if num_args == 3 {
+            args::frame_bucket(ex.zend_call_arg(2)?)?
+        } else {
+            None
+        };
+        (country, sticky_key, bucket)
     };
     // SAFETY: `This` of a method frame holds the object the method was called on.
     let object = unsafe {
@@ -367,19 +410,25 @@ fn read_frame(ex: &mut ExecuteData) -> Option<Call<'_>> {
         router,
         country,
         sticky_key,
+        bucket,
     })
 }
 
 /// The call's arguments parsed by the engine's rules, and its router; Thrown (the engine
 /// has thrown) when they do not fit.
 fn parse_arguments(ex: &mut ExecuteData) -> Result<Call<'_>, Thrown> {
-    let num_args = args::check_count(ex, 1, 2)?;
+    let num_args = args::check_count(ex, 1, 3)?;
     // SAFETY: the engine guarantees `num_args` arguments in the frame.
-    let (country_arg, sticky_arg) = unsafe {
+    let (country_arg, sticky_arg, bucket_arg) = unsafe {
         (
             ex.zend_call_arg(0),
-            if num_args == 2 {
+            if num_args >= 2 {
                 ex.zend_call_arg(1)
+            } else {
+                None
+            },
+            if num_args == 3 {
+                ex.zend_call_arg(2)
             } else {
                 None
             },
@@ -387,6 +436,7 @@ fn parse_arguments(ex: &mut ExecuteData) -> Result<Call<'_>, Thrown> {
     };
     let country = args::string(country_arg, 1, false)?.unwrap_or_default();
     let sticky_key = args::string(sticky_arg, 2, true)?;
+    let bucket = args::bucket(bucket_arg, "RegionRouter::resolve", 3)?;
     let uninitialised =
         || args::throw_error("RegionRouter::resolve() called on an uninitialised RegionRouter");
     let this = ex
@@ -398,6 +448,7 @@ fn parse_arguments(ex: &mut ExecuteData) -> Result<Call<'_>, Thrown> {
         router,
         country,
         sticky_key,
+        bucket,
     })
 }
 
@@ -465,18 +516,24 @@ impl RegionRouter {
     /// path choosing between them made the compiler keep the lock guard's drop flag and
     /// the reader's address on the stack (ten instructions more per call, BENCHMARKS.md).
     #[inline(always)]
-    fn answer(&mut self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) {
+    fn answer(
+        &mut self,
+        retval: &mut Zval,
+        country: &[u8],
+        sticky_key: Option<&[u8]>,
+        bucket: Option<u64>,
+    ) {
         let revision = match &mut self.reader {
-            Some(reader) => reader.answer(retval, country, sticky_key),
+            Some(reader) => reader.answer(retval, country, sticky_key, bucket),
             None => match DEFAULT_READER.try_lock() {
                 Some(mut shared) => match shared.as_mut() {
-                    Some(reader) => reader.answer(retval, country, sticky_key),
+                    Some(reader) => reader.answer(retval, country, sticky_key, bucket),
                     None => {
                         drop(shared);
-                        answer_with_new_reader(retval, country, sticky_key)
+                        answer_with_new_reader(retval, country, sticky_key, bucket)
                     }
                 },
-                None => answer_with_new_reader(retval, country, sticky_key),
+                None => answer_with_new_reader(retval, country, sticky_key, bucket),
             },
         };
         self.answered = Some(revision);
@@ -517,13 +574,18 @@ pub unsafe fn unlock_after_fork() {
 /// call in a process) or another thread holds it.
 #[cold]
 #[inline(never)]
-fn answer_with_new_reader(retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) -> u64 {
+fn answer_with_new_reader(
+    retval: &mut Zval,
+    country: &[u8],
+    sticky_key: Option<&[u8]>,
+    bucket: Option<u64>,
+) -> u64 {
     let open = || Reader::open(registry::default_source().clone());
     match DEFAULT_READER.try_lock() {
         Some(mut shared) => shared
             .get_or_insert_with(open)
-            .answer(retval, country, sticky_key),
-        None => open().answer(retval, country, sticky_key),
+            .answer(retval, country, sticky_key, bucket),
+        None => open().answer(retval, country, sticky_key, bucket),
     }
 }
 
@@ -553,9 +615,15 @@ impl Reader {
     /// Sets `retval` to the route for `country` from the source's current table; returns
     /// the revision of that table.
     #[inline(always)]
-    fn answer(&mut self, retval: &mut Zval, country: &[u8], sticky_key: Option<&[u8]>) -> u64 {
+    fn answer(
+        &mut self,
+        retval: &mut Zval,
+        country: &[u8],
+        sticky_key: Option<&[u8]>,
+        bucket: Option<u64>,
+    ) -> u64 {
         self.sync();
-        self.loaded.answer(retval, country, sticky_key);
+        self.loaded.answer(retval, country, sticky_key, bucket);
         self.loaded.revision()
     }
 }

@@ -197,6 +197,12 @@ pub fn id_plus_one(labels: &LabelSet) -> Option<u32> {
 /// What `php --ri` says about counting.
 pub fn describe() -> String {
     match SHARED.get() {
+        Some(shared) if shared.counters.version() < dw_traffic::layout::VERSION => format!(
+            "on, {} (counter layout {}, an older extension's file: bucketed answers count in \
+             the overflow until it is made again)",
+            shared.file.path().display(),
+            shared.counters.version()
+        ),
         Some(shared) => format!("on, {}", shared.file.path().display()),
         None => OFF_BECAUSE.get().cloned().unwrap_or_else(|| "off".into()),
     }

@@ -30,8 +30,12 @@ pub fn explanation_array(
     loaded: &Loaded,
     geo: &[u8],
     sticky_key: Option<&[u8]>,
+    bucket: Option<u64>,
 ) -> ZBox<ZendHashTable> {
-    let mut explanation = loaded.table.explain(geo, sticky_key).to_json();
+    let mut explanation = loaded
+        .table
+        .explain_bucketed(geo, sticky_key, bucket)
+        .to_json();
     if explanation["fail_open"] == serde_json::Value::Bool(true) {
         let (shard, origin) = crate::ini::fallback();
         explanation["shard"] = shard.as_str().into();
@@ -59,6 +63,7 @@ pub fn stats_to_array(source: &Source, shown: &Loaded) -> ZBox<ZendHashTable> {
         i64::try_from(shown.revision()).unwrap_or(i64::MAX),
     );
     let _ = stats.insert("regions", table.region_count() as i64);
+    let _ = stats.insert("buckets", table.buckets().map_or(0, |n| i64::from(n.get())));
     let _ = stats.insert("invalid_keys", table.invalid_keys().len() as i64);
     let _ = stats.insert("loads", source.loads() as i64);
     let _ = stats.insert("reloads_reused", source.reloads_reused() as i64);
@@ -150,14 +155,16 @@ pub fn traffic_array() -> ZBox<ZendHashTable> {
         let _ = traffic.insert("file", file.as_str());
         overflow = i64::try_from(totals.overflow).unwrap_or(i64::MAX);
         for (labels, answers) in totals.series {
-            let mut row = ZendHashTable::with_capacity(7);
+            let mut row = ZendHashTable::with_capacity(8);
             let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
             let _ = row.insert("geo", text(&labels.geo).as_str());
             let _ = row.insert("step", labels.step.name());
             let _ = row.insert("key", text(&labels.key).as_str());
             let _ = row.insert("origin", text(&labels.origin).as_str());
             let _ = row.insert("shard", text(&labels.shard).as_str());
-            let _ = row.insert("sticky", labels.sticky);
+            let _ = row.insert("kind", labels.kind.name());
+            // Kept beside `kind` for callers from before buckets.
+            let _ = row.insert("sticky", labels.kind == dw_traffic::AnswerKind::Sticky);
             let _ = row.insert("answers", i64::try_from(answers).unwrap_or(i64::MAX));
             let _ = rows.push(row);
         }

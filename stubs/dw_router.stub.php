@@ -48,13 +48,27 @@ final class RegionRouter
      * settings dw_router.fallback_shard / dw_router.fallback_origin. Never throws for any
      * string: empty, long, NUL bytes, invalid UTF-8.
      *
+     * Precedence: a sticky key wins where given; else a visitor bucket below buckets()
+     * picks the answering region's origin by its assignment (docs/routing.md, "Buckets");
+     * else the country's answer. Without a sticky key and without a bucket the answer is
+     * the country's, buckets on or off. A bucket while buckets() is 0, or at or past it,
+     * answers as without one; a negative bucket is a ValueError.
+     *
      * @param string      $country   the visitor's geo (`CF-IPCountry`, optionally
      *                               `-` and `cf-region-code`), matched byte for byte
      * @param string|null $stickyKey keeps one visitor on one origin (e.g. a session id)
+     * @param int|null    $bucket    the visitor's bucket (the `dw_bucket` cookie), 0 to
+     *                               buckets() - 1
      *
      * @return array{shard: string, origin: string}
      */
-    public function resolve(string $country, ?string $stickyKey = null): array {}
+    public function resolve(string $country, ?string $stickyKey = null, ?int $bucket = null): array {}
+
+    /**
+     * Visitor buckets' N of the snapshot in use (policy/global's `buckets`), 0 when off:
+     * a visitor's bucket is drawn below it.
+     */
+    public function buckets(): int {}
 
     /**
      * The etcd revision of the snapshot in use; 0 when none was loaded.
@@ -83,6 +97,7 @@ final class RegionRouter
      *     path: string,
      *     revision: int,
      *     regions: int,
+     *     buckets: int,
      *     invalid_keys: int,
      *     loads: int,
      *     reloads_reused: int,
@@ -112,7 +127,7 @@ final class RegionRouter
      *     counting: bool,
      *     state: string,
      *     file: ?string,
-     *     answers: list<array{geo: string, step: string, key: string, origin: string, shard: string, sticky: bool, answers: int}>,
+     *     answers: list<array{geo: string, step: string, key: string, origin: string, shard: string, kind: 'plain'|'sticky'|'bucket', sticky: bool, answers: int}>,
      *     overflow: int
      * }
      */
@@ -128,13 +143,15 @@ final class RegionRouter
     public function stages(): array {}
 
     /**
-     * How resolve($geo, $stickyKey) answers from the table in use, step by step: for
+     * How resolve($geo, $stickyKey, $bucket) answers from the table in use, step by step: for
      * debugging, never on the request path (it allocates). Each step names its stage
      * (subdivision, country, continent, geo, default, failover), the geo and key looked up
      * and the outcome: answered, "no key", invalid (with the reason), "no continent"
      * (XX, T1, unassigned codes), or "bucket namespace" (a caller's `continent/...` geo is
      * never a bucket). Steps after the answer are not walked. A geo or key that is not
-     * UTF-8 is shown with U+FFFD.
+     * UTF-8 is shown with U+FFFD. Given a bucket, `bucket`, `buckets` (N, 0 when off)
+     * and `bucket_outcome` say what it did: picked by the region's assignment (and where
+     * that comes from), or why it was ignored; a negative bucket is a ValueError.
      *
      * @return array{
      *     geo: string,
@@ -149,10 +166,13 @@ final class RegionRouter
      *     origin: string,
      *     answered_by: string|null,
      *     hash_key: string|null,
-     *     hash_key_from: 'sticky'|'subdivision'|'country'|'geo'|null
+     *     hash_key_from: 'sticky'|'bucket'|'subdivision'|'country'|'geo'|null,
+     *     bucket?: int,
+     *     buckets?: int,
+     *     bucket_outcome?: string
      * }
      */
-    public function explain(string $geo, ?string $stickyKey = null): array {}
+    public function explain(string $geo, ?string $stickyKey = null, ?int $bucket = null): array {}
 
     /**
      * The page-cache tags of the answer for $geo from the table this object's last

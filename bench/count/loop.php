@@ -6,6 +6,8 @@
  * holds the N measured calls alone.
  *   memo    no sticky key, 50 country codes in turn (the front controller's call)
  *   sticky  the same countries with a sticky key (no memo)
+ *   bucket  the same countries with a visitor bucket (0 to 63; the snapshot's policy has
+ *           `buckets`: the answering region's assignment, no country memo)
  */
 [$script, $snapshot, $mode, $n] = $argv;
 $n = (int) $n;
@@ -22,6 +24,10 @@ $run = static function (int $n) use ($router, $countries, $keys, $mode): void {
     if ($mode === 'memo') {
         for ($i = 0; $i < $n; $i++) {
             $router->resolve($countries[$i % 50]);
+        }
+    } elseif ($mode === 'bucket') {
+        for ($i = 0; $i < $n; $i++) {
+            $router->resolve($countries[$i % 50], null, $i & 63);
         }
     } else {
         for ($i = 0; $i < $n; $i++) {

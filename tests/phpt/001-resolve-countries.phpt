@@ -78,7 +78,7 @@ array(0) {
 int(1)
 int(0)
 NULL
-array(16) {
+array(17) {
   [0]=>
   string(4) "path"
   [1]=>
@@ -86,29 +86,31 @@ array(16) {
   [2]=>
   string(7) "regions"
   [3]=>
-  string(12) "invalid_keys"
+  string(7) "buckets"
   [4]=>
-  string(5) "loads"
+  string(12) "invalid_keys"
   [5]=>
-  string(14) "reloads_reused"
+  string(5) "loads"
   [6]=>
-  string(12) "failed_loads"
+  string(14) "reloads_reused"
   [7]=>
-  string(14) "last_load_time"
+  string(12) "failed_loads"
   [8]=>
-  string(16) "reload_mechanism"
+  string(14) "last_load_time"
   [9]=>
-  string(10) "last_error"
+  string(16) "reload_mechanism"
   [10]=>
-  string(19) "inotify_unavailable"
+  string(10) "last_error"
   [11]=>
-  string(17) "tables_in_process"
+  string(19) "inotify_unavailable"
   [12]=>
-  string(15) "interned_routes"
+  string(17) "tables_in_process"
   [13]=>
-  string(14) "interned_bytes"
+  string(15) "interned_routes"
   [14]=>
-  string(7) "invalid"
+  string(14) "interned_bytes"
   [15]=>
+  string(7) "invalid"
+  [16]=>
   string(6) "stages"
 }

@@ -11,7 +11,7 @@ $deSticky = $router->resolve('DE', 'visitor-9');
 
 foreach ([
     'no argument' => fn () => $router->resolve(),
-    'three arguments' => fn () => $router->resolve('DE', null, 'extra'),
+    'four arguments' => fn () => $router->resolve('DE', null, 1, 'extra'),
     'named stickyKey only' => fn () => $router->resolve(stickyKey: 'x'),
     'unknown named argument' => fn () => $router->resolve('DE', region: 'x'),
     'country twice' => fn () => $router->resolve('DE', country: 'FR'),
@@ -46,7 +46,7 @@ var_dump($router->resolve($ref) === $de);
 ?>
 --EXPECT--
 no argument: ArgumentCountError: RegionRouter::resolve() expects at least 1 argument, 0 given
-three arguments: ArgumentCountError: RegionRouter::resolve() expects at most 2 arguments, 3 given
+four arguments: ArgumentCountError: RegionRouter::resolve() expects at most 3 arguments, 4 given
 named stickyKey only: ArgumentCountError: RegionRouter::resolve(): Argument #1 ($country) not passed
 unknown named argument: Error: Unknown named parameter $region
 country twice: Error: Named parameter $country overwrites previous argument

@@ -4,7 +4,7 @@
 //
 // FIXTURE, not a node: until the extension counts answers and dw-agent serves them (issue
 // 29's counting half), /metrics serves dw_router_answers_total with the labels the agent
-// will serve (node, geo, step, key, origin, shard, sticky) and
+// will serve (node, geo, step, key, origin, shard, kind) and
 // dw_router_answers_overflow_total{node}, each counter growing at a known rate (RATES
 // below, answers per second) from DW_FIXTURE_T0 (unix seconds), so that a Prometheus
 // scraping it has rates to compute and a test has exact numbers to compare them with.
@@ -22,18 +22,18 @@
 
 declare(strict_types=1);
 
-// [node index, geo, step, key, origin, shard, sticky, answers per second]
+// [node index, geo, step, key, origin, shard, kind, answers per second]
 const RATES = [
-    [0, 'DE', 'country', 'DE', 'fra-a', 'eu-1', 'false', 6.0],
-    [0, 'DE', 'country', 'DE', 'fra-b', 'eu-1', 'true', 2.0],
-    [0, 'AT', 'country', 'AT', 'fra-a', 'eu-1', 'false', 1.0],
-    [0, 'BR', 'default', 'US', 'iad-a', 'us-1', 'false', 0.5],
-    [0, 'XX', 'fail_open', '', 'fallback', 'fallback', 'false', 0.25],
-    [1, 'DE', 'country', 'DE', 'fra-a', 'eu-1', 'false', 4.0],
-    [1, 'GB', 'country', 'GB', 'lon-a', 'eu-2', 'false', 1.0],
-    [1, 'other', 'default', 'US', 'iad-a', 'us-1', 'false', 0.5],
+    [0, 'DE', 'country', 'DE', 'fra-a', 'eu-1', 'plain', 6.0],
+    [0, 'DE', 'country', 'DE', 'fra-b', 'eu-1', 'sticky', 2.0],
+    [0, 'AT', 'country', 'AT', 'fra-a', 'eu-1', 'plain', 1.0],
+    [0, 'BR', 'default', 'US', 'iad-a', 'us-1', 'plain', 0.5],
+    [0, 'XX', 'fail_open', '', 'fallback', 'fallback', 'plain', 0.25],
+    [1, 'DE', 'country', 'DE', 'fra-a', 'eu-1', 'plain', 4.0],
+    [1, 'GB', 'country', 'GB', 'lon-a', 'eu-2', 'plain', 1.0],
+    [1, 'other', 'default', 'US', 'iad-a', 'us-1', 'plain', 0.5],
     // An origin id no one should print raw: ESC [2J clears a terminal.
-    [1, 'DE', 'country', 'DE', "evil\x1b[2J", 'eu-1', 'false', 0.25],
+    [1, 'DE', 'country', 'DE', "evil\x1b[2J", 'eu-1', 'plain', 0.25],
 ];
 const OVERFLOW = [0 => 0.5];
 
@@ -51,11 +51,11 @@ if ($path === '/metrics') {
     header('Content-Type: text/plain; version=0.0.4');
     echo "# HELP dw_router_answers_total FIXTURE: answers of resolve() (not requests)\n";
     echo "# TYPE dw_router_answers_total counter\n";
-    foreach (RATES as [$node, $geo, $step, $key, $origin, $shard, $sticky, $rate]) {
+    foreach (RATES as [$node, $geo, $step, $key, $origin, $shard, $kind, $rate]) {
         printf(
-            "dw_router_answers_total{node=%s,geo=%s,step=%s,key=%s,origin=%s,shard=%s,sticky=%s} %d\n",
+            "dw_router_answers_total{node=%s,geo=%s,step=%s,key=%s,origin=%s,shard=%s,kind=%s} %d\n",
             label($nodes[$node]), label($geo), label($step), label($key), label($origin),
-            label($shard), label($sticky), (int) floor($rate * $elapsed)
+            label($shard), label($kind), (int) floor($rate * $elapsed)
         );
     }
     echo "# HELP dw_router_answers_overflow_total FIXTURE: answers past the label bounds\n";

@@ -358,6 +358,12 @@ pub struct RouteArgs {
     /// The sticky key resolve() is given (the hash key of the pick).
     #[arg(long)]
     pub sticky: Option<String>,
+    /// The visitor bucket resolve() is given (the `dw_bucket` cookie). Precedence: a
+    /// sticky key wins, then a bucket below policy/global's `buckets` (the answering
+    /// region's assignment), then the country; a bucket while buckets are off, or at or
+    /// past N, answers as without one (the explanation says why).
+    #[arg(long, value_name = "B")]
+    pub bucket: Option<u64>,
     /// Read etcd at the revision this node reports (`dwctl status` lists the nodes).
     #[arg(long, value_name = "ID", conflicts_with = "snapshot")]
     pub node: Option<String>,

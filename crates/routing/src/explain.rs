@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
+use crate::buckets::{AssignmentSource, BucketCount};
 use crate::continent::{self, Continent, bucket_of_geo, subdivision_country};
 use crate::keys::REGION;
 use crate::pick::{legacy_index, rendezvous_index};
@@ -101,6 +102,58 @@ pub struct ExplainedRoute {
     pub hash_key_from: &'static str,
 }
 
+/// What a visitor's bucket did in an explanation ([`Table::explain_bucketed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketUse {
+    /// The bucket given.
+    pub bucket: u64,
+    /// The table's N; `None` when buckets are off.
+    pub buckets: Option<u16>,
+    /// Whether it picked the origin, or why not (the precedence and the fail-safe rules
+    /// of docs/routing.md, "Buckets").
+    pub outcome: BucketOutcome,
+}
+
+/// Whether a bucket picked the origin, or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BucketOutcome {
+    /// The answering region's assignment gave the bucket's origin; where the assignment
+    /// comes from (`stored`, `reassigned`, `default`, or `default, the stored one ignored:
+    /// <why>`).
+    Picked(String),
+    /// A sticky key was given: it wins.
+    StickyKeyWins,
+    /// `policy/global` has no `buckets`: answered as without a bucket.
+    BucketsOff,
+    /// The bucket is at or past N: answered as without a bucket.
+    PastN,
+    /// No region answers (fail-open), or the answering region has no assignment (more
+    /// origins than an assignment indexes): answered as without a bucket.
+    NoAssignment,
+}
+
+impl BucketOutcome {
+    /// Its text in an explanation.
+    pub fn describe(&self) -> String {
+        match self {
+            BucketOutcome::Picked(source) => {
+                format!("picked by the region's assignment ({source})")
+            }
+            BucketOutcome::StickyKeyWins => "ignored: a sticky key wins over a bucket".into(),
+            BucketOutcome::BucketsOff => {
+                "ignored: policy/global has no buckets (answered as without a bucket)".into()
+            }
+            BucketOutcome::PastN => {
+                "ignored: not below the policy's buckets (answered as without a bucket)".into()
+            }
+            BucketOutcome::NoAssignment => {
+                "ignored: the answering region has no assignment (answered as without a bucket)"
+                    .into()
+            }
+        }
+    }
+}
+
 /// How a geo routes, step by step (see [`Table::explain`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Explanation {
@@ -108,6 +161,8 @@ pub struct Explanation {
     pub geo: String,
     /// The sticky key, if any.
     pub sticky_key: Option<String>,
+    /// The visitor's bucket, if one was given, and what it did.
+    pub bucket: Option<BucketUse>,
     /// The country's continent and whether `policy.continent_of` gave it (true) rather
     /// than the built-in table; `None` for a geo with no country or a country with none.
     pub continent: Option<(Continent, bool)>,
@@ -246,19 +301,56 @@ impl Table {
     /// and says why each step before the answer was skipped. The route is the one
     /// `resolve` gives. Allocates: for debugging, never on the request path.
     pub fn explain(&self, geo: &[u8], sticky_key: Option<&[u8]>) -> Explanation {
+        self.explain_bucketed(geo, sticky_key, None)
+    }
+
+    /// [`Table::explain`] for a visitor that may carry a bucket: the route is the one
+    /// [`Table::resolve_bucketed`] gives, and the explanation says what the bucket did
+    /// (picked the origin, by which assignment; or why it was ignored).
+    pub fn explain_bucketed(
+        &self,
+        geo: &[u8],
+        sticky_key: Option<&[u8]>,
+        bucket: Option<u64>,
+    ) -> Explanation {
         let text = String::from_utf8_lossy(geo).into_owned();
         let walk = self.walk(geo);
         let steps: Vec<Step> = walk.steps.iter().map(|step| self.step(step)).collect();
         let policy = self.policy();
+        let bucket_use = bucket.map(|bucket| self.bucket_use(bucket, sticky_key, walk.answer));
+        let bucket_text = bucket.unwrap_or_default().to_string();
         let route = walk.answer.and_then(|(index, hash_key, from)| {
-            let (hash_key, from) = match sticky_key {
-                Some(sticky) => (sticky, "sticky"),
-                None => (hash_key, from),
-            };
             let region = self.region_at(index)?;
-            let origin = match policy.pick {
-                PickMode::Legacy => legacy_index(region, hash_key),
-                PickMode::Rendezvous => rendezvous_index(region, hash_key),
+            let picked = match (&bucket_use, sticky_key) {
+                (
+                    Some(
+                        used @ BucketUse {
+                            outcome: BucketOutcome::Picked(_),
+                            ..
+                        },
+                    ),
+                    None,
+                ) => {
+                    let origin = self
+                        .assignment(index)?
+                        .origin_of(u16::try_from(used.bucket).ok()?)?;
+                    Some(usize::from(origin))
+                }
+                _ => None,
+            };
+            let (hash_key, from, origin) = match (picked, sticky_key) {
+                (Some(origin), _) => (bucket_text.as_bytes(), "bucket", origin),
+                (None, key) => {
+                    let (hash_key, from) = match key {
+                        Some(sticky) => (sticky, "sticky"),
+                        None => (hash_key, from),
+                    };
+                    let origin = match policy.pick {
+                        PickMode::Legacy => legacy_index(region, hash_key),
+                        PickMode::Rendezvous => rendezvous_index(region, hash_key),
+                    };
+                    (hash_key, from, origin)
+                }
             };
             let answered = steps.last()?.geo.clone()?;
             Some(ExplainedRoute {
@@ -271,12 +363,46 @@ impl Table {
         });
         Explanation {
             geo: text,
+            bucket: bucket_use,
             sticky_key: sticky_key.map(|key| String::from_utf8_lossy(key).into_owned()),
             continent: walk.continent,
             steps,
             route,
             revision: self.revision(),
             prefix: self.prefix().to_owned(),
+        }
+    }
+
+    /// What `bucket` does for a visitor of the walk's answer (`answer`), and why.
+    fn bucket_use(
+        &self,
+        bucket: u64,
+        sticky_key: Option<&[u8]>,
+        answer: Option<(u32, &[u8], &'static str)>,
+    ) -> BucketUse {
+        let buckets = self.buckets().map(BucketCount::get);
+        let outcome = match (sticky_key, buckets, answer) {
+            (Some(_), _, _) => BucketOutcome::StickyKeyWins,
+            (None, None, _) => BucketOutcome::BucketsOff,
+            (None, Some(n), _) if bucket >= u64::from(n) => BucketOutcome::PastN,
+            (None, Some(_), Some((index, _, _))) if self.assignment(index).is_some() => {
+                BucketOutcome::Picked(match self.assignment_source(index) {
+                    Some(AssignmentSource::Stored) => "stored".into(),
+                    Some(AssignmentSource::Reassigned) => {
+                        "stored, reassigned to the current weights".into()
+                    }
+                    Some(AssignmentSource::DefaultStoredIgnored(error)) => {
+                        format!("default, the stored one ignored: {error}")
+                    }
+                    Some(AssignmentSource::Default) | None => "default".into(),
+                })
+            }
+            (None, Some(_), _) => BucketOutcome::NoAssignment,
+        };
+        BucketUse {
+            bucket,
+            buckets,
+            outcome,
         }
     }
 
@@ -338,7 +464,7 @@ impl Explanation {
             })
             .collect();
         let route = self.route.as_ref();
-        json!({
+        let mut explained = json!({
             "geo": self.geo,
             "sticky_key": self.sticky_key,
             "revision": self.revision,
@@ -354,6 +480,13 @@ impl Explanation {
             "answered_by": route.map(|route| key_of(&route.geo)),
             "hash_key": route.map(|route| route.hash_key.as_str()),
             "hash_key_from": route.map(|route| route.hash_key_from),
-        })
+        });
+        // Only when a bucket was given: an explanation without one keeps its shape.
+        if let Some(used) = &self.bucket {
+            explained["bucket"] = json!(used.bucket);
+            explained["buckets"] = json!(used.buckets.unwrap_or(0));
+            explained["bucket_outcome"] = json!(used.outcome.describe());
+        }
+        explained
     }
 }

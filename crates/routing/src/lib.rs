@@ -84,7 +84,9 @@ pub use crate::{
     },
     digest::snapshot_header,
     error::{Error, MAX_QUOTED_BYTES, quoted},
-    explain::{ChainStage, ExplainedRoute, Explanation, Step, StepOutcome},
+    explain::{
+        BucketOutcome, BucketUse, ChainStage, ExplainedRoute, Explanation, Step, StepOutcome,
+    },
     geo_index::CountryCode,
     keys::DEFAULT_PREFIX,
     pick::{legacy_pick, rendezvous_pick},

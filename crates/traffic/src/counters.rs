@@ -32,12 +32,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Error;
-use crate::labels::LabelSet;
+use crate::labels::{AnswerKind, LabelSet};
 use crate::layout::{
     ENTRY_WORDS, FILE_WORDS, FIRST_PENDING_ID, INDEX_BUCKETS, INDEX_OFFSET, MAGIC, MAX_LABEL_BYTES,
-    MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID, PENDING_LABEL_SETS, SLOT_COUNTERS, SLOT_HEADER_WORDS,
-    SLOT_WORDS, VERSION, check_header, entry_offset, header, pending_entry_offset, slot_header,
-    slot_offset,
+    MAX_LABEL_SETS, MAX_SLOTS, OVERFLOW_ID, PENDING_LABEL_SETS, READ_VERSIONS, SLOT_COUNTERS,
+    SLOT_HEADER_WORDS, SLOT_WORDS, VERSION, check_header, entry_offset, header,
+    pending_entry_offset, slot_header, slot_offset,
 };
 
 /// How many times [`Counters::label_id_in_slot`] tries the registry lock (yielding the CPU
@@ -68,6 +68,9 @@ impl<L: Locks> Locks for &L {
 pub struct Counters<'m, L> {
     words: &'m [AtomicU64],
     locks: L,
+    /// The file's layout version: [`VERSION`] for a file this writer created, or an older
+    /// one of [`READ_VERSIONS`] adopted as it is (see [`Counters::open`]).
+    version: u64,
 }
 
 /// Counts one answer of label set `id` in a slot's counters (from
@@ -84,7 +87,11 @@ pub fn count(counters: &[AtomicU64], id: u32) {
 
 impl<'m, L: Locks> Counters<'m, L> {
     /// The counters in `words`: a file of [`FILE_WORDS`] words, either all zero (new: the
-    /// header is written) or with this layout's header. `pid` is recorded as the tree's.
+    /// header is written, [`VERSION`]) or with the header of a version of
+    /// [`READ_VERSIONS`]. A version-2 file (left by an older extension, whose workers may
+    /// still count in it) is adopted as it is: plain and sticky answers count as before,
+    /// and a bucketed answer, which its entries cannot say, counts in the overflow (left
+    /// out, never misread: [`Counters::version`] says so). `pid` is recorded as the tree's.
     /// Takes no lock: the header's words are this layout's constants, so two processes
     /// opening a new file at once write the same words (magic last, with release).
     pub fn open(words: &'m [AtomicU64], locks: L, pid: u64) -> Result<Counters<'m, L>, Error> {
@@ -94,7 +101,6 @@ impl<'m, L: Locks> Counters<'m, L> {
                 expected: crate::layout::FILE_BYTES,
             });
         }
-        let counters = Counters { words, locks };
         if words[header::MAGIC].load(Ordering::Acquire) == 0 {
             words[header::VERSION].store(VERSION, Ordering::Relaxed);
             words[header::MAX_LABEL_SETS].store(MAX_LABEL_SETS as u64, Ordering::Relaxed);
@@ -102,10 +108,27 @@ impl<'m, L: Locks> Counters<'m, L> {
             words[header::MAX_LABEL_BYTES].store(MAX_LABEL_BYTES as u64, Ordering::Relaxed);
             words[header::MAGIC].store(MAGIC, Ordering::Release);
         }
-        check_header(|index| words[index].load(Ordering::Acquire))?;
+        let version = check_header(|index| words[index].load(Ordering::Acquire), &READ_VERSIONS)?;
+        let counters = Counters {
+            words,
+            locks,
+            version,
+        };
         words[header::TREE_PID].store(pid, Ordering::Relaxed);
         words[header::TREES].fetch_add(1, Ordering::Relaxed);
         Ok(counters)
+    }
+
+    /// The file's layout version (2: an older extension's file, where bucketed answers
+    /// count in the overflow).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Whether this file's entries can say `labels`' kind: not a bucket in a version-2
+    /// file.
+    fn can_label(&self, labels: &LabelSet) -> bool {
+        self.version >= VERSION || labels.kind != AnswerKind::Bucket
     }
 
     /// Claims a free slot for this worker (`pid` recorded in it), or None when
@@ -133,6 +156,9 @@ impl<'m, L: Locks> Counters<'m, L> {
     /// The id of `labels` in the registry, registering it when new; [`OVERFLOW_ID`] when
     /// the registry is full or its lock is busy (see [`Counters::label_id_in_slot`]).
     pub fn label_id(&self, labels: &LabelSet) -> u32 {
+        if !self.can_label(labels) {
+            return OVERFLOW_ID;
+        }
         self.registered_id(&labels.encode()).unwrap_or(OVERFLOW_ID)
     }
 
@@ -143,6 +169,9 @@ impl<'m, L: Locks> Counters<'m, L> {
     /// ask again on the next, which registers it once the lock is free); [`OVERFLOW_ID`]
     /// when the slot's pending label sets are all taken by others. Never waits.
     pub fn label_id_in_slot(&self, slot: usize, labels: &LabelSet) -> u32 {
+        if !self.can_label(labels) {
+            return OVERFLOW_ID;
+        }
         let entry = labels.encode();
         match self.registered_id(&entry) {
             Some(id) => id,
@@ -153,6 +182,9 @@ impl<'m, L: Locks> Counters<'m, L> {
     /// The id of `labels` in the registry (registered when new; [`OVERFLOW_ID`] when the
     /// registry is full); None when its lock is busy. Never waits.
     pub fn try_label_id(&self, labels: &LabelSet) -> Option<u32> {
+        if !self.can_label(labels) {
+            return Some(OVERFLOW_ID);
+        }
         self.registered_id(&labels.encode())
     }
 

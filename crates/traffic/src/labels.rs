@@ -1,4 +1,4 @@
-//! A label set (`geo`, `step`, `key`, `origin`, `shard`, `sticky`) and its entry in the
+//! A label set (`geo`, `step`, `key`, `origin`, `shard`, `kind`) and its entry in the
 //! file: one word of lengths and codes, then the four values, each in a fixed field of
 //! [`MAX_LABEL_BYTES`] bytes.
 
@@ -64,6 +64,62 @@ impl Step {
     }
 }
 
+/// How the answer was picked: the byte of an entry that was `sticky` (0 or 1) up to
+/// layout version 2, and is the kind from version 3 (adding 2, bucket). So a version-2
+/// entry reads as plain or sticky, the same answers as it always meant; a version-2 file
+/// never holds a bucketed answer (a writer counts those in the overflow there: left
+/// out, never misread).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AnswerKind {
+    /// Neither a sticky key nor a bucket that applies: the country's answer.
+    Plain,
+    /// A sticky key was given.
+    Sticky,
+    /// A visitor bucket picked the origin by the region's assignment.
+    Bucket,
+}
+
+impl AnswerKind {
+    /// Every kind, in code order.
+    pub const ALL: [AnswerKind; 3] = [AnswerKind::Plain, AnswerKind::Sticky, AnswerKind::Bucket];
+
+    /// Its label value (`kind="..."`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AnswerKind::Plain => "plain",
+            AnswerKind::Sticky => "sticky",
+            AnswerKind::Bucket => "bucket",
+        }
+    }
+
+    /// Its byte in an entry.
+    fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The kind of an entry's byte in a file of layout `version`: 0 and 1 in every
+    /// version, 2 only from version 3.
+    fn from_code(code: u8, version: u64) -> Option<AnswerKind> {
+        match (code, version) {
+            (0, _) => Some(AnswerKind::Plain),
+            (1, _) => Some(AnswerKind::Sticky),
+            (2, 3..) => Some(AnswerKind::Bucket),
+            _ => None,
+        }
+    }
+}
+
+/// `true` is a sticky answer, `false` a plain one (the label before kinds).
+impl From<bool> for AnswerKind {
+    fn from(sticky: bool) -> AnswerKind {
+        if sticky {
+            AnswerKind::Sticky
+        } else {
+            AnswerKind::Plain
+        }
+    }
+}
+
 /// One label set. Values are bytes; [`LabelSet::new`] cuts each to
 /// [`MAX_LABEL_BYTES`] (ending it in `~`) so that it fits its field.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -78,8 +134,8 @@ pub struct LabelSet {
     pub origin: Vec<u8>,
     /// The shard answered.
     pub shard: Vec<u8>,
-    /// Whether a sticky key was given.
-    pub sticky: bool,
+    /// How the origin was picked: plain, sticky or bucket.
+    pub kind: AnswerKind,
 }
 
 /// Cuts `value` to [`MAX_LABEL_BYTES`], the last byte of a cut one being `~`.
@@ -100,7 +156,7 @@ impl LabelSet {
         key: &[u8],
         origin: &[u8],
         shard: &[u8],
-        sticky: bool,
+        kind: impl Into<AnswerKind>,
     ) -> LabelSet {
         LabelSet {
             geo: bounded(geo),
@@ -108,7 +164,7 @@ impl LabelSet {
             key: bounded(key),
             origin: bounded(origin),
             shard: bounded(shard),
-            sticky,
+            kind: kind.into(),
         }
     }
 
@@ -128,7 +184,7 @@ impl LabelSet {
             bytes[start..start + len].copy_from_slice(&value[..len]);
         }
         head[4] = self.step.code();
-        head[5] = u8::from(self.sticky);
+        head[5] = self.kind.code();
         bytes[..8].copy_from_slice(&head);
         let mut words = [0u64; ENTRY_WORDS];
         for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
@@ -137,9 +193,10 @@ impl LabelSet {
         words
     }
 
-    /// The label set of an entry's words; an error for lengths past their field or an
-    /// unknown code (the file is not trusted).
-    pub(crate) fn decode(words: &[u64]) -> Result<LabelSet, Error> {
+    /// The label set of an entry's words in a file of layout `version` (2 or 3); an error
+    /// for lengths past their field or an unknown code, a kind code included (the file
+    /// is not trusted).
+    pub(crate) fn decode(words: &[u64], version: u64) -> Result<LabelSet, Error> {
         if words.len() != ENTRY_WORDS {
             return Err(Error::Entry("entry of the wrong size"));
         }
@@ -158,11 +215,9 @@ impl LabelSet {
             *value = bytes[start..start + len].to_vec();
         }
         let step = Step::from_code(head[4]).ok_or(Error::Entry("unknown step code"))?;
-        let sticky = match head[5] {
-            0 => false,
-            1 => true,
-            _ => return Err(Error::Entry("sticky is neither 0 nor 1")),
-        };
+        let kind = AnswerKind::from_code(head[5], version).ok_or(Error::Entry(
+            "unknown kind code (0 plain, 1 sticky; 2 bucket from layout 3)",
+        ))?;
         if head[6] != 0 || head[7] != 0 {
             return Err(Error::Entry("reserved bytes are not zero"));
         }
@@ -173,7 +228,7 @@ impl LabelSet {
             key,
             origin,
             shard,
-            sticky,
+            kind,
         })
     }
 
@@ -192,6 +247,7 @@ impl LabelSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::VERSION;
 
     #[test]
     fn round_trips_and_cuts_at_the_edge() {
@@ -201,15 +257,48 @@ mod tests {
         assert_eq!(set.key, exact);
         assert_eq!(set.origin.len(), MAX_LABEL_BYTES);
         assert_eq!(set.origin.last(), Some(&b'~'));
-        let decoded = LabelSet::decode(&set.encode()).expect("decodes");
+        let decoded = LabelSet::decode(&set.encode(), VERSION).expect("decodes");
         assert_eq!(decoded, set);
+    }
+
+    #[test]
+    fn kinds_round_trip_and_bucket_needs_layout_3() {
+        for kind in AnswerKind::ALL {
+            let set = LabelSet::new(b"DE", Step::Country, b"DE", b"fra-a", b"eu-1", kind);
+            assert_eq!(LabelSet::decode(&set.encode(), 3).map(|s| s.kind), Ok(kind));
+        }
+        assert_eq!(AnswerKind::from(true), AnswerKind::Sticky);
+        assert_eq!(AnswerKind::from(false), AnswerKind::Plain);
+        // An old file's 0 and 1 mean what they always meant.
+        for kind in [AnswerKind::Plain, AnswerKind::Sticky] {
+            let set = LabelSet::new(b"DE", Step::Country, b"DE", b"fra-a", b"eu-1", kind);
+            assert_eq!(LabelSet::decode(&set.encode(), 2).map(|s| s.kind), Ok(kind));
+        }
+        // A 2 in a layout-2 file, and a 3 in any, are malformed: never read as a kind.
+        let bucket = LabelSet::new(
+            b"DE",
+            Step::Country,
+            b"DE",
+            b"fra-a",
+            b"eu-1",
+            AnswerKind::Bucket,
+        );
+        assert!(LabelSet::decode(&bucket.encode(), 2).is_err());
+        let mut words = bucket.encode();
+        let mut head = words[0].to_ne_bytes();
+        head[5] = 3;
+        words[0] = u64::from_ne_bytes(head);
+        assert!(LabelSet::decode(&words, 3).is_err());
     }
 
     #[test]
     fn every_step_round_trips() {
         for step in Step::ALL {
             let set = LabelSet::new(b"", step, b"", b"", b"", false);
-            assert_eq!(LabelSet::decode(&set.encode()).map(|s| s.step), Ok(step));
+            assert_eq!(
+                LabelSet::decode(&set.encode(), VERSION).map(|s| s.step),
+                Ok(step)
+            );
             assert_eq!(Step::from_name(step.name()), Some(step));
         }
     }

@@ -12,8 +12,14 @@
 
 /// The file's first word: `DWANSWR1`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DWANSWR1");
-/// The layout's version; a reader refuses any other.
-pub const VERSION: u64 = 2;
+/// The layout's version, which a writer creates a file with: 3, whose entries' kind byte
+/// may be 2 (bucket). Version 2 is the same layout whose byte was `sticky` (0 or 1).
+pub const VERSION: u64 = 3;
+/// The versions a reader takes (and a writer adopts a file of): 2 and 3. Any other is
+/// refused. A reader from before version 3 takes 2 only, so it refuses a version-3 file
+/// by its header, whole: its counts are left out, never misread (docs/traffic.md,
+/// "Upgrading").
+pub const READ_VERSIONS: [u64; 2] = [2, VERSION];
 
 /// How many distinct label sets a file registers. Past it, answers count in the
 /// overflow counter.
@@ -50,12 +56,19 @@ pub mod header {
     pub const TREES: usize = 8;
 }
 
-/// Checks the header words that fix the layout (magic, version and the three bounds),
-/// each read through `word`: the writer reads its mapping, the reader a copy of the bytes.
-pub(crate) fn check_header(word: impl Fn(usize) -> u64) -> Result<(), crate::error::Error> {
+/// Checks the header words that fix the layout (magic, a version of `versions` and the
+/// three bounds), each read through `word`: the writer reads its mapping, the reader a
+/// copy of the bytes. Returns the file's version.
+pub(crate) fn check_header(
+    word: impl Fn(usize) -> u64,
+    versions: &[u64],
+) -> Result<u64, crate::error::Error> {
+    let version = word(header::VERSION);
+    if word(header::MAGIC) == MAGIC && !versions.contains(&version) {
+        return Err(crate::error::Error::Header("version"));
+    }
     let fixed = [
         (header::MAGIC, MAGIC, "magic"),
-        (header::VERSION, VERSION, "version"),
         (header::MAX_LABEL_SETS, MAX_LABEL_SETS as u64, "label sets"),
         (header::MAX_SLOTS, MAX_SLOTS as u64, "slots"),
         (
@@ -69,7 +82,7 @@ pub(crate) fn check_header(word: impl Fn(usize) -> u64) -> Result<(), crate::err
         .find(|&(index, want, _)| word(index) != want)
     {
         Some((_, _, name)) => Err(crate::error::Error::Header(name)),
-        None => Ok(()),
+        None => Ok(version),
     }
 }
 

@@ -2,7 +2,7 @@
 //! by `dw-agent` (docs/traffic.md).
 //!
 //! A counter file has a fixed layout ([`layout`]): a registry of label sets
-//! (`geo`, `step`, `key`, `origin`, `shard`, `sticky`) that any worker adds to without
+//! (`geo`, `step`, `key`, `origin`, `shard`, `kind`: plain, sticky or bucket) that any worker adds to without
 //! duplicates, and a slot per worker, written only by its worker. The writer's protocol is
 //! [`Counters`] (over words mapped by [`MappedFile`], locked by [`FileLocks`]); the reader
 //! opens the configured users' files by name and parses the bytes as hostile input
@@ -43,6 +43,6 @@ pub use crate::{
         MAX_SCANNED_ENTRIES, MappedFile, UsersTotals, file_name, locate, read_directory, read_file,
         read_users, uid_of_file_name, user_dir,
     },
-    labels::{LabelSet, Step, bounded},
-    reader::{Totals, parse},
+    labels::{AnswerKind, LabelSet, Step, bounded},
+    reader::{Totals, parse, parse_versions},
 };

@@ -95,7 +95,7 @@ impl Answers {
 
 const FILES_HELP: &str = "The --php-users users' answer counter files at the last scrape, by state: read, missing (not there, or the user names no user here) or refused (not the user's, not a regular file, another layout, or in a per-user directory others can write); their answers are not counted";
 
-const ANSWERS_HELP: &str = "Answers of RegionRouter::resolve() counted by this node's PHP workers (answers, not requests: an app may resolve() more than once per request, and pages served from LSCache never reach PHP), by the geo asked as counted, the chain step and region key that answered, the origin and shard answered, and whether a sticky key was given";
+const ANSWERS_HELP: &str = "Answers of RegionRouter::resolve() counted by this node's PHP workers (answers, not requests: an app may resolve() more than once per request, and pages served from LSCache never reach PHP), by the geo asked as counted, the chain step and region key that answered, the origin and shard answered, and how the origin was picked (kind: plain, sticky for a sticky key, bucket for a visitor bucket)";
 const OVERFLOW_HELP: &str = "Answers counted without their labels: past the 4096 label sets a counter file holds, or by a worker that found none of the 256 slots free";
 
 impl Collector for Answers {
@@ -125,7 +125,7 @@ impl Collector for Answers {
                 ("key", label_value(&labels.key)),
                 ("origin", label_value(&labels.origin)),
                 ("shard", label_value(&labels.shard)),
-                ("sticky", labels.sticky.to_string()),
+                ("kind", labels.kind.name().to_owned()),
             ];
             ConstCounter::new(*answers).encode(family.encode_family(&set)?)?;
         }
@@ -203,10 +203,10 @@ mod tests {
         );
         assert!(text.contains("answers, not requests"));
         assert!(text.contains(
-            "dw_router_answers_total{node=\"node-a\",geo=\"DE\",step=\"country\",key=\"DE\",origin=\"fra-a\",shard=\"eu-1\",sticky=\"false\"} 4\n"
+            "dw_router_answers_total{node=\"node-a\",geo=\"DE\",step=\"country\",key=\"DE\",origin=\"fra-a\",shard=\"eu-1\",kind=\"plain\"} 4\n"
         ), "{text}");
         assert!(text.contains(
-            "dw_router_answers_total{node=\"node-a\",geo=\"x%22%7D%0A\",step=\"fail_open\",key=\"\",origin=\"o%5C\",shard=\"s\",sticky=\"true\"} 2\n"
+            "dw_router_answers_total{node=\"node-a\",geo=\"x%22%7D%0A\",step=\"fail_open\",key=\"\",origin=\"o%5C\",shard=\"s\",kind=\"sticky\"} 2\n"
         ), "{text}");
         assert!(
             text.contains("dw_router_answers_overflow_total{node=\"node-a\"} 2\n"),
@@ -254,7 +254,7 @@ mod tests {
         );
         let text = metrics.render();
         assert!(text.contains(
-            "dw_router_answers_total{node=\"n\",geo=\"DE\",step=\"country\",key=\"DE\",origin=\"fra-a\",shard=\"eu-1\",sticky=\"false\"} 2\n"
+            "dw_router_answers_total{node=\"n\",geo=\"DE\",step=\"country\",key=\"DE\",origin=\"fra-a\",shard=\"eu-1\",kind=\"plain\"} 2\n"
         ), "nobody's file alone: {text}");
         assert!(
             text.contains("dw_agent_counter_files{state=\"read\"} 1\n"),

@@ -130,3 +130,34 @@ fn route_takes_a_geo_starting_with_a_hyphen() {
     let help = super::Cli::try_parse_from(["dwctl", "route", "--help"]).unwrap_err();
     assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
 }
+
+/// `dwctl route GEO --bucket B`: a bucket from 0; a negative or non-number one is a usage
+/// error, as resolve()'s ValueError.
+#[test]
+fn route_takes_a_bucket() {
+    use clap::Parser;
+    let bucket = |argv: &[&str]| {
+        super::Cli::try_parse_from(argv).map(|cli| match cli.command {
+            super::Command::Route(args) => (args.geo, args.sticky, args.bucket),
+            _ => unreachable!("not route"),
+        })
+    };
+    assert_eq!(
+        bucket(&["dwctl", "route", "DE", "--bucket", "3"]).unwrap(),
+        ("DE".into(), None, Some(3))
+    );
+    assert_eq!(
+        bucket(&["dwctl", "route", "--bucket", "0", "--sticky", "k", "-CA"]).unwrap(),
+        ("-CA".into(), Some("k".into()), Some(0))
+    );
+    assert_eq!(
+        bucket(&["dwctl", "route", "DE", "--bucket", "18446744073709551615"]).unwrap(),
+        ("DE".into(), None, Some(u64::MAX))
+    );
+    for bad in ["-1", "x", "1.5", ""] {
+        assert!(
+            bucket(&["dwctl", "route", "DE", "--bucket", bad]).is_err(),
+            "{bad}"
+        );
+    }
+}

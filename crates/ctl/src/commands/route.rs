@@ -1,5 +1,5 @@
-//! `route GEO [--sticky KEY] [--node ID | --snapshot FILE]`: where a visitor goes, and
-//! why. The routing keys are read (from etcd now, from etcd at the revision a node
+//! `route GEO [--sticky KEY] [--bucket B] [--node ID | --snapshot FILE]`: where a visitor
+//! goes, and why (a sticky key first, then a visitor bucket, then the country). The routing keys are read (from etcd now, from etcd at the revision a node
 //! reports, or from a snapshot file; etcd's in pages, by `ops::route`), compiled into a `dw_routing::Table` exactly as an
 //! edge node compiles them, and `Table::explain` walks the chain; so the answer is the
 //! node's, not a re-implementation of it.
@@ -23,9 +23,10 @@ pub async fn run(context: &Context, args: RouteArgs) -> Result<Outcome, Error> {
         Some(path) => read_snapshot_file(path)?,
         None => crate::ops::route::route_table(context, args.node.as_deref()).await?,
     };
-    let explanation = table.explain(
+    let explanation = table.explain_bucketed(
         args.geo.as_bytes(),
         args.sticky.as_deref().map(str::as_bytes),
+        args.bucket,
     );
     let mut json = explanation.to_json();
     json["source"] = source;
@@ -84,6 +85,19 @@ fn describe(json: &Value) -> String {
             text(&json["answered_by"]),
             text(&json["hash_key"]),
             text(&json["hash_key_from"])
+        ));
+    }
+    if let Some(bucket) = json["bucket"].as_u64() {
+        let n = json["buckets"].as_u64().unwrap_or(0);
+        let of = if n == 0 {
+            "buckets off".to_owned()
+        } else {
+            format!("of {n}")
+        };
+        lines.push(format!(
+            "  bucket {bucket} ({of}): {} (precedence: a sticky key, then a bucket, then the \
+             country)",
+            text(&json["bucket_outcome"])
         ));
     }
     let source = &json["source"];
@@ -148,6 +162,36 @@ fn describe(json: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bucket_says_what_it_did_and_the_precedence() {
+        let text = describe(&json!({
+            "geo": "DE", "shard": "eu-1", "origin": "fra-b", "answered_by": "/dw/routing/region/DE",
+            "hash_key": "3", "hash_key_from": "bucket", "bucket": 3, "buckets": 4,
+            "bucket_outcome": "picked by the region's assignment (default)",
+            "source": {"kind": "etcd", "revision": 3}, "steps": [],
+        }));
+        assert!(
+            text.contains(
+                "\n  bucket 3 (of 4): picked by the region's assignment (default) \
+                 (precedence: a sticky key, then a bucket, then the country)\n"
+            ),
+            "{text}"
+        );
+        let off = describe(&json!({
+            "geo": "DE", "fail_open": true, "bucket": 1, "buckets": 0,
+            "bucket_outcome": "ignored: policy/global has no buckets (answered as without a bucket)",
+            "source": {"kind": "etcd", "revision": 3}, "steps": [],
+        }));
+        assert!(
+            off.contains("  bucket 1 (buckets off): ignored: policy/global has no buckets"),
+            "{off}"
+        );
+        let none = describe(
+            &json!({"geo": "DE", "fail_open": true, "source": {"kind": "etcd", "revision": 3}, "steps": []}),
+        );
+        assert!(!none.contains("bucket"), "{none}");
+    }
 
     #[test]
     fn values_are_escaped_by_the_output_layer() {

@@ -20,12 +20,12 @@ pub fn overflow_rate(window_seconds: u64) -> String {
     format!("sum(rate({OVERFLOW}[{window_seconds}s]))")
 }
 
-/// The load prediction's traffic: answers per second by node, geo, sticky or not, and
+/// The load prediction's traffic: answers per second by node, geo, kind (plain, sticky, bucket) and
 /// step (each node's rates are checked for plausibility before the prediction believes
 /// them; `fail_open` answers are kept apart by the prediction).
 pub fn prediction_rows(window_seconds: u64) -> String {
     format!(
-        "sum by (node, geo, sticky, step) ({})",
+        "sum by (node, geo, kind, step) ({})",
         answers_rate("", window_seconds)
     )
 }
@@ -89,7 +89,7 @@ mod tests {
         );
         assert_eq!(
             prediction_rows(120),
-            "sum by (node, geo, sticky, step) (rate(dw_router_answers_total[120s]))"
+            "sum by (node, geo, kind, step) (rate(dw_router_answers_total[120s]))"
         );
         assert_eq!(
             node_peak_minutes(300),

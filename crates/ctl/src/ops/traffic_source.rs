@@ -141,7 +141,7 @@ pub fn queries(seconds: u64) -> [String; 4] {
 /// Prometheus' answers to [`queries`].
 #[derive(Debug, Clone, Copy)]
 pub struct Answers<'a> {
-    /// Each node's answers per second by geo, kind (or sticky or not) and step.
+    /// Each node's answers per second by geo, kind and step.
     pub rows: &'a [Sample],
     /// All answers past the nodes' label bounds, per second.
     pub overflow: &'a [Sample],
@@ -151,21 +151,6 @@ pub struct Answers<'a> {
     /// The nodes that had counters already when the window began (the others' rates read
     /// low).
     pub at_start: &'a [Sample],
-}
-
-/// A row's kind: its `kind` label (`plain`, `sticky`, `bucket`: the counters' layout 2),
-/// else its `sticky` label (`true` or not, layout 1), so that either query's rows read.
-fn answer_kind(sample: &Sample) -> AnswerKind {
-    match sample.label("kind") {
-        "" => {
-            if sample.label("sticky") == "true" {
-                AnswerKind::Sticky
-            } else {
-                AnswerKind::Plain
-            }
-        }
-        kind => AnswerKind::from_label(kind),
-    }
 }
 
 /// The traffic of `answers`: every node checked ([`dw_capacity::check_plausibility`]), the
@@ -201,7 +186,8 @@ pub fn judge(source: &str, answers: Answers<'_>, limits: &Limits, window: Window
         let node = sample.label("node").to_owned();
         nodes.entry(node.clone()).or_default().rows.push(AnswerRow {
             geo: sample.label("geo").to_owned(),
-            kind: answer_kind(sample),
+            // A bucketed answer is placed by the assignment's shares (issue 41).
+            kind: AnswerKind::from_label(sample.label("kind")),
             node: Some(node),
             fail_open: sample.label("step") == "fail_open",
             rate: sample.value,
@@ -376,7 +362,7 @@ mod tests {
             &[
                 ("node", node),
                 ("geo", "DE"),
-                ("sticky", "true"),
+                ("kind", "sticky"),
                 ("step", "country"),
             ],
             rate,
@@ -409,15 +395,7 @@ mod tests {
     }
 
     #[test]
-    fn a_rows_kind_reads_from_the_kind_label_or_the_sticky_label() {
-        let kind = |labels: &[(&str, &str)]| answer_kind(&sample(labels, 1.0));
-        assert_eq!(kind(&[("kind", "bucket")]), AnswerKind::Bucket);
-        assert_eq!(kind(&[("kind", "sticky")]), AnswerKind::Sticky);
-        assert_eq!(kind(&[("kind", "plain")]), AnswerKind::Plain);
-        assert_eq!(kind(&[("sticky", "true")]), AnswerKind::Sticky);
-        assert_eq!(kind(&[("sticky", "false")]), AnswerKind::Plain);
-        assert_eq!(kind(&[]), AnswerKind::Plain);
-        // A bucketed row reaches the prediction as bucketed traffic.
+    fn a_bucketed_row_reaches_the_prediction_as_bucketed_traffic() {
         let read = judged(
             &[sample(
                 &[
@@ -433,6 +411,7 @@ mod tests {
         );
         let (traffic, _) = read.usable().unwrap();
         assert_eq!(traffic.geos()["DE"].bucket, 4.0);
+        assert_eq!(traffic.geos()["DE"].plain, 0.0);
     }
 
     #[test]
@@ -501,10 +480,7 @@ mod tests {
     #[test]
     fn the_queries_are_in_the_order_judge_takes_them() {
         let [rows, overflow, peaks, at_start] = queries(300);
-        assert!(
-            rows.starts_with("sum by (node, geo, sticky, step)"),
-            "{rows}"
-        );
+        assert!(rows.starts_with("sum by (node, geo, kind, step)"), "{rows}");
         assert!(overflow.contains(OVERFLOW), "{overflow}");
         assert!(peaks.contains("max_over_time"), "{peaks}");
         assert!(at_start.ends_with("offset 300s)"), "{at_start}");

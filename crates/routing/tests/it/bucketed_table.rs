@@ -264,3 +264,92 @@ fn a_reload_shares_assignments_of_the_same_n_and_rebuilds_them_for_another() {
     assert_eq!(origin(&reparsed, "DE", None, Some(7)), "fra-a");
     assert_eq!(origin(&reparsed, "DE", None, Some(8)), "fra-b");
 }
+
+#[test]
+fn explain_says_what_the_bucket_did_and_agrees_with_resolve() {
+    let policy = policy("4");
+    let table = table(&[
+        ("policy/global", &policy),
+        ("region/DE", DE),
+        ("region/US", US),
+    ]);
+    let cases: [(&str, Option<&str>, Option<u64>, &str); 6] = [
+        (
+            "DE",
+            None,
+            Some(2),
+            "picked by the region's assignment (default)",
+        ),
+        (
+            "DE",
+            Some("k"),
+            Some(2),
+            "ignored: a sticky key wins over a bucket",
+        ),
+        (
+            "DE",
+            None,
+            Some(4),
+            "ignored: not below the policy's buckets (answered as without a bucket)",
+        ),
+        (
+            "FR",
+            None,
+            Some(3),
+            "picked by the region's assignment (default)",
+        ),
+        (
+            "T1",
+            None,
+            Some(0),
+            "picked by the region's assignment (default)",
+        ),
+        (
+            "DE-BY",
+            None,
+            Some(1),
+            "picked by the region's assignment (default)",
+        ),
+    ];
+    for (geo, sticky, bucket, outcome) in cases {
+        let explanation = table.explain_bucketed(geo.as_bytes(), sticky.map(str::as_bytes), bucket);
+        let json = explanation.to_json();
+        assert_eq!(
+            json["bucket_outcome"], outcome,
+            "{geo} {sticky:?} {bucket:?}"
+        );
+        assert_eq!(json["buckets"], 4);
+        assert_eq!(json["bucket"], bucket.unwrap());
+        let resolved = table
+            .resolve_bucketed(geo.as_bytes(), sticky.map(str::as_bytes), bucket)
+            .map(|route| route.origin.to_owned());
+        assert_eq!(explanation.route.map(|route| route.origin), resolved);
+        let from = json["hash_key_from"].as_str().unwrap().to_owned();
+        assert_eq!(from == "bucket", outcome.starts_with("picked"), "{geo}");
+    }
+    let off = table_without_buckets();
+    let json = off.explain_bucketed(b"DE", None, Some(1)).to_json();
+    assert_eq!(
+        json["bucket_outcome"],
+        "ignored: policy/global has no buckets (answered as without a bucket)"
+    );
+    assert_eq!(json["buckets"], 0);
+    // Without a bucket the explanation keeps its shape: no bucket fields.
+    assert!(table.explain(b"DE", None).to_json().get("bucket").is_none());
+    // A stored assignment ignored says why.
+    let stored = r#"{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{"fra-a":50,"fra-b":50},"buckets":"0:1,1:1"}"#;
+    let ignored = table_with(&policy, stored);
+    assert_eq!(
+        ignored.explain_bucketed(b"DE", None, Some(0)).to_json()["bucket_outcome"],
+        "picked by the region's assignment (default, the stored one ignored: region: field \
+         `buckets`: covers 2 buckets, not the policy's 4)"
+    );
+}
+
+fn table_without_buckets() -> Table {
+    table(&[("region/DE", DE), ("region/US", US)])
+}
+
+fn table_with(policy: &str, de: &str) -> Table {
+    table(&[("policy/global", policy), ("region/DE", de)])
+}

@@ -7,3 +7,4 @@ mod bounds;
 mod busy;
 mod protocol;
 mod users;
+mod versions;
