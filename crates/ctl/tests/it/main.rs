@@ -6,6 +6,7 @@ mod common;
 
 mod auth_daemons;
 mod bad_data;
+mod buckets;
 mod capacity;
 mod commands;
 mod concurrency;
