@@ -34,7 +34,9 @@
 
 use std::collections::BTreeMap;
 
-use dw_routing::buckets::{Assignment, BucketCount, effective_assignment, reassign_by_name};
+use dw_routing::buckets::{
+    Assignment, BucketCount, MAX_ASSIGNED_ORIGINS, effective_assignment, reassign_by_name,
+};
 use dw_routing::stage::Stage;
 use serde_json::Value;
 
@@ -112,8 +114,21 @@ pub fn rescale(
     after: &RegionValue,
 ) -> Result<Assignment, Error> {
     // The buckets past the old N belong to a placeholder origin no list names (an origin
-    // is a non-empty string), so the rule frees them like those of a removed origin.
-    let placeholder = origins.len() as u16;
+    // is a non-empty string), so the rule frees them like those of a removed origin. Its
+    // index is the one after the last origin's: it needs fewer than 65,536 origins.
+    let placeholder = u16::try_from(origins.len())
+        .ok()
+        .filter(|index| usize::from(*index) < MAX_ASSIGNED_ORIGINS)
+        .ok_or_else(|| {
+            Error::invalid(
+                "origins",
+                format!(
+                    "lists {} origins; a change of N carries over at most {}",
+                    origins.len(),
+                    MAX_ASSIGNED_ORIGINS - 1
+                ),
+            )
+        })?;
     let mut owners = live.owners();
     owners.resize(usize::from(n.get()), placeholder);
     let text = encode_owners(&owners);
@@ -147,6 +162,12 @@ pub fn next_assignment(
     after: &RegionValue,
     n: BucketCount,
 ) -> Result<Assignment, Error> {
+    // A base the routers have no assignment for (more origins than one indexes), or one
+    // too large to carry over to another N, counts as none.
+    let base = base.filter(|(before, base_n)| {
+        before.origins.len() < MAX_ASSIGNED_ORIGINS
+            || (*base_n == n && before.origins.len() == MAX_ASSIGNED_ORIGINS)
+    });
     let Some((before, base_n)) = base else {
         // A new key: from the assignment `after` carries (a restore of a deleted key
         // recreates its value), else its default.
@@ -166,6 +187,17 @@ pub fn next_assignment(
     } else {
         rescale(&live, &before.origins, n, after)
     }
+}
+
+/// Whether `value` can have an assignment: at most [`MAX_ASSIGNED_ORIGINS`] listed
+/// origins (the routers ignore a bucket in a region of more: its visitors answer as
+/// plain). One that cannot is written without a `buckets` field.
+fn assignable(value: &mut RegionValue) -> bool {
+    if value.origins.len() <= MAX_ASSIGNED_ORIGINS {
+        return true;
+    }
+    value.extra.remove(BUCKETS_FIELD);
+    false
 }
 
 /// `value` with `assignment` in its `buckets` field; whether the field changed.
@@ -192,6 +224,9 @@ pub fn assign_buckets(state: &State, changes: &mut Changes) -> Result<(), Error>
         let mut notes = Vec::new();
         for (geo, value) in changes.regions.iter_mut() {
             let Some(value) = value else { continue };
+            if !assignable(value) {
+                continue;
+            }
             let base = match state.region(geo) {
                 Some(Ok(before)) => Some(before),
                 _ => None,
@@ -239,6 +274,9 @@ fn rescale_all(
             continue;
         }
         let mut after = current.clone();
+        if !assignable(&mut after) {
+            continue;
+        }
         let next = next_assignment(Some((&current, old_n)), &after, n)
             .map_err(|error| in_region(&geo, error))?;
         set_assignment(&mut after, &next);
@@ -322,6 +360,9 @@ fn assign_staged(
             let mut staged = RegionValue::from_stored(raw.as_bytes()).map_err(|error| {
                 Error::Failed(format!("staged {} is invalid: {error}", shown(&key)))
             })?;
+            if !assignable(&mut staged) {
+                continue;
+            }
             let current = match changes.regions.get(geo) {
                 Some(written) => written.clone(),
                 None => state.region(geo).and_then(Result::ok),

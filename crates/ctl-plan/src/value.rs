@@ -48,9 +48,10 @@ impl RegionValue {
 
     /// The stricter rules for values dwctl writes.
     fn write_errors(&self) -> Vec<FieldError> {
+        let listed = self.listed_set();
         self.weight
             .keys()
-            .filter(|name| !self.origins.contains(name))
+            .filter(|name| !listed.contains(name.as_str()))
             .map(|name| {
                 FieldError::new(
                     format!("weight.{name}"),
@@ -58,6 +59,11 @@ impl RegionValue {
                 )
             })
             .collect()
+    }
+
+    /// The listed origins as a set (linear checks of many weights against many origins).
+    fn listed_set(&self) -> std::collections::HashSet<&str> {
+        self.origins.iter().map(String::as_str).collect()
     }
 
     /// Whether `origin` is listed.
@@ -109,10 +115,11 @@ impl RegionValue {
             .origins
             .iter()
             .filter(|origin| self.weight.contains_key(*origin));
+        let listed_set = self.listed_set();
         let unlisted = self
             .weight
             .keys()
-            .filter(|name| !self.origins.contains(name));
+            .filter(|name| !listed_set.contains(name.as_str()));
         for (index, name) in listed.chain(unlisted).enumerate() {
             if index > 0 {
                 out.push(',');

@@ -9,6 +9,7 @@ use crate::drain_record::DrainRequest;
 use crate::fixtures::state;
 use crate::model::Entry;
 use crate::stage::reconcile_stages;
+use dw_routing::buckets::MAX_ASSIGNED_ORIGINS;
 use dw_routing::stage::{Cohort, STAGE_SCHEMA};
 
 fn n(count: i64) -> BucketCount {
@@ -658,4 +659,64 @@ fn a_stored_assignment_off_its_weights_is_read_as_the_routers_read_it() {
     let changes = run(&start, |state| plan_drain(state, &drain_request("b")));
     let after = owners(&region_after(&changes, "DE"), n(4));
     assert_eq!(moved_minimally(&before, &after), Ok(1));
+}
+
+#[test]
+fn a_region_of_more_origins_than_an_assignment_indexes_gets_none() {
+    let value = |origins: usize| {
+        let names: Vec<String> = (0..origins).map(|i| format!("o{i}")).collect();
+        RegionValue {
+            shard: "s".into(),
+            origins: names.clone(),
+            weight: names.into_iter().map(|name| (name, 1)).collect(),
+            extra: [("buckets".to_string(), Value::from("0:2"))]
+                .into_iter()
+                .collect(),
+        }
+    };
+    let write = |origins: usize, policy: &str, base: &State| {
+        let mut changes = Changes {
+            regions: [("DE".to_string(), Some(value(origins)))].into(),
+            policy: Some(PolicyValue::for_write(policy.as_bytes()).unwrap()),
+            ..Changes::default()
+        };
+        assign_buckets(base, &mut changes).unwrap();
+        stored_text(&region_after(&changes, "DE")).map(str::to_owned)
+    };
+    let off = State::default();
+    // 65,536 origins (an index is 16 bits): assigned; 65,537: written without the field.
+    let text = write(MAX_ASSIGNED_ORIGINS, r#"{"buckets":1024}"#, &off).unwrap();
+    assert!(text.starts_with("0:1,1:1,"), "{}", &text[..20]);
+    assert_eq!(
+        write(MAX_ASSIGNED_ORIGINS + 1, r#"{"buckets":1024}"#, &off),
+        None
+    );
+    // A change of N from a base of 65,536 origins (no index left for the buckets past the
+    // old N) starts from the new value's own default; from 65,535 it carries over.
+    let mut after = value(MAX_ASSIGNED_ORIGINS);
+    after.extra.clear();
+    let base = value(MAX_ASSIGNED_ORIGINS);
+    let next = next_assignment(Some((&base, n(2))), &after, n(4)).unwrap();
+    assert_eq!(next.encode(), "0:1,1:1,2:1,3:1");
+    let base = value(MAX_ASSIGNED_ORIGINS - 1);
+    let error = rescale(
+        &live_assignment(&base, n(2)).unwrap(),
+        &value(MAX_ASSIGNED_ORIGINS).origins,
+        n(4),
+        &after,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&error, Error::Invalid(fields) if fields[0].field == "origins"),
+        "{error:?}"
+    );
+    assert!(
+        rescale(
+            &live_assignment(&base, n(2)).unwrap(),
+            &base.origins,
+            n(4),
+            &after
+        )
+        .is_ok()
+    );
 }

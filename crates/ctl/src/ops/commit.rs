@@ -974,6 +974,27 @@ mod tests {
     }
 
     #[test]
+    fn a_bucketed_write_is_guarded_on_the_policy_it_was_computed_for() {
+        let state = State {
+            policy: Some(Entry {
+                raw: br#"{"buckets":4}"#.to_vec(),
+                mod_revision: 7,
+            }),
+            ..State::default()
+        };
+        let mut changes = with_shard(3);
+        let plain = plan_txn(&layout(1 << 20), &state, &changes, "t", &[]).unwrap();
+        changes.guard_policy = true;
+        let guarded = plan_txn(&layout(1 << 20), &state, &changes, "t", &[]).unwrap();
+        assert_eq!(guarded.compares.len(), plain.compares.len() + 1);
+        assert!(guarded.bytes > plain.bytes);
+        // A change that writes the policy guards it once, as its own key.
+        changes.policy = Some(crate::plan::value::PolicyValue::for_write(b"{}").unwrap());
+        let writing = plan_txn(&layout(1 << 20), &state, &changes, "t", &[]).unwrap();
+        assert_eq!(writing.compares.len(), plain.compares.len() + 1);
+    }
+
+    #[test]
     fn a_deleting_write_is_settled_without_a_revision() {
         let mut state = State::default();
         state.regions.insert(
