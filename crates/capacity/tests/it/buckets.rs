@@ -202,3 +202,33 @@ fn a_spill_places_bucketed_load_on_the_origins_it_adds() {
         1500.0
     ));
 }
+
+#[test]
+fn a_shed_of_bucketed_load_lands_within_a_bucket_of_its_target_at_1024() {
+    // fra-a holds 512 of 1,024 buckets at 1/s each: every percent of its load is 5.12
+    // buckets, and the search reaches the closest count within one bucket (weights are
+    // per mille, so a step of the share is 1.024 buckets).
+    let table = table(r#"{"buckets":1024}"#, &[("DE", DE)]);
+    let traffic = bucketed(&[("DE", 0.0, 1024.0)]);
+    for percent in [
+        3.0, 10.0, 17.0, 24.0, 31.0, 38.0, 45.0, 52.0, 59.0, 66.0, 73.0, 80.0, 87.0, 94.0,
+    ] {
+        let plan = shed(
+            &table,
+            &traffic,
+            &ShedRequest {
+                origin: "fra-a".into(),
+                percent,
+                regions: vec![],
+            },
+        )
+        .unwrap();
+        let moved = 512.0 - plan.after.of("fra-a");
+        let target = 512.0 * percent / 100.0;
+        assert!(
+            (moved - target).abs() <= 1.0,
+            "{percent}%: {moved} buckets moved, the target is {target}"
+        );
+        assert_eq!(moved.fract(), 0.0, "whole buckets: {moved}");
+    }
+}
