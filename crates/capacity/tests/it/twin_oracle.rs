@@ -237,7 +237,7 @@ fn bucketed_predictions_match_the_userland_twin() {
         .tempdir()
         .unwrap();
     let dir = temp.path();
-    let (mut compared, mut on) = (0, 0);
+    let (mut compared, mut on, mut plans) = (0, 0, 0);
     for seed in 0..CASES {
         let case = bucketed_case(seed);
         let table = Table::parse(&case.snapshot).unwrap();
@@ -276,11 +276,56 @@ fn bucketed_predictions_match_the_userland_twin() {
                 assert!(counted.contains_key(origin), "seed {seed}: {origin}");
             }
         }
+        // A shed of the busiest origin's bucketed load: the plan's predicted load is what
+        // the twin answers, bucket by bucket, on the snapshot with the plan's values.
+        let Some((origin, _)) = load
+            .origins
+            .iter()
+            .filter(|(_, load)| **load > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1))
+        else {
+            continue;
+        };
+        let request = ShedRequest {
+            origin: origin.clone(),
+            percent: [100.0, 40.0, 70.0][(seed % 3) as usize],
+            regions: vec![],
+        };
+        let plan = shed(&table, &traffic, &request).unwrap();
+        let mut snapshot = Snapshot::parse(&case.snapshot).unwrap();
+        for edit in &plan.edits {
+            snapshot
+                .kvs
+                .insert(format!("/dw/routing/region/{}", edit.geo), edit.to_json());
+        }
+        let changed = Case {
+            snapshot: SnapshotWriter::new().to_json(&snapshot),
+            ..case.clone()
+        };
+        let answers = twin(dir, seed, &changed);
+        for (origin, count) in answers["bucket"].as_object().unwrap() {
+            let count = count.as_f64().unwrap();
+            let predicted = if origin == "__fail_open__" {
+                plan.after.no_route
+            } else {
+                plan.after.of(origin)
+            };
+            assert!(
+                (predicted - count).abs() < 1e-6,
+                "seed {seed}: after the shed, origin {origin}: predicted {predicted}, the twin \
+                 {count}"
+            );
+        }
+        plans += 1;
     }
     eprintln!(
-        "twin_oracle: {CASES} bucketed tables ({on} with buckets on), {compared} origin loads equal the twin's"
+        "twin_oracle: {CASES} bucketed tables ({on} with buckets on), {compared} origin loads \
+         equal the twin's, {plans} shed plans too"
     );
-    assert!(on > 20 && compared > 100, "{on} {compared}");
+    assert!(
+        on > 20 && compared > 100 && plans > 20,
+        "{on} {compared} {plans}"
+    );
 }
 
 /// `php`, or `None` (said on stderr) outside the devenv when it is missing.
