@@ -53,18 +53,25 @@ pub struct GeoMove {
     /// changes of shares: under the legacy pick a changed region rehashes its keys, so
     /// more keys than the net change may move between origins.
     pub sticky: Vec<OriginChange>,
+    /// Its bucketed traffic per origin whose part changes, before and after. dwctl moves
+    /// buckets by the minimal-move rule, so the net change is what moves: the buckets that
+    /// change origin are exactly the origins' decreases (docs/routing.md, "Buckets").
+    pub bucket: Vec<OriginChange>,
 }
 
 impl GeoMove {
     /// Answers per second of this geo that change origin (plain flows, plus the sticky
-    /// part's net gain on the origins that gain).
+    /// and bucketed parts' net gains on the origins that gain).
     pub fn moved_rate(&self) -> f64 {
-        self.plain.iter().map(|flow| flow.rate).sum::<f64>()
-            + self
-                .sticky
+        let gains = |changes: &[OriginChange]| {
+            changes
                 .iter()
                 .map(|change| (change.after - change.before).max(0.0))
                 .sum::<f64>()
+        };
+        self.plain.iter().map(|flow| flow.rate).sum::<f64>()
+            + gains(&self.sticky)
+            + gains(&self.bucket)
     }
 }
 
@@ -111,21 +118,14 @@ pub fn compare(before: &Load, after: &Load) -> Comparison {
             &now.plain,
             now.no_route_plain(),
         );
-        let sticky_names: BTreeSet<&String> = was.sticky.keys().chain(now.sticky.keys()).collect();
-        let sticky: Vec<OriginChange> = sticky_names
-            .into_iter()
-            .map(|origin| OriginChange {
-                origin: origin.clone(),
-                before: was.sticky.get(origin).copied().unwrap_or(0.0),
-                after: now.sticky.get(origin).copied().unwrap_or(0.0),
-            })
-            .filter(OriginChange::changed)
-            .collect();
-        if !plain.is_empty() || !sticky.is_empty() {
+        let sticky = share_changes(&was.sticky, &now.sticky);
+        let bucket = share_changes(&was.bucket, &now.bucket);
+        if !plain.is_empty() || !sticky.is_empty() || !bucket.is_empty() {
             moves.push(GeoMove {
                 geo: geo.clone(),
                 plain,
                 sticky,
+                bucket,
             });
         }
     }
@@ -134,6 +134,23 @@ pub fn compare(before: &Load, after: &Load) -> Comparison {
         moves,
         no_route: (before.no_route, after.no_route),
     }
+}
+
+/// The origins whose part of a spread (sticky or bucketed) traffic changes.
+fn share_changes(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> Vec<OriginChange> {
+    let names: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    names
+        .into_iter()
+        .map(|origin| OriginChange {
+            origin: origin.clone(),
+            before: before.get(origin).copied().unwrap_or(0.0),
+            after: after.get(origin).copied().unwrap_or(0.0),
+        })
+        .filter(OriginChange::changed)
+        .collect()
 }
 
 impl crate::predict::GeoLoad {
@@ -277,6 +294,7 @@ mod tests {
                 rate: GeoRate {
                     plain: 2.0,
                     sticky: 0.0,
+                    bucket: 0.0,
                 },
                 no_route: 2.0,
                 ..GeoLoad::default()

@@ -78,7 +78,7 @@ pub use crate::{
     shed::{SHARE_STEPS, ShedPlan, ShedRequest, largest_shed_within_guard, shed, shed_from},
     spill::{SpillPlan, SpillRequest, SpilledOrigin, WEIGHT_STEPS, spill},
     traffic::{
-        AnswerRow, GeoRate, MAX_ENTRIES, MAX_GEOS, MAX_NAME_BYTES, MAX_NODES, MAX_RATE,
+        AnswerKind, AnswerRow, GeoRate, MAX_ENTRIES, MAX_GEOS, MAX_NAME_BYTES, MAX_NODES, MAX_RATE,
         MAX_TRAFFIC_BYTES, Traffic, Unplaced,
     },
 };

@@ -230,11 +230,12 @@ fn far_above_fleet(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traffic::AnswerKind;
 
     fn row(node: &str, geo: &str, rate: f64) -> AnswerRow {
         AnswerRow {
             geo: geo.into(),
-            sticky: false,
+            kind: AnswerKind::Plain,
             node: Some(node.into()),
             fail_open: false,
             rate,

@@ -5,12 +5,20 @@
 //! default, failover). Its plain traffic lands wholly on the origin the pick gives for the
 //! geo's hash key (the geo, or a subdivision's country when the subdivision has no region
 //! of its own: the key `resolve` hashes without a sticky key). Its sticky traffic spreads
-//! over the answering region's origins by [`dw_routing::pick_shares`]. A geo no region
-//! answers is fail-open on every node: its traffic is the load's `no_route` line.
+//! over the answering region's origins by [`dw_routing::pick_shares`]. Its bucketed
+//! traffic (a visitor bucket, no sticky key) spreads by the answering region's assignment
+//! when the table's policy has N buckets: each origin gets its buckets / N, the exact
+//! share of uniformly drawn buckets (`dw_routing::buckets::effective_assignment`, the
+//! routers' own); with buckets off the routers ignore the bucket, so it lands as plain
+//! traffic does. A geo no region answers is fail-open on every node: its traffic is the
+//! load's `no_route` line.
 
 use std::collections::{BTreeMap, HashMap};
 
-use dw_routing::{PickMode, Region, Table, legacy_pick, pick_shares, rendezvous_pick};
+use dw_routing::buckets::{BucketCount, effective_assignment};
+use dw_routing::{
+    PickMode, Region, StoredBuckets, Table, legacy_pick, pick_shares, rendezvous_pick,
+};
 
 use crate::edit::RegionEdit;
 use crate::error::{Error, shown};
@@ -25,6 +33,9 @@ pub struct GeoLoad {
     pub plain: BTreeMap<String, f64>,
     /// Its sticky traffic per origin of the answering region.
     pub sticky: BTreeMap<String, f64>,
+    /// Its bucketed traffic per origin of the answering region (on the plain pick's
+    /// origin while the policy has no buckets).
+    pub bucket: BTreeMap<String, f64>,
     /// Its traffic no region answers (fail-open).
     pub no_route: f64,
 }
@@ -138,6 +149,7 @@ pub fn predict_nodes(tables: &NodeTables<'_>, traffic: &Traffic) -> Result<Load,
                     let sum = group.entry(geo.clone()).or_default();
                     sum.plain += rate.plain;
                     sum.sticky += rate.sticky;
+                    sum.bucket += rate.bucket;
                 }
             }
             for (table, geos) in &groups {
@@ -251,6 +263,8 @@ pub(crate) type ByRegion<'a> = BTreeMap<u32, Vec<Placed<'a>>>;
 pub(crate) struct View<'t> {
     pub(crate) table: &'t Table,
     pub(crate) mode: PickMode,
+    /// The policy's N (`None`: buckets off).
+    pub(crate) buckets: Option<BucketCount>,
     pub(crate) region_geos: Vec<&'t str>,
     pub(crate) overrides: HashMap<u32, Region>,
 }
@@ -260,6 +274,7 @@ impl<'t> View<'t> {
         View {
             table,
             mode: table.policy().pick,
+            buckets: table.buckets(),
             region_geos: table.regions().map(|(geo, _)| geo).collect(),
             overrides: HashMap::new(),
         }
@@ -329,12 +344,13 @@ impl<'t> View<'t> {
             let Some(region) = self.region(*index) else {
                 continue;
             };
-            add_region(load, region, self.mode, placed, factor);
+            add_region(load, region, self.mode, self.buckets, placed, factor);
         }
         for (geo, rate) in no_route {
             let entry = load.geos.entry(geo.to_owned()).or_default();
             entry.rate.plain += rate.plain * factor;
             entry.rate.sticky += rate.sticky * factor;
+            entry.rate.bucket += rate.bucket * factor;
             entry.no_route += rate.total() * factor;
             load.no_route += rate.total() * factor;
         }
@@ -354,19 +370,64 @@ pub(crate) fn pick_index(region: &Region, mode: PickMode, key: &[u8]) -> usize {
         .unwrap_or(0)
 }
 
+/// Each origin's share of a region's bucketed traffic at N: its buckets / N in the
+/// assignment the routers use (`effective_assignment` of the value's stored `buckets`,
+/// listed weights and N). `None` when buckets are off or the region has no assignment
+/// (more origins than an assignment indexes): the bucket is then ignored, as plain.
+pub(crate) fn bucket_shares(region: &Region, buckets: Option<BucketCount>) -> Option<Vec<f64>> {
+    let n = buckets?;
+    let stored = region.stored_buckets().map(|stored| match stored {
+        StoredBuckets::Text(text) => Ok(&**text),
+        StoredBuckets::NotText(kind) => Err(*kind),
+    });
+    let (assignment, _) = effective_assignment(stored, region.listed_weights(), n).ok()?;
+    let total = f64::from(n.get());
+    Some(
+        assignment
+            .counts(region.origins().len())
+            .into_iter()
+            .map(|count| f64::from(count) / total)
+            .collect(),
+    )
+}
+
 /// Each origin's rate (by index) from a region's placed geos.
-pub(crate) fn origin_rates(region: &Region, mode: PickMode, placed: &[Placed<'_>]) -> Vec<f64> {
+pub(crate) fn origin_rates(
+    region: &Region,
+    mode: PickMode,
+    buckets: Option<BucketCount>,
+    placed: &[Placed<'_>],
+) -> Vec<f64> {
     let mut rates = vec![0.0; region.origins().len()];
     let mut sticky = 0.0;
+    let mut bucketed = 0.0;
+    let shares = if placed.iter().any(|geo| geo.rate.bucket > 0.0) {
+        bucket_shares(region, buckets)
+    } else {
+        None
+    };
     for geo in placed {
-        if geo.rate.plain > 0.0 {
-            rates[pick_index(region, mode, geo.key)] += geo.rate.plain;
+        // Without an assignment a bucket is ignored: the answer is the plain one.
+        let plain = geo.rate.plain
+            + if shares.is_none() {
+                geo.rate.bucket
+            } else {
+                0.0
+            };
+        if plain > 0.0 {
+            rates[pick_index(region, mode, geo.key)] += plain;
         }
         sticky += geo.rate.sticky;
+        bucketed += geo.rate.bucket;
     }
     if sticky > 0.0 {
         for (rate, share) in rates.iter_mut().zip(pick_shares(region, mode)) {
             *rate += sticky * share;
+        }
+    }
+    if let Some(shares) = shares {
+        for (rate, share) in rates.iter_mut().zip(shares) {
+            *rate += bucketed * share;
         }
     }
     rates
@@ -376,6 +437,7 @@ fn add_region(
     load: &mut Load,
     region: &Region,
     mode: PickMode,
+    buckets: Option<BucketCount>,
     placed: &[Placed<'_>],
     factor: f64,
 ) {
@@ -385,6 +447,11 @@ fn add_region(
     } else {
         Vec::new()
     };
+    let bucket_shares = if placed.iter().any(|geo| geo.rate.bucket > 0.0) {
+        bucket_shares(region, buckets)
+    } else {
+        None
+    };
     for origin in origins {
         load.origins.entry(origin.clone()).or_insert(0.0);
     }
@@ -392,17 +459,36 @@ fn add_region(
         let entry = load.geos.entry(geo.geo.to_owned()).or_default();
         entry.rate.plain += geo.rate.plain * factor;
         entry.rate.sticky += geo.rate.sticky * factor;
-        if geo.rate.plain > 0.0 {
+        entry.rate.bucket += geo.rate.bucket * factor;
+        if geo.rate.plain > 0.0 || (geo.rate.bucket > 0.0 && bucket_shares.is_none()) {
             let origin = &origins[pick_index(region, mode, geo.key)];
-            let rate = geo.rate.plain * factor;
-            *entry.plain.entry(origin.clone()).or_default() += rate;
-            *load.origins.get_mut(origin).expect("inserted above") += rate;
+            if geo.rate.plain > 0.0 {
+                let rate = geo.rate.plain * factor;
+                *entry.plain.entry(origin.clone()).or_default() += rate;
+                *load.origins.get_mut(origin).expect("inserted above") += rate;
+            }
+            if geo.rate.bucket > 0.0 && bucket_shares.is_none() {
+                let rate = geo.rate.bucket * factor;
+                *entry.bucket.entry(origin.clone()).or_default() += rate;
+                *load.origins.get_mut(origin).expect("inserted above") += rate;
+            }
         }
         if geo.rate.sticky > 0.0 {
             for (origin, share) in origins.iter().zip(&shares) {
                 if *share > 0.0 {
                     let rate = geo.rate.sticky * factor * share;
                     *entry.sticky.entry(origin.clone()).or_default() += rate;
+                    *load.origins.get_mut(origin).expect("inserted above") += rate;
+                }
+            }
+        }
+        if let Some(bucket_shares) = &bucket_shares
+            && geo.rate.bucket > 0.0
+        {
+            for (origin, share) in origins.iter().zip(bucket_shares) {
+                if *share > 0.0 {
+                    let rate = geo.rate.bucket * factor * share;
+                    *entry.bucket.entry(origin.clone()).or_default() += rate;
                     *load.origins.get_mut(origin).expect("inserted above") += rate;
                 }
             }
@@ -439,6 +525,7 @@ mod tests {
                     GeoRate {
                         plain: *plain,
                         sticky: *sticky,
+                        bucket: 0.0,
                     },
                 )
             }),

@@ -3,7 +3,9 @@
 //!
 //! The levers are, per region listing the origin, its weight and its membership: a
 //! candidate value gives the origin a share `s / 1000` of the region (`s` from 1 up to its
-//! current share, in at most [`SHARE_STEPS`] steps), the other listed origins keeping their
+//! current share, in at most [`SHARE_STEPS`] steps, or in steps of at most `1000 / N`
+//! where the region has bucketed traffic, so that bucketed load moves within a bucket of
+//! its aim), the other listed origins keeping their
 //! proportions ([`crate::renormalise`] to `1000 - s`), or takes it out of the list (the
 //! drain's value, the others renormalised to 100). Every candidate is evaluated with the
 //! routing core on the region's geos: under the legacy pick a changed weight rehashes the
@@ -111,7 +113,7 @@ pub fn shed_from(
         let placed = by_region.get(&index).unwrap_or(&no_geos);
         let at = region.origins().iter().position(|name| name == origin);
         let Some(at) = at else { continue };
-        let current = origin_rates(region, view.mode, placed);
+        let current = origin_rates(region, view.mode, view.buckets, placed);
         let load = current[at];
         if drained(geo, region, origin).is_none() {
             if drain || load > 0.0 {
@@ -222,7 +224,7 @@ fn blocked_load(
             let region = view.region(index)?;
             let at = region.origins().iter().position(|name| name == origin)?;
             let placed = by_region.get(&index)?;
-            Some(origin_rates(region, view.mode, placed)[at])
+            Some(origin_rates(region, view.mode, view.buckets, placed)[at])
         })
         .sum()
 }
@@ -261,7 +263,7 @@ fn candidate(
     }
     .ok_or_else(|| Error::invalid("region", format!("{} has no other origin", shown(geo))))?;
     let changed = edit.region()?;
-    let rates = origin_rates(&changed, view.mode, placed);
+    let rates = origin_rates(&changed, view.mode, view.buckets, placed);
     let rate_of = |origins: &[String], rates: &[f64], name: &str| {
         origins
             .iter()
@@ -308,7 +310,16 @@ fn candidates(
     let own = u64::from(region.weight(origin));
     let share_now = ((own * u64::from(SHED_TOTAL) + listed_total / 2) / listed_total.max(1))
         .clamp(1, u64::from(SHED_TOTAL) - 1) as u32;
-    let stride = (share_now / SHARE_STEPS).max(1);
+    let mut stride = (share_now / SHARE_STEPS).max(1);
+    // Bucketed traffic moves in whole buckets, 1/N of the region each: a share step finer
+    // than a bucket (per mille, so at most SHED_TOTAL / N), so that the search reaches the
+    // count closest to its aim within one bucket (up to `share_now` candidates at N of 1,000
+    // and more, where SHARE_STEPS would skip about five buckets at a time).
+    if let Some(n) = view.buckets
+        && placed.iter().any(|geo| geo.rate.bucket > 0.0)
+    {
+        stride = stride.min((SHED_TOTAL / u32::from(n.get())).max(1));
+    }
     let mut share = 1;
     while share <= share_now {
         list.push(candidate(

@@ -114,7 +114,7 @@ pub fn spill(
             continue;
         };
         let placed = by_region.get(&index).unwrap_or(&no_geos);
-        let rates = origin_rates(region, view.mode, placed);
+        let rates = origin_rates(region, view.mode, view.buckets, placed);
         let on_over: f64 = region
             .origins()
             .iter()
@@ -134,7 +134,7 @@ pub fn spill(
         for (candidate, from) in candidates(&view, &geo, &serving, request) {
             let region = view.region(index).expect("an edited region").clone();
             let fits = |origin: &str, load: f64| limit(origin).is_none_or(|limit| load <= limit);
-            let rates = origin_rates(&region, view.mode, placed);
+            let rates = origin_rates(&region, view.mode, view.buckets, placed);
             let over_here = region
                 .origins()
                 .iter()
@@ -156,7 +156,7 @@ pub fn spill(
                 continue;
             };
             // The load with the region's new value in place of its old.
-            let new_rates = origin_rates(&changed, view.mode, placed);
+            let new_rates = origin_rates(&changed, view.mode, view.buckets, placed);
             for (name, rate) in region.origins().iter().zip(&rates) {
                 *load.origins.entry(name.clone()).or_default() -= rate;
             }
@@ -198,7 +198,7 @@ fn smallest_fitting_weight(
     fits: &dyn Fn(&str, f64) -> bool,
 ) -> Result<Option<(u32, RegionEdit, Region)>, Error> {
     let current = RegionEdit::of_region(geo, region);
-    let rates = origin_rates(region, view.mode, placed);
+    let rates = origin_rates(region, view.mode, view.buckets, placed);
     let base = |name: &str| {
         let here = region
             .origins()
@@ -217,7 +217,7 @@ fn smallest_fitting_weight(
         edit.origins.push(candidate.to_owned());
         edit.weight.push((candidate.to_owned(), weight));
         let changed = edit.region()?;
-        let new_rates = origin_rates(&changed, view.mode, placed);
+        let new_rates = origin_rates(&changed, view.mode, view.buckets, placed);
         let all_fit = changed
             .origins()
             .iter()

@@ -1,21 +1,22 @@
 //! The traffic a prediction starts from: answers per second per geo, split into plain
-//! (no sticky key) and sticky, optionally per node, and the lines no table can place.
+//! (no sticky key, no bucket), sticky and bucketed (a visitor bucket, no sticky key),
+//! optionally per node, and the lines no table can place.
 //!
 //! Two sources make one: Prometheus rows ([`Traffic::from_rows`], the series of
-//! `dw_router_answers_total` summed by geo, sticky, node and whether the step was
+//! `dw_router_answers_total` summed by geo, kind, node and whether the step was
 //! `fail_open`) and a JSON file ([`Traffic::parse`], for planning offline and for tests).
 //!
 //! The file (docs/capacity.md, "The traffic file"):
 //!
 //! ```json
 //! {"format": 1,
-//!  "geos": {"DE": 120.5, "FR": {"plain": 10, "sticky": 5}, "": 0.5},
+//!  "geos": {"DE": 120.5, "FR": {"plain": 10, "sticky": 5, "bucket": 40}, "": 0.5},
 //!  "unplaced": {"other": 3, "overflow": 0, "fail_open": 1}}
 //! ```
 //!
 //! or, per node, `"nodes": {"node-a": {"DE": 60, ...}, "node-b": {...}}` instead of
 //! `"geos"` (exactly one of the two). A geo's value is answers per second, all plain, or
-//! `{"plain": x, "sticky": y}` (either may be left out: 0). Geos are the geos `resolve()`
+//! `{"plain": x, "sticky": y, "bucket": z}` (any may be left out: 0). Geos are the geos `resolve()`
 //! receives, as the traffic counters label them (`""` is the empty geo, which the counters
 //! label `empty`). `format` is optional (1 is the only one); `unplaced` is optional and its
 //! members too. Any other member is refused, so a typo does not silently drop traffic.
@@ -42,24 +43,60 @@ pub const MAX_NAME_BYTES: usize = 1024;
 /// small enough that sums of [`MAX_ENTRIES`] of them stay exact to a fraction of a unit).
 pub const MAX_RATE: f64 = 1e12;
 
-/// Answers per second of one geo: without a sticky key (`plain`) and with one (`sticky`).
+/// Answers per second of one geo: without a sticky key or a bucket (`plain`), with a
+/// sticky key (`sticky`), with a visitor bucket and no sticky key (`bucket`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct GeoRate {
-    /// Answers per second without a sticky key: the whole geo lands on one origin.
+    /// Answers per second without a sticky key or bucket: the whole geo lands on one
+    /// origin.
     pub plain: f64,
     /// Answers per second with a sticky key: spread by the pick's shares.
     pub sticky: f64,
+    /// Answers per second with a visitor bucket (and no sticky key): spread by the
+    /// answering region's assignment, each origin its buckets / N (as plain while the
+    /// policy has no buckets: the routers then ignore the bucket).
+    pub bucket: f64,
 }
 
 impl GeoRate {
-    /// `plain + sticky`.
+    /// `plain + sticky + bucket`.
     pub fn total(&self) -> f64 {
-        self.plain + self.sticky
+        self.plain + self.sticky + self.bucket
     }
 
     fn add(&mut self, other: GeoRate) {
         self.plain += other.plain;
         self.sticky += other.sticky;
+        self.bucket += other.bucket;
+    }
+
+    fn check(&self, geo: &str) -> Result<(), Error> {
+        check_rate(self.plain, geo)?;
+        check_rate(self.sticky, geo)?;
+        check_rate(self.bucket, geo)
+    }
+}
+
+/// What an answer was given with, the counters' `kind` label.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AnswerKind {
+    /// No sticky key, no bucket (`kind="plain"`).
+    #[default]
+    Plain,
+    /// A sticky key (`kind="sticky"`).
+    Sticky,
+    /// A visitor bucket, no sticky key (`kind="bucket"`).
+    Bucket,
+}
+
+impl AnswerKind {
+    /// The kind of a `kind` label's value: `sticky`, `bucket`, anything else plain.
+    pub fn from_label(label: &str) -> AnswerKind {
+        match label {
+            "sticky" => AnswerKind::Sticky,
+            "bucket" => AnswerKind::Bucket,
+            _ => AnswerKind::Plain,
+        }
     }
 }
 
@@ -82,15 +119,15 @@ impl Unplaced {
     }
 }
 
-/// One Prometheus series of `sum by (geo, sticky, node, step)(rate(dw_router_answers_total
+/// One Prometheus series of `sum by (geo, kind, node, step)(rate(dw_router_answers_total
 /// [5m]))`, reduced to what a prediction needs (a caller may sum away `node` and give
 /// `None`, and may send every step or only say whether it was `fail_open`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnswerRow {
     /// The `geo` label: `empty` means the empty geo, `other` is unplaceable.
     pub geo: String,
-    /// The `sticky` label.
-    pub sticky: bool,
+    /// The `kind` label.
+    pub kind: AnswerKind,
     /// The `node` label, if the query kept it.
     pub node: Option<String>,
     /// Whether the `step` label was `fail_open`.
@@ -121,8 +158,7 @@ impl Traffic {
         let mut totals = BTreeMap::new();
         for (geo, rate) in geos {
             check_name("geo", &geo)?;
-            check_rate(rate.plain, &geo)?;
-            check_rate(rate.sticky, &geo)?;
+            rate.check(&geo)?;
             totals.entry(geo).or_insert_with(GeoRate::default).add(rate);
             if totals.len() > MAX_GEOS {
                 return Err(too_many("geos", MAX_GEOS, totals.len()));
@@ -177,10 +213,10 @@ impl Traffic {
                 entries += 1;
             }
             let rate = geos.entry(geo).or_default();
-            if row.sticky {
-                rate.sticky += row.rate;
-            } else {
-                rate.plain += row.rate;
+            match row.kind {
+                AnswerKind::Plain => rate.plain += row.rate,
+                AnswerKind::Sticky => rate.sticky += row.rate,
+                AnswerKind::Bucket => rate.bucket += row.rate,
             }
             if entries > MAX_ENTRIES {
                 return Err(too_many("(node, geo) entries", MAX_ENTRIES, entries));
@@ -223,8 +259,7 @@ impl Traffic {
             }
             for (geo, rate) in geos {
                 check_name("geo", geo)?;
-                check_rate(rate.plain, geo)?;
-                check_rate(rate.sticky, geo)?;
+                rate.check(geo)?;
                 totals.entry(geo.clone()).or_default().add(*rate);
                 if totals.len() > MAX_GEOS {
                     return Err(too_many("geos", MAX_GEOS, totals.len()));
@@ -290,6 +325,35 @@ impl Traffic {
                 "give `geos` (fleet totals) or `nodes` (per node), not both".into(),
             )),
             (None, None) => Err(Error::Traffic("no `geos` and no `nodes`".into())),
+        }
+    }
+
+    /// The same traffic with every plain answer counted as bucketed: what the answers
+    /// become when `policy/global` turns visitor buckets on and the front controller gives
+    /// each visitor a bucket (docs/capacity.md, "Visitor buckets"). Sticky answers stay.
+    pub fn plain_as_bucketed(&self) -> Traffic {
+        let convert = |geos: &BTreeMap<String, GeoRate>| {
+            geos.iter()
+                .map(|(geo, rate)| {
+                    let moved = GeoRate {
+                        plain: 0.0,
+                        sticky: rate.sticky,
+                        bucket: rate.bucket + rate.plain,
+                    };
+                    (geo.clone(), moved)
+                })
+                .collect()
+        };
+        Traffic {
+            totals: convert(&self.totals),
+            nodes: self.nodes.as_ref().map(|nodes| {
+                nodes
+                    .iter()
+                    .map(|(node, geos)| (node.clone(), convert(geos)))
+                    .collect()
+            }),
+            unplaced: self.unplaced,
+            notes: self.notes.clone(),
         }
     }
 
@@ -399,10 +463,10 @@ fn parse_rate(value: &Value, geo: &str) -> Result<GeoRate, Error> {
             };
             if let Some(name) = split
                 .keys()
-                .find(|name| *name != "plain" && *name != "sticky")
+                .find(|name| !matches!(name.as_str(), "plain" | "sticky" | "bucket"))
             {
                 return Err(Error::Traffic(format!(
-                    "geo {}: unknown member {} (expected plain, sticky)",
+                    "geo {}: unknown member {} (expected plain, sticky, bucket)",
                     shown(geo),
                     shown(name)
                 )));
@@ -410,11 +474,12 @@ fn parse_rate(value: &Value, geo: &str) -> Result<GeoRate, Error> {
             Ok(GeoRate {
                 plain: field("plain", split)?,
                 sticky: field("sticky", split)?,
+                bucket: field("bucket", split)?,
             })
         }
         other => Ok(GeoRate {
             plain: number(other, geo)?,
-            sticky: 0.0,
+            ..GeoRate::default()
         }),
     }
 }
@@ -456,21 +521,24 @@ mod tests {
             traffic.geos()["DE"],
             GeoRate {
                 plain: 120.5,
-                sticky: 0.0
+                sticky: 0.0,
+                bucket: 0.0,
             }
         );
         assert_eq!(
             traffic.geos()["FR"],
             GeoRate {
                 plain: 10.0,
-                sticky: 5.0
+                sticky: 5.0,
+                bucket: 0.0,
             }
         );
         assert_eq!(
             traffic.geos()["GB"],
             GeoRate {
                 plain: 0.0,
-                sticky: 2.0
+                sticky: 2.0,
+                bucket: 0.0,
             }
         );
         assert_eq!(traffic.geos()[""].plain, 0.5);
@@ -496,7 +564,8 @@ mod tests {
             traffic.geos()["DE"],
             GeoRate {
                 plain: 4.0,
-                sticky: 4.0
+                sticky: 4.0,
+                bucket: 0.0,
             }
         );
         assert_eq!(traffic.nodes().unwrap().len(), 2);
@@ -577,6 +646,7 @@ mod tests {
                     GeoRate {
                         plain: 1.0,
                         sticky: 0.0,
+                        bucket: 0.0,
                     },
                 )
             })
@@ -645,7 +715,11 @@ mod tests {
     fn row(geo: &str, sticky: bool, node: Option<&str>, fail_open: bool, rate: f64) -> AnswerRow {
         AnswerRow {
             geo: geo.into(),
-            sticky,
+            kind: if sticky {
+                AnswerKind::Sticky
+            } else {
+                AnswerKind::Plain
+            },
             node: node.map(Into::into),
             fail_open,
             rate,
@@ -662,6 +736,10 @@ mod tests {
                 row("empty", false, Some("n2"), false, 4.0),
                 row("other", false, Some("n2"), false, 3.0),
                 row("FR", true, Some("n2"), true, 7.0),
+                AnswerRow {
+                    kind: AnswerKind::Bucket,
+                    ..row("DE", false, Some("n1"), false, 8.0)
+                },
             ],
             0.25,
         )
@@ -670,9 +748,24 @@ mod tests {
             traffic.geos()["DE"],
             GeoRate {
                 plain: 2.5,
-                sticky: 1.0
+                sticky: 1.0,
+                bucket: 8.0
             }
         );
+        let bucketed = traffic.plain_as_bucketed();
+        assert_eq!(
+            bucketed.geos()["DE"],
+            GeoRate {
+                plain: 0.0,
+                sticky: 1.0,
+                bucket: 10.5
+            }
+        );
+        assert_eq!(bucketed.nodes().unwrap()["n1"]["DE"].bucket, 10.5);
+        assert_eq!(bucketed.unplaced(), traffic.unplaced());
+        assert_eq!(AnswerKind::from_label("bucket"), AnswerKind::Bucket);
+        assert_eq!(AnswerKind::from_label("sticky"), AnswerKind::Sticky);
+        assert_eq!(AnswerKind::from_label("plain"), AnswerKind::Plain);
         assert_eq!(traffic.geos()[""].plain, 4.0);
         assert!(!traffic.geos().contains_key("FR") && !traffic.geos().contains_key("other"));
         assert_eq!(

@@ -1,16 +1,19 @@
 //! Which origins the routing core predicts answers for (pure): for each geo a visitor can
-//! send, the origin its answers **without a sticky key** go to, and for each region the
-//! share of its **sticky** answers each origin gets. The fleet exporter serves both
-//! (`dw_routing_plain_route`, `dw_routing_sticky_share`) so that the alert
+//! send, the origin its answers **without a sticky key or bucket** go to, for each region
+//! the share of its **sticky** answers each origin gets, and, with `policy/global`'s
+//! `buckets: N`, the share of its **bucketed** answers (its buckets / N in the region's
+//! assignment). The fleet exporter serves all three (`dw_routing_plain_route`,
+//! `dw_routing_sticky_share`, `dw_routing_bucket_share`) so that the alert
 //! `DwOriginWeightedButIdle` expects answers of an origin only where the core sends them,
 //! and `dwctl traffic` names the cause when an origin with weight gets none ("the whole geo
-//! JP hashes to sjc-a").
+//! JP hashes to sjc-a", "region JP gives it 0 of 2 buckets").
 //!
 //! Why weight is not enough: without a sticky key the hash key is the geo itself
 //! ([`dw_routing::Table::resolve`]), so every plain answer of one geo goes to the one
-//! origin the hash picks, whatever the other origins' weights. Only sticky answers spread
-//! by weight ([`dw_routing::pick_shares`]). Both come from the routing core itself, so
-//! they follow it when its semantics change.
+//! origin the hash picks, whatever the other origins' weights. Sticky answers spread by
+//! weight ([`dw_routing::pick_shares`]), bucketed ones by the assignment, whose counts are
+//! the weights' apportionment of N (a small weight may get no bucket). All come from the
+//! routing core itself, so they follow it when its semantics change.
 
 use dw_routing::{BUCKET_PREFIX, Table, builtin_continent, pick_shares};
 
@@ -39,6 +42,27 @@ pub struct StickyShare {
     pub origin: String,
     /// Its share, 0 to 1 (the policy's pick mode's exact share).
     pub share: f64,
+}
+
+/// The share of a region's bucketed answers an origin gets: `buckets` of the region's
+/// `of` (N) buckets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketShare {
+    /// The region's key.
+    pub region: String,
+    /// The origin.
+    pub origin: String,
+    /// Its buckets in the region's assignment.
+    pub buckets: u16,
+    /// N, the policy's buckets.
+    pub of: u16,
+}
+
+impl BucketShare {
+    /// `buckets / of`, 0 to 1.
+    pub fn share(&self) -> f64 {
+        f64::from(self.buckets) / f64::from(self.of)
+    }
 }
 
 /// The plain route of every geo a visitor can send that the table answers: each
@@ -95,6 +119,38 @@ pub fn sticky_shares(table: &Table) -> Vec<StickyShare> {
                     share,
                 })
         })
+        .collect()
+}
+
+/// Each region's origins with their buckets in its assignment (every listed origin, 0
+/// buckets included), in region and list order; empty when the policy has no buckets (a
+/// bucket is then answered as plain and counted so). A region without an assignment
+/// (more origins than one indexes) has none.
+pub fn bucket_shares(table: &Table) -> Vec<BucketShare> {
+    let Some(n) = table.buckets() else {
+        return Vec::new();
+    };
+    table
+        .regions()
+        .enumerate()
+        .filter_map(|(index, (key, region))| {
+            let counts = table
+                .assignment(index as u32)?
+                .counts(region.origins().len());
+            Some(
+                region
+                    .origins()
+                    .iter()
+                    .zip(counts)
+                    .map(move |(origin, buckets)| BucketShare {
+                        region: key.to_owned(),
+                        origin: origin.to_string(),
+                        buckets,
+                        of: n.get(),
+                    }),
+            )
+        })
+        .flatten()
         .collect()
 }
 
@@ -158,6 +214,42 @@ mod tests {
         }
         // Geos the table cannot answer (no region, no default) have no route.
         assert!(routes.iter().all(|r| r.region == "JP"));
+    }
+
+    #[test]
+    fn bucketed_answers_spread_by_the_assignments_counts_and_none_when_off() {
+        // 1000/1 at N = 2: the apportionment gives sin-a no bucket.
+        let jp =
+            r#"{"shard":"ap-1","origins":["sjc-a","sin-a"],"weight":{"sjc-a":1000,"sin-a":1}}"#;
+        let mut snapshot = Snapshot::new(1, "/dw/routing/");
+        snapshot
+            .kvs
+            .insert("/dw/routing/region/JP".into(), jp.to_owned());
+        snapshot.kvs.insert(
+            "/dw/routing/policy/global".into(),
+            r#"{"buckets":2}"#.into(),
+        );
+        let shares = bucket_shares(&Table::from_snapshot(&snapshot));
+        assert_eq!(
+            shares,
+            [
+                BucketShare {
+                    region: "JP".into(),
+                    origin: "sjc-a".into(),
+                    buckets: 2,
+                    of: 2
+                },
+                BucketShare {
+                    region: "JP".into(),
+                    origin: "sin-a".into(),
+                    buckets: 0,
+                    of: 2
+                },
+            ]
+        );
+        assert_eq!(shares[0].share(), 1.0);
+        // Off: no bucket shares (a bucket is answered, and counted, as plain).
+        assert!(bucket_shares(&table(&[("JP", jp)], None)).is_empty());
     }
 
     #[test]

@@ -199,12 +199,16 @@ pub fn plan_apply(state: &State, desired: &Desired, prune: bool) -> (Changes, Ve
                 });
                 changes.regions.insert(geo.clone(), Some(wanted.clone()));
             }
-            Some(Ok(current)) if current == *wanted => {}
+            // dwctl owns `buckets` (crate::bucket_assignment): a file need not repeat it.
+            Some(Ok(current)) if current.without_assignment() == wanted.without_assignment() => {}
             Some(Ok(current)) => {
                 diff.push(DiffLine {
                     op: '~',
                     key,
-                    detail: describe(&current.to_json(), &wanted.to_json()),
+                    detail: describe(
+                        &current.without_assignment().to_json(),
+                        &wanted.without_assignment().to_json(),
+                    ),
                 });
                 changes.regions.insert(geo.clone(), Some(wanted.clone()));
             }

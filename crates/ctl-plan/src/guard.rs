@@ -648,7 +648,7 @@ mod tests {
     fn a_refusal_and_a_drain_record_name_the_nodes_left_out() {
         let rows = [("n1", 600.0), ("n2", 600.0)].map(|(node, rate)| dw_capacity::AnswerRow {
             geo: "DE".into(),
-            sticky: true,
+            kind: dw_capacity::AnswerKind::Sticky,
             node: Some(node.into()),
             fail_open: false,
             rate,

@@ -9,7 +9,8 @@
 //! Dependencies (scripts/check-modules): none of etcd-client tokio clap
 //!
 //! The modules: the model of the routing state and of a change ([`model`]) and its values
-//! ([`value`]; weights are renormalised by `dw_capacity::renormalise`, the one copy), the
+//! ([`value`]; the visitor-bucket assignment every region write carries when the policy
+//! sets `buckets`, [`bucket_assignment`]; weights are renormalised by `dw_capacity::renormalise`, the one copy), the
 //! key layout ([`keys`]), origin capacities and the guard's headroom ([`capacity`], set by
 //! [`capacity_change`]) and the load a change predicts ([`prediction`]), the capacity
 //! guard every write states and its decision ([`guard`]), drains and
@@ -68,6 +69,7 @@
 pub mod answer_shares;
 pub mod apply;
 pub mod autopilot;
+pub mod bucket_assignment;
 pub mod capacity;
 pub mod capacity_change;
 pub mod clock;

@@ -140,6 +140,10 @@ pub struct Changes {
     /// every region it read, also those it leaves alone (one that gained the origin
     /// meanwhile must not be skipped).
     pub guard_regions: bool,
+    /// Also guard that `policy/global` did not change since the read (when the change does
+    /// not write it): a region's bucket assignment is computed for the policy's N
+    /// (`crate::bucket_assignment`).
+    pub guard_policy: bool,
     /// stage id → new stage record, or `None` to delete the stage key.
     pub stages: BTreeMap<String, Option<Stage>>,
     /// Unguarded puts beside the change (stage audit records under the control prefix).

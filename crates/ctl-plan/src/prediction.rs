@@ -20,6 +20,7 @@ use dw_routing::{Snapshot, Table};
 use serde_json::{Value, json};
 
 use crate::Error;
+use crate::bucket_assignment::{buckets_after, state_buckets};
 use crate::capacity::{number_json, percent};
 use crate::model::{Changes, StageEdits, State};
 use crate::shown::Shown;
@@ -118,6 +119,49 @@ pub struct Prediction {
     pub stages_open: bool,
     /// Set when the change writes a stage: how its cohort was predicted.
     pub staged: Option<StagedBasis>,
+    /// Set when the change turns visitor buckets on or off or changes N.
+    pub buckets: Option<BucketsChange>,
+}
+
+/// A change of `policy/global`'s visitor buckets, as predicted (docs/capacity.md,
+/// "Visitor buckets").
+#[derive(Debug, Clone, PartialEq)]
+pub struct BucketsChange {
+    /// N before (`None`: off).
+    pub before: Option<u16>,
+    /// N after (`None`: off).
+    pub after: Option<u16>,
+    /// Turned on from off: every plain answer was predicted as bucketed on both sides
+    /// (today a country's visitors all answer on one origin; the region's assignment
+    /// decides once the front controller gives each visitor a bucket).
+    pub assumed_bucketed: bool,
+}
+
+impl BucketsChange {
+    /// The change of N `changes` make on `state`, if any.
+    pub fn of(state: &State, changes: &Changes) -> Option<BucketsChange> {
+        let before = state_buckets(state);
+        let after = buckets_after(state, changes).ok()?;
+        BucketsChange::between(before.map(|n| n.get()), after.map(|n| n.get()))
+    }
+
+    /// The change from N `before` to `after`, if they differ.
+    pub fn between(before: Option<u16>, after: Option<u16>) -> Option<BucketsChange> {
+        (before != after).then_some(BucketsChange {
+            before,
+            after,
+            assumed_bucketed: before.is_none(),
+        })
+    }
+
+    /// The traffic both sides are predicted with: `traffic`, its plain answers counted as
+    /// bucketed when buckets are turned on.
+    pub fn traffic(change: Option<&BucketsChange>, traffic: &Traffic) -> Traffic {
+        match change {
+            Some(change) if change.assumed_bucketed => traffic.plain_as_bucketed(),
+            _ => traffic.clone(),
+        }
+    }
 }
 
 impl Prediction {
@@ -134,6 +178,8 @@ pub fn predict_change(
     prefix: &str,
     traffic: &Traffic,
 ) -> Result<Prediction, Error> {
+    let buckets = BucketsChange::of(state, changes);
+    let traffic = &BucketsChange::traffic(buckets.as_ref(), traffic);
     let before = dw_capacity::predict(&table(state, prefix, None), traffic);
     let after = dw_capacity::predict(&table(state, prefix, Some(changes)), traffic);
     let comparison = dw_capacity::compare(&before, &after);
@@ -171,6 +217,7 @@ pub fn predict_change(
         fitting,
         stages_open: !state.stages.is_empty(),
         staged: None,
+        buckets,
     })
 }
 
@@ -292,14 +339,16 @@ pub fn render(prediction: &Prediction, source: &str, geos: bool) -> (Vec<String>
                 )
             })
             .collect();
-        parts.extend(moved.sticky.iter().map(|change| {
-            format!(
-                "sticky {} {} -> {}",
-                Shown(&change.origin),
-                rate(change.before),
-                rate(change.after)
-            )
-        }));
+        for (kind, changes) in [("sticky", &moved.sticky), ("bucketed", &moved.bucket)] {
+            parts.extend(changes.iter().map(|change| {
+                format!(
+                    "{kind} {} {} -> {}",
+                    Shown(&change.origin),
+                    rate(change.before),
+                    rate(change.after)
+                )
+            }));
+        }
         if geos {
             lines.push(format!(
                 "  geo {}: {}",
@@ -315,8 +364,10 @@ pub fn render(prediction: &Prediction, source: &str, geos: bool) -> (Vec<String>
             "geo": moved.geo,
             "plain": moved.plain.iter().map(|flow| json!({"from": flow.from, "to": flow.to, "rate": flow.rate})).collect::<Vec<_>>(),
             "sticky": moved.sticky.iter().map(|change| json!({"origin": change.origin, "before": change.before, "after": change.after})).collect::<Vec<_>>(),
+            "bucket": moved.bucket.iter().map(|change| json!({"origin": change.origin, "before": change.before, "after": change.after})).collect::<Vec<_>>(),
         }));
     }
+    let buckets = bucket_lines(prediction, &mut lines);
     if !geos && !moves.is_empty() {
         lines.push(format!(
             "  {} geo(s) move (--dry-run lists them)",
@@ -387,8 +438,76 @@ pub fn render(prediction: &Prediction, source: &str, geos: bool) -> (Vec<String>
             "share_after": staged.assumed_share.as_ref().map(|share| share.after),
             "share_by": staged.assumed_share.as_ref().map(|share| share.by.clone()),
         })),
+        "buckets": buckets,
     });
     (lines, json)
+}
+
+/// The bucketed answers that change origin, per origin (what a change of the assignment
+/// moves: visitors, each keeping its bucket), and the change of N if any, as lines added
+/// to `lines` and as JSON (`null` when nothing bucketed moves and N stays).
+fn bucket_lines(prediction: &Prediction, lines: &mut Vec<String>) -> Value {
+    let mut by_origin: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+    for moved in &prediction.comparison.moves {
+        for change in &moved.bucket {
+            let entry = by_origin.entry(change.origin.as_str()).or_default();
+            entry.0 += (change.before - change.after).max(0.0);
+            entry.1 += (change.after - change.before).max(0.0);
+        }
+    }
+    let change = prediction.buckets.as_ref();
+    if by_origin.is_empty() && change.is_none() {
+        return Value::Null;
+    }
+    let bucketed: f64 = prediction
+        .after
+        .geos
+        .values()
+        .map(|geo| geo.rate.bucket)
+        .sum();
+    let moving: f64 = by_origin.values().map(|(_, gains)| gains).sum();
+    let n = |n: Option<u16>| n.map_or("off".to_string(), |n| n.to_string());
+    if let Some(change) = change {
+        lines.push(format!(
+            "  visitor buckets: {} -> {}",
+            n(change.before),
+            n(change.after)
+        ));
+        if change.assumed_bucketed {
+            lines.push(
+                "  assumed: every plain answer becomes bucketed (the front controller's                  bucket helper gives each visitor a bucket); today a country's visitors all                  answer on one origin, after it the region's assignment decides"
+                    .into(),
+            );
+        }
+    }
+    lines.push(format!(
+        "  bucketed answers changing origin: {} of {} ({}%)",
+        rate(moving),
+        rate(bucketed),
+        percent(if bucketed > 0.0 {
+            moving / bucketed
+        } else {
+            0.0
+        })
+    ));
+    for (origin, (losses, gains)) in &by_origin {
+        lines.push(format!(
+            "    {:<12} -{} +{}",
+            Shown(origin).to_string(),
+            rate(*losses),
+            rate(*gains)
+        ));
+    }
+    json!({
+        "before": change.map(|change| change.before),
+        "after": change.map(|change| change.after),
+        "changes_n": change.is_some(),
+        "assumed_bucketed": change.is_some_and(|change| change.assumed_bucketed),
+        "bucketed": bucketed,
+        "moving": moving,
+        "origins": by_origin.iter().map(|(origin, (losses, gains))| json!({
+            "origin": origin, "leaving": losses, "arriving": gains})).collect::<Vec<_>>(),
+    })
 }
 
 #[cfg(test)]
@@ -475,6 +594,97 @@ mod tests {
             "{lines:?}"
         );
         assert_eq!(json["overloads"][0]["origin"], "fra-b");
+    }
+
+    fn policy(raw: &str) -> Changes {
+        Changes {
+            policy: Some(crate::value::PolicyValue::for_write(raw.as_bytes()).unwrap()),
+            ..Changes::default()
+        }
+    }
+
+    #[test]
+    fn turning_buckets_on_predicts_the_visitors_that_move_and_is_guarded() {
+        let mut state = state();
+        state.capacities.clear();
+        // Today all of DE's 2000/s answer on the one origin its country picks.
+        let traffic = Traffic::parse(br#"{"geos":{"DE":2000}}"#).unwrap();
+        let today = dw_capacity::predict(&table(&state, "/dw/routing/", None), &traffic);
+        let (on, off) = if today.of("fra-a") > 0.0 {
+            ("fra-a", "fra-b")
+        } else {
+            ("fra-b", "fra-a")
+        };
+        state.capacities.insert(
+            off.into(),
+            entry(r#"{"answers_per_s":1000,"by":"","at":""}"#),
+        );
+        let prediction = predict_change(
+            &state,
+            &policy(r#"{"buckets":16}"#),
+            "/dw/routing/",
+            &traffic,
+        )
+        .unwrap();
+        let change = prediction.buckets.clone().unwrap();
+        assert_eq!((change.before, change.after), (None, Some(16)));
+        assert!(change.assumed_bucketed);
+        // 8 of 16 buckets each: half the visitors move, onto a capacity of 1000/s whose
+        // guard is 800/s.
+        assert!((prediction.after.of(off) - 1000.0).abs() < 1e-6);
+        assert!((prediction.after.of(on) - 1000.0).abs() < 1e-6);
+        assert_eq!(prediction.refused()[0].origin, off);
+        let (lines, json) = render(&prediction, "file t.json", true);
+        assert!(
+            lines.contains(&"  visitor buckets: off -> 16".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"  bucketed answers changing origin: 1000/s of 2000/s (50%)".into()),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.contains("assumed: every plain answer"))
+        );
+        assert_eq!(json["buckets"]["moving"], 1000.0);
+        assert_eq!(json["buckets"]["origins"][0]["origin"], "fra-a");
+    }
+
+    #[test]
+    fn a_change_of_n_moves_no_visitor_whose_bucket_stays_below_it() {
+        let mut state = state();
+        state.policy = Some(entry(r#"{"buckets":16}"#));
+        let traffic = Traffic::parse(br#"{"geos":{"DE":{"bucket":1600}}}"#).unwrap();
+        let mut changes = policy(r#"{"buckets":64}"#);
+        crate::bucket_assignment::assign_buckets(&state, &mut changes).unwrap();
+        let prediction = predict_change(&state, &changes, "/dw/routing/", &traffic).unwrap();
+        assert!(!prediction.buckets.as_ref().unwrap().assumed_bucketed);
+        assert!(prediction.refused().is_empty());
+        let (lines, json) = render(&prediction, "file t.json", true);
+        assert!(
+            lines.contains(&"  visitor buckets: 16 -> 64".to_string()),
+            "{lines:?}"
+        );
+        assert_eq!(json["buckets"]["moving"], 0.0);
+        // Turned off, bucketed answers fall back on the country's one origin.
+        let off = predict_change(
+            &state,
+            &policy(r#"{"buckets":0}"#),
+            "/dw/routing/",
+            &traffic,
+        )
+        .unwrap();
+        let (lines, _) = render(&off, "file t.json", true);
+        assert!(
+            lines.contains(&"  visitor buckets: 16 -> off".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"  bucketed answers changing origin: 800/s of 1600/s (50%)".into()),
+            "{lines:?}"
+        );
     }
 
     #[test]

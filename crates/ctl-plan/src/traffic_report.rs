@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
-use crate::answer_shares::{PlainRoute, hashed_elsewhere, plain_routes};
+use crate::answer_shares::{
+    BucketShare, PlainRoute, bucket_shares, hashed_elsewhere, plain_routes,
+};
 use crate::capacity::{number_json, used_share};
 use crate::model::State;
 use crate::origin_listing::OriginListing;
@@ -235,12 +237,11 @@ pub fn report(
         .iter()
         .map(|sample| (sample.label("key"), sample.value))
         .collect();
-    // Where the routing core sends each geo's answers without a sticky key.
-    let plain = plain_routes(&crate::prediction::table(
-        state,
-        dw_routing::DEFAULT_PREFIX,
-        None,
-    ));
+    // Where the routing core sends each geo's answers without a sticky key or bucket, and
+    // each region's bucketed answers.
+    let table = crate::prediction::table(state, dw_routing::DEFAULT_PREFIX, None);
+    let plain = plain_routes(&table);
+    let buckets = bucket_shares(&table);
     let mut names: BTreeSet<String> = BTreeSet::new();
     if only.is_empty() {
         names.extend(
@@ -270,6 +271,7 @@ pub fn report(
                 by_key: &by_key,
                 listing,
                 plain: &plain,
+                buckets: &buckets,
             };
             origin_traffic(origin, &context)
         })
@@ -300,6 +302,8 @@ struct OriginContext<'a> {
     listing: &'a OriginListing,
     /// Where the routing core sends each geo's plain answers.
     plain: &'a [PlainRoute],
+    /// Each region's origins' buckets (empty when the policy has none).
+    buckets: &'a [BucketShare],
 }
 
 /// One origin's entry of the report.
@@ -312,6 +316,7 @@ fn origin_traffic(origin: &str, context: &OriginContext<'_>) -> OriginTraffic {
         by_key,
         listing,
         plain,
+        buckets,
     } = *context;
     let per_second = readings
         .origins
@@ -392,6 +397,7 @@ fn origin_traffic(origin: &str, context: &OriginContext<'_>) -> OriginTraffic {
             registered,
             !in_stages.is_empty(),
             &hashed_elsewhere_text(plain, &weighted, origin),
+            &no_bucket_text(buckets, &weighted, origin),
         )
     });
     let capacity = listing.capacities.get(origin).map(|capacity| CapacityUse {
@@ -469,6 +475,43 @@ fn hashed_elsewhere_text(plain: &[PlainRoute], weighted: &[&str], origin: &str) 
     text
 }
 
+/// "region JP gives it 0 of 2 buckets", for `origin`'s weighted regions, when the
+/// policy has buckets and none of those regions' assignments gives `origin` a bucket;
+/// empty when one does, or buckets are off (`buckets` empty).
+fn no_bucket_text(buckets: &[BucketShare], weighted: &[&str], origin: &str) -> Vec<String> {
+    let mut none = Vec::new();
+    for region in weighted {
+        let Some(share) = buckets
+            .iter()
+            .find(|share| share.region == *region && share.origin == origin)
+        else {
+            continue;
+        };
+        if share.buckets > 0 {
+            return Vec::new();
+        }
+        none.push(share);
+    }
+    let mut text: Vec<String> = none
+        .iter()
+        .take(SHOWN_HASHED_GEOS)
+        .map(|share| {
+            format!(
+                "region {} gives it 0 of {} buckets",
+                Shown(&share.region),
+                share.of
+            )
+        })
+        .collect();
+    if none.len() > SHOWN_HASHED_GEOS {
+        text.push(format!(
+            "and {} more regions none",
+            none.len() - SHOWN_HASHED_GEOS
+        ));
+    }
+    text
+}
+
 /// Why an origin got no answers, most likely cause first.
 #[allow(clippy::too_many_arguments)]
 fn why_no_traffic(
@@ -481,6 +524,7 @@ fn why_no_traffic(
     registered: &str,
     staged: bool,
     hashed: &[String],
+    no_bucket: &[String],
 ) -> Vec<String> {
     let shown = Shown(origin);
     let mut why = Vec::new();
@@ -517,13 +561,25 @@ fn why_no_traffic(
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
-    } else if !hashed.is_empty() {
-        why.push(format!(
-            "its weighted regions answer {region_rate:.2}/s, none of it with this origin: {} \
-             (a geo's answers without a sticky key all go to the one origin its hash picks, \
-             whatever the weights; only sticky answers spread by weight)",
-            hashed.join("; ")
-        ));
+    } else if !hashed.is_empty() || !no_bucket.is_empty() {
+        if !hashed.is_empty() {
+            why.push(format!(
+                "its weighted regions answer {region_rate:.2}/s, none of it with this origin: \
+                 {} (a geo's answers without a sticky key or visitor bucket all go to the one \
+                 origin its hash picks, whatever the weights; only sticky and bucketed answers \
+                 spread by weight)",
+                hashed.join("; ")
+            ));
+        }
+        if !no_bucket.is_empty() {
+            why.push(format!(
+                "its weighted regions' visitor-bucket assignments give it no bucket, so no \
+                 bucketed answer either: {} (each origin gets its weight's apportionment of \
+                 policy/global's N buckets, whole buckets: a larger N or a larger weight gives \
+                 it some)",
+                no_bucket.join("; ")
+            ));
+        }
     } else {
         why.push(format!(
             "its weighted regions answer {region_rate:.2}/s, none of it with this origin: are \

@@ -48,9 +48,10 @@ impl RegionValue {
 
     /// The stricter rules for values dwctl writes.
     fn write_errors(&self) -> Vec<FieldError> {
+        let listed = self.listed_set();
         self.weight
             .keys()
-            .filter(|name| !self.origins.contains(name))
+            .filter(|name| !listed.contains(name.as_str()))
             .map(|name| {
                 FieldError::new(
                     format!("weight.{name}"),
@@ -58,6 +59,11 @@ impl RegionValue {
                 )
             })
             .collect()
+    }
+
+    /// The listed origins as a set (linear checks of many weights against many origins).
+    fn listed_set(&self) -> std::collections::HashSet<&str> {
+        self.origins.iter().map(String::as_str).collect()
     }
 
     /// Whether `origin` is listed.
@@ -88,6 +94,14 @@ impl RegionValue {
         self.origins == other.origins && self.weight == other.weight
     }
 
+    /// The value without its `buckets` field, the visitor-bucket assignment dwctl computes
+    /// and writes itself (`crate::bucket_assignment`): what `apply` compares.
+    pub fn without_assignment(&self) -> RegionValue {
+        let mut value = self.clone();
+        value.extra.remove("buckets");
+        value
+    }
+
     /// Compact JSON: `shard`, `origins`, `weight` (listed origins first, in list order),
     /// unknown fields, then `updated`.
     pub fn encode(&self, updated: &str) -> String {
@@ -101,10 +115,11 @@ impl RegionValue {
             .origins
             .iter()
             .filter(|origin| self.weight.contains_key(*origin));
+        let listed_set = self.listed_set();
         let unlisted = self
             .weight
             .keys()
-            .filter(|name| !self.origins.contains(name));
+            .filter(|name| !listed_set.contains(name.as_str()));
         for (index, name) in listed.chain(unlisted).enumerate() {
             if index > 0 {
                 out.push(',');
@@ -187,12 +202,13 @@ pub struct PolicyValue {
 }
 
 /// Known policy fields, written first and in this order.
-const POLICY_FIELDS: [&str; 5] = [
+const POLICY_FIELDS: [&str; 6] = [
     "default",
     "failover",
     "honor_client_hints",
     "pick",
     "continent_of",
+    "buckets",
 ];
 
 impl PolicyValue {
@@ -276,6 +292,9 @@ impl PolicyValue {
                 "must be an object of country code → continent code",
             )),
         }
+        if let Err(error) = self.buckets() {
+            errors.push(error);
+        }
         match self.fields.get("honor_client_hints") {
             None | Some(Value::Bool(_)) => {}
             Some(_) => errors.push(FieldError::new(
@@ -284,6 +303,32 @@ impl PolicyValue {
             )),
         }
         errors
+    }
+
+    /// The visitor buckets N the policy asks for (`buckets`): `None` when off (the field
+    /// absent or 0); an error for anything but 0 or an integer from 2 to 1024.
+    pub fn buckets(&self) -> Result<Option<dw_routing::buckets::BucketCount>, FieldError> {
+        let Some(value) = self.fields.get("buckets") else {
+            return Ok(None);
+        };
+        let bad = || {
+            FieldError::new(
+                "buckets",
+                format!(
+                    "must be 0 (off) or an integer from {} to {} (got {})",
+                    dw_routing::buckets::MIN_BUCKETS,
+                    dw_routing::buckets::MAX_BUCKETS,
+                    crate::shown::escape(&value.to_string())
+                ),
+            )
+        };
+        let n = value.as_i64().filter(|_| value.is_i64()).ok_or_else(bad)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        dw_routing::buckets::BucketCount::new(n)
+            .map(Some)
+            .map_err(|_| bad())
     }
 
     /// Compact JSON: the known fields in a fixed order, the others, then `updated`.

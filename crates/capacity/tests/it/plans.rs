@@ -53,6 +53,7 @@ fn traffic(geos: &[(&str, f64, f64)]) -> Traffic {
                 GeoRate {
                     plain: *plain,
                     sticky: *sticky,
+                    bucket: 0.0,
                 },
             )
         }),

@@ -1,9 +1,10 @@
 <?php
 // The independent oracle of tests/it/twin_oracle.rs: the userland twin (php/RegionRouter.php)
 // resolves each geo, and each sticky key, one at a time. argv[1] is a JSON file:
-// {"snapshot": PATH, "plain": [[geo, count], ...], "sticky": [[geo, keys, prefix], ...]}.
-// Prints {"plain": {origin: answers}, "sticky": {geo: {origin: answers}}}; fail-open
-// answers count under the origin "__fail_open__".
+// {"snapshot": PATH, "plain": [[geo, count], ...], "sticky": [[geo, keys, prefix], ...],
+//  "bucket": [[geo, n], ...]} ("bucket" optional: one answer for each visitor bucket 0..n-1).
+// Prints {"plain": {origin: answers}, "sticky": {geo: {origin: answers}},
+// "bucket": {origin: answers}}; fail-open answers count under the origin "__fail_open__".
 declare(strict_types=1);
 require __DIR__ . '/../../../../php/RegionRouter.php';
 
@@ -31,4 +32,14 @@ foreach ($input['sticky'] as [$geo, $keys, $prefix]) {
     }
     $sticky[$geo] = $counts;
 }
-echo json_encode(['plain' => (object) $plain, 'sticky' => (object) $sticky], JSON_THROW_ON_ERROR), "\n";
+$bucket = [];
+foreach ($input['bucket'] ?? [] as [$geo, $n]) {
+    for ($b = 0; $b < $n; $b++) {
+        $origin = $router->resolve($geo, null, $b)['origin'];
+        $bucket[$origin] = ($bucket[$origin] ?? 0) + 1;
+    }
+}
+echo json_encode(
+    ['plain' => (object) $plain, 'sticky' => (object) $sticky, 'bucket' => (object) $bucket],
+    JSON_THROW_ON_ERROR
+), "\n";

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use dw_capacity::{GeoRate, ShedRequest, Traffic, Unplaced, predict, shed};
+use dw_routing::buckets::{BucketCount, default_assignment};
 use dw_routing::{PickMode, Snapshot, SnapshotWriter, Table};
 use serde_json::{Value, json};
 
@@ -130,6 +131,8 @@ struct Case {
     snapshot: Vec<u8>,
     plain: Vec<(String, u64)>,
     sticky: Vec<(String, u32)>,
+    /// Geos answered once for each visitor bucket `0..n` (empty: none).
+    bucket: Vec<(String, u16)>,
 }
 
 fn random_case(seed: u64) -> Case {
@@ -175,7 +178,154 @@ fn random_case(seed: u64) -> Case {
         snapshot: SnapshotWriter::new().to_json(&snapshot),
         plain,
         sticky,
+        bucket: Vec::new(),
     }
+}
+
+/// [`random_case`] with visitor buckets: the policy's `buckets` N (one case in six off,
+/// where a bucket answers as plain), some regions carrying a stored assignment (one off
+/// their weights, reassigned by the readers, or one that does not decode, ignored), and
+/// every plain geo answered once for each bucket.
+fn bucketed_case(seed: u64) -> Case {
+    let mut case = random_case(seed);
+    let mut rng = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    let n: u16 = [0, 2, 3, 7, 16, 64, 1024][(seed % 7) as usize];
+    let mut snapshot = Snapshot::parse(&case.snapshot).unwrap();
+    let policy_key = "/dw/routing/policy/global".to_string();
+    let mut policy: Value = serde_json::from_str(&snapshot.kvs[&policy_key]).unwrap();
+    policy["buckets"] = json!(n);
+    snapshot.kvs.insert(policy_key, policy.to_string());
+    for value in snapshot.kvs.values_mut() {
+        let Ok(mut region) = serde_json::from_str::<Value>(value) else {
+            continue;
+        };
+        let Some(origins) = region["origins"].as_array().map(Vec::len) else {
+            continue;
+        };
+        match rng.below(3) {
+            0 if n >= 2 => {
+                // The default blocks of other weights: decodes, counts off the weights.
+                let weights: Vec<u32> = (0..origins).map(|_| 1 + rng.below(9) as u32).collect();
+                let stored =
+                    default_assignment(&weights, BucketCount::new(i64::from(n)).unwrap()).unwrap();
+                region["buckets"] = json!(stored.encode());
+            }
+            1 => region["buckets"] = json!("9:1"),
+            _ => continue,
+        }
+        *value = region.to_string();
+    }
+    case.snapshot = SnapshotWriter::new().to_json(&snapshot);
+    case.bucket = case
+        .plain
+        .iter()
+        .map(|(geo, _)| (geo.clone(), n.max(1)))
+        .collect();
+    case
+}
+
+/// Bucketed traffic: one answer for each bucket of each geo, predicted by the answering
+/// region's assignment, equals the twin's answers bucket by bucket exactly (and with
+/// buckets off, the plain answer for each).
+#[test]
+fn bucketed_predictions_match_the_userland_twin() {
+    if !php_available() {
+        return;
+    }
+    let temp = tempfile::Builder::new()
+        .prefix("dw-capacity-buckets")
+        .tempdir()
+        .unwrap();
+    let dir = temp.path();
+    let (mut compared, mut on, mut plans) = (0, 0, 0);
+    for seed in 0..CASES {
+        let case = bucketed_case(seed);
+        let table = Table::parse(&case.snapshot).unwrap();
+        on += usize::from(table.buckets().is_some());
+        let answers = twin(dir, seed, &case);
+        let traffic = Traffic::from_geos(
+            case.bucket.iter().map(|(geo, n)| {
+                let rate = GeoRate {
+                    plain: 0.0,
+                    sticky: 0.0,
+                    bucket: f64::from(*n),
+                };
+                (geo.clone(), rate)
+            }),
+            Unplaced::default(),
+        )
+        .unwrap();
+        let load = predict(&table, &traffic);
+        let counted = answers["bucket"].as_object().unwrap();
+        for (origin, count) in counted {
+            let count = count.as_f64().unwrap();
+            let predicted = if origin == "__fail_open__" {
+                load.no_route
+            } else {
+                load.of(origin)
+            };
+            // Each origin's buckets / N times N answers: exact up to float rounding.
+            assert!(
+                (predicted - count).abs() < 1e-6,
+                "seed {seed}: origin {origin}: predicted {predicted}, the twin {count}"
+            );
+            compared += 1;
+        }
+        for (origin, predicted) in &load.origins {
+            if *predicted > 1e-9 {
+                assert!(counted.contains_key(origin), "seed {seed}: {origin}");
+            }
+        }
+        // A shed of the busiest origin's bucketed load: the plan's predicted load is what
+        // the twin answers, bucket by bucket, on the snapshot with the plan's values.
+        let Some((origin, _)) = load
+            .origins
+            .iter()
+            .filter(|(_, load)| **load > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1))
+        else {
+            continue;
+        };
+        let request = ShedRequest {
+            origin: origin.clone(),
+            percent: [100.0, 40.0, 70.0][(seed % 3) as usize],
+            regions: vec![],
+        };
+        let plan = shed(&table, &traffic, &request).unwrap();
+        let mut snapshot = Snapshot::parse(&case.snapshot).unwrap();
+        for edit in &plan.edits {
+            snapshot
+                .kvs
+                .insert(format!("/dw/routing/region/{}", edit.geo), edit.to_json());
+        }
+        let changed = Case {
+            snapshot: SnapshotWriter::new().to_json(&snapshot),
+            ..case.clone()
+        };
+        let answers = twin(dir, seed, &changed);
+        for (origin, count) in answers["bucket"].as_object().unwrap() {
+            let count = count.as_f64().unwrap();
+            let predicted = if origin == "__fail_open__" {
+                plan.after.no_route
+            } else {
+                plan.after.of(origin)
+            };
+            assert!(
+                (predicted - count).abs() < 1e-6,
+                "seed {seed}: after the shed, origin {origin}: predicted {predicted}, the twin \
+                 {count}"
+            );
+        }
+        plans += 1;
+    }
+    eprintln!(
+        "twin_oracle: {CASES} bucketed tables ({on} with buckets on), {compared} origin loads \
+         equal the twin's, {plans} shed plans too"
+    );
+    assert!(
+        on > 20 && compared > 100 && plans > 20,
+        "{on} {compared} {plans}"
+    );
 }
 
 /// `php`, or `None` (said on stderr) outside the devenv when it is missing.
@@ -201,7 +351,12 @@ fn twin(dir: &std::path::Path, seed: u64, case: &Case) -> Value {
         .iter()
         .map(|(geo, keys)| json!([geo, keys, format!("k{seed}-")]))
         .collect();
-    let request = json!({"snapshot": snapshot, "plain": case.plain, "sticky": sticky});
+    let request = json!({
+        "snapshot": snapshot,
+        "plain": case.plain,
+        "sticky": sticky,
+        "bucket": case.bucket,
+    });
     std::fs::write(&input, request.to_string()).unwrap();
     let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/twin_oracle.php");
     let output = Command::new("php")
@@ -256,6 +411,7 @@ fn plain_traffic(case: &Case) -> Traffic {
             let rate = GeoRate {
                 plain: *count as f64,
                 sticky: 0.0,
+                bucket: 0.0,
             };
             (geo.clone(), rate)
         }),
@@ -366,6 +522,7 @@ fn predictions_match_the_userland_twin() {
                 let rate = GeoRate {
                     plain: 0.0,
                     sticky: 1.0,
+                    bucket: 0.0,
                 };
                 (geo.clone(), rate)
             }),

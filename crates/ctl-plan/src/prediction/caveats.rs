@@ -90,7 +90,7 @@ mod tests {
     fn traffic(nodes: &[(&str, f64)]) -> Traffic {
         let rows = nodes.iter().map(|(node, rate)| AnswerRow {
             geo: "DE".into(),
-            sticky: false,
+            kind: dw_capacity::AnswerKind::Plain,
             node: Some((*node).into()),
             fail_open: false,
             rate: *rate,

@@ -10,7 +10,7 @@ use dw_capacity::{NodeTables, Traffic, predict_nodes, predict_share};
 use dw_routing::Table;
 use dw_routing::stage::{Node, Stage};
 
-use super::{CohortShare, Prediction, StagedBasis, snapshot, table};
+use super::{BucketsChange, CohortShare, Prediction, StagedBasis, snapshot, table};
 use crate::model::{Changes, State};
 use crate::node_report::NodeReport;
 use crate::stage::parse_stage;
@@ -67,6 +67,12 @@ pub fn predict_stage(
         .and_then(|entry| parse_stage(id, entry).ok());
     let fleet = table(state, prefix, None);
     let staged_after = staged_table(state, prefix, after);
+    // A stage of the policy that changes N: its cohort runs the staged N.
+    let buckets = BucketsChange::between(
+        fleet.buckets().map(|n| n.get()),
+        staged_after.buckets().map(|n| n.get()),
+    );
+    let traffic = &BucketsChange::traffic(buckets.as_ref(), traffic);
     let staged_before = before
         .as_ref()
         .map(|stage| (stage, staged_table(state, prefix, stage)));
@@ -123,6 +129,7 @@ pub fn predict_stage(
             stage: id.clone(),
             assumed_share,
         }),
+        buckets,
     }))
 }
 
@@ -238,6 +245,30 @@ mod tests {
             points,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_stage_turning_buckets_on_is_predicted_on_its_cohort() {
+        // A 20 % cohort turns buckets on: its share of DE's 1000/s splits 50/50 by the
+        // assignment, so 100/s of visitors change origin.
+        let state = state();
+        let traffic = Traffic::parse(br#"{"geos":{"DE":1000}}"#).unwrap();
+        let mut stage = stage_onto_fra_b(percent_cohort(2000));
+        stage.kvs = BTreeMap::from([(
+            "policy/global".to_string(),
+            Some(r#"{"buckets":16}"#.to_string()),
+        )]);
+        let prediction = predict_stage(&state, &writing(&stage), "/dw/routing/", &traffic, &[])
+            .unwrap()
+            .unwrap();
+        let change = prediction.buckets.clone().unwrap();
+        assert_eq!((change.before, change.after), (None, Some(16)));
+        let (lines, json) = render(&prediction, "file t.json", true);
+        assert!(
+            lines.contains(&"  bucketed answers changing origin: 100/s of 1000/s (10%)".into()),
+            "{lines:?}"
+        );
+        assert_eq!(json["buckets"]["assumed_bucketed"], true);
     }
 
     #[test]

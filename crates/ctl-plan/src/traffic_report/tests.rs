@@ -303,3 +303,57 @@ fn names_the_geo_whose_hash_picks_another_origin() {
         .to_owned();
     assert!(why.contains("are the nodes current"), "{why}");
 }
+
+/// Issue 41: with visitor buckets, an origin whose weight is apportioned no bucket gets
+/// no bucketed answer either; "why no answers" names the assignment. One with a bucket
+/// is not explained away by the hash.
+#[test]
+fn names_the_assignment_that_gives_an_origin_no_bucket() {
+    let mut state = state();
+    state.policy = Some(crate::model::Entry {
+        raw: br#"{"buckets":2}"#.to_vec(),
+        mod_revision: 3,
+    });
+    state.regions.insert(
+        "JP".into(),
+        region(r#"{"shard":"ap-1","origins":["sjc-a","sin-a"],"weight":{"sjc-a":1000,"sin-a":1}}"#),
+    );
+    let table = crate::prediction::table(&state, dw_routing::DEFAULT_PREFIX, None);
+    let picked = table.resolve(b"JP", None).unwrap().origin.to_owned();
+    assert_eq!(picked, "sjc-a", "the hash of a 1000/1 region");
+    let mut uneven = readings();
+    uneven.origins.push(sample(&[("origin", "sjc-a")], 30.0));
+    uneven.regions.push(sample(&[("key", "JP")], 30.0));
+    let first = report(&uneven, &state, &OriginListing::default(), &[]);
+    let why: Vec<String> = origin(&first, "sin-a")["why"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line.as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        why[0].contains("the whole geo JP hashes to sjc-a"),
+        "{why:?}"
+    );
+    assert!(
+        why[1].contains("give it no bucket")
+            && why[1].contains("region JP gives it 0 of 2 buckets"),
+        "{why:?}"
+    );
+    // 50/50 at N = 2: one bucket each, so the assignment is no reason.
+    let mut even = state.clone();
+    even.regions.insert(
+        "JP".into(),
+        region(r#"{"shard":"ap-1","origins":["sjc-a","sin-a"],"weight":{"sjc-a":50,"sin-a":50}}"#),
+    );
+    let table = crate::prediction::table(&even, dw_routing::DEFAULT_PREFIX, None);
+    let picked = table.resolve(b"JP", None).unwrap().origin.to_owned();
+    let idle = if picked == "sjc-a" { "sin-a" } else { "sjc-a" };
+    let mut halves = readings();
+    halves.origins.push(sample(&[("origin", &picked)], 30.0));
+    halves.regions.push(sample(&[("key", "JP")], 30.0));
+    let second = report(&halves, &even, &OriginListing::default(), &[]);
+    let why = origin(&second, idle)["why"].to_string();
+    assert!(why.contains("hashes to"), "{why}");
+    assert!(!why.contains("no bucket"), "{why}");
+}

@@ -19,7 +19,8 @@ use prometheus_client::registry::Registry;
 
 use crate::error::Error;
 use crate::plan::answer_shares::{
-    MAX_PLAIN_ROUTES, PlainRoute, StickyShare, plain_routes, sticky_shares,
+    BucketShare, MAX_PLAIN_ROUTES, PlainRoute, StickyShare, bucket_shares, plain_routes,
+    sticky_shares,
 };
 use crate::plan::keys::{Layout, strip};
 use crate::plan::value::RegionValue;
@@ -31,13 +32,15 @@ pub const MAX_WEIGHT_SERIES: usize = 100_000;
 pub type RegionWeights = (String, Vec<(String, u32)>);
 
 /// Where the routing core sends answers: each geo's plain route and each region's sticky
-/// shares ([`crate::plan::answer_shares`]).
+/// and bucket shares ([`crate::plan::answer_shares`]).
 #[derive(Debug, Default, Clone)]
 pub struct AnswerShares {
     /// Each geo's origin for answers without a sticky key.
     pub plain: Vec<PlainRoute>,
     /// Each region's origins' shares of its sticky answers.
     pub sticky: Vec<StickyShare>,
+    /// Each region's origins' buckets (with `policy/global`'s `buckets`; empty when off).
+    pub bucket: Vec<BucketShare>,
 }
 
 /// The weights of every region under the routing prefix, how many regions did not
@@ -84,6 +87,7 @@ pub async fn read_weights(
     let shares = AnswerShares {
         plain: plain_routes(&table),
         sticky: sticky_shares(&table),
+        bucket: bucket_shares(&table),
     };
     Ok((regions, unreadable, shares))
 }
@@ -106,7 +110,10 @@ pub fn weights_of(value: &RegionValue) -> Vec<(String, u32)> {
 /// without a sticky key goes to that origin) and `dw_routing_sticky_share{region,origin}`
 /// (the origin's share of the region's sticky answers, 0 to 1): what the alert
 /// `DwOriginWeightedButIdle` expects answers from, instead of weight alone. At most
-/// [`MAX_PLAIN_ROUTES`] plain routes and [`MAX_WEIGHT_SERIES`] sticky shares.
+/// [`MAX_PLAIN_ROUTES`] plain routes and [`MAX_WEIGHT_SERIES`] sticky shares. With
+/// `policy/global`'s `buckets`, `dw_routing_bucket_share{region,origin}` too (the origin's
+/// buckets / N in the region's assignment, 0 included; at most [`MAX_WEIGHT_SERIES`]: one
+/// per listed origin, whatever N).
 pub fn register_answer_shares(registry: &mut Registry, shares: &AnswerShares) {
     let plain = Family::<Vec<(String, String)>, Gauge>::default();
     registry.register(
@@ -136,6 +143,20 @@ pub fn register_answer_shares(registry: &mut Registry, shares: &AnswerShares) {
                 ("origin".to_owned(), share.origin.clone()),
             ])
             .set(share.share);
+    }
+    let bucket = Family::<Vec<(String, String)>, Gauge<f64, AtomicU64>>::default();
+    registry.register(
+        "dw_routing_bucket_share",
+        "An origin's share (0 to 1) of a region's answers with a visitor bucket: its buckets / N in the region's assignment, from etcd's current routing (no series while policy/global has no buckets)",
+        bucket.clone(),
+    );
+    for share in shares.bucket.iter().take(MAX_WEIGHT_SERIES) {
+        bucket
+            .get_or_create(&vec![
+                ("region".to_owned(), share.region.clone()),
+                ("origin".to_owned(), share.origin.clone()),
+            ])
+            .set(share.share());
     }
 }
 

@@ -15,6 +15,7 @@ use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, PutOptions, 
 
 pub use crate::context::RetryPolicy;
 use crate::error::{Error, FieldError};
+use crate::plan::bucket_assignment::assign_buckets;
 pub use crate::plan::drain::reconcile_drain_records;
 pub use crate::plan::keys::DEFAULT_MAX_REQUEST_BYTES;
 use crate::plan::keys::{Layout, strip};
@@ -230,6 +231,13 @@ fn plan_txn(
     if let Some(policy) = &changes.policy {
         guard(&mut planned, layout.policy(), state.policy.as_ref());
         put(&mut planned, layout.policy(), policy.encode(updated));
+    } else if changes.guard_policy {
+        let key = layout.policy();
+        planned.bytes += key.len() + ITEM_OVERHEAD_BYTES;
+        planned.compares.push(match &state.policy {
+            Some(entry) => Compare::mod_revision(key, CompareOp::Equal, entry.mod_revision),
+            None => Compare::create_revision(key, CompareOp::Equal, 0),
+        });
     }
     for (origin, record) in &changes.drains {
         let key = layout.drain(origin);
@@ -779,11 +787,15 @@ where
 {
     let state = read_state(client, layout).await?;
     let mut changes = plan(&state)?;
+    // The assignments first, so that the capacity guard predicts what is committed; again
+    // after the follow-ups, which may edit staged values (it is idempotent).
+    assign_buckets(&state, &mut changes)?;
     for check in checks.iter_mut() {
         check.check(&state, &mut changes)?;
     }
     reconcile_drain_records(&state, &mut changes)?;
     reconcile_stages(&state, &mut changes)?;
+    assign_buckets(&state, &mut changes)?;
     // A dry run refuses what the commit would refuse, before anything is sent.
     request_bytes(layout, &state, &changes)?;
     Ok((state, changes))
@@ -959,6 +971,27 @@ mod tests {
             settled(&written, &untouched[..1]),
             Settled::Unknown(_)
         ));
+    }
+
+    #[test]
+    fn a_bucketed_write_is_guarded_on_the_policy_it_was_computed_for() {
+        let state = State {
+            policy: Some(Entry {
+                raw: br#"{"buckets":4}"#.to_vec(),
+                mod_revision: 7,
+            }),
+            ..State::default()
+        };
+        let mut changes = with_shard(3);
+        let plain = plan_txn(&layout(1 << 20), &state, &changes, "t", &[]).unwrap();
+        changes.guard_policy = true;
+        let guarded = plan_txn(&layout(1 << 20), &state, &changes, "t", &[]).unwrap();
+        assert_eq!(guarded.compares.len(), plain.compares.len() + 1);
+        assert!(guarded.bytes > plain.bytes);
+        // A change that writes the policy guards it once, as its own key.
+        changes.policy = Some(crate::plan::value::PolicyValue::for_write(b"{}").unwrap());
+        let writing = plan_txn(&layout(1 << 20), &state, &changes, "t", &[]).unwrap();
+        assert_eq!(writing.compares.len(), plain.compares.len() + 1);
     }
 
     #[test]

@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use dw_capacity::{
-    AnswerRow, Implausible, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic, check_plausibility,
+    AnswerKind, AnswerRow, Implausible, Limits, MAX_TRAFFIC_BYTES, NodeReading, Traffic,
+    check_plausibility,
 };
 
 use crate::error::Error;
@@ -185,9 +186,8 @@ pub fn judge(source: &str, answers: Answers<'_>, limits: &Limits, window: Window
         let node = sample.label("node").to_owned();
         nodes.entry(node.clone()).or_default().rows.push(AnswerRow {
             geo: sample.label("geo").to_owned(),
-            // A bucketed answer (`kind="bucket"`) reads as plain here: its place by the
-            // assignment's shares is the prediction's (issue 41).
-            sticky: sample.label("kind") == "sticky",
+            // A bucketed answer is placed by the assignment's shares (issue 41).
+            kind: AnswerKind::from_label(sample.label("kind")),
             node: Some(node),
             fail_open: sample.label("step") == "fail_open",
             rate: sample.value,
@@ -392,6 +392,26 @@ mod tests {
             TrafficRead::Unusable(why) => why,
             other => panic!("not unusable: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_bucketed_row_reaches_the_prediction_as_bucketed_traffic() {
+        let read = judged(
+            &[sample(
+                &[
+                    ("node", "n1"),
+                    ("geo", "DE"),
+                    ("kind", "bucket"),
+                    ("step", "country"),
+                ],
+                4.0,
+            )],
+            0.0,
+            &["n1"],
+        );
+        let (traffic, _) = read.usable().unwrap();
+        assert_eq!(traffic.geos()["DE"].bucket, 4.0);
+        assert_eq!(traffic.geos()["DE"].plain, 0.0);
     }
 
     #[test]

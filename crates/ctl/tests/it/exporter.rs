@@ -49,6 +49,9 @@ fn get(addr: &str, path: &str) -> (String, String) {
 async fn serves_the_fleet_view_and_its_own_failures() {
     let etcd = Etcd::start().await;
     crate::common::seed(&etcd, &[("DE", DE)]).await;
+    // Visitor buckets on (N = 4): the exporter serves each origin's share of them.
+    etcd.put("/dw/routing/policy/global", r#"{"buckets":4}"#)
+        .await;
     let ids = nodes(2);
     let fleet = Fleet::start(&etcd, &applying(&ids)).await;
     let exporter = Daemon::start(
@@ -106,6 +109,16 @@ async fn serves_the_fleet_view_and_its_own_failures() {
         assert!(
             metrics.contains(&format!(
                 "dw_routing_sticky_share{{region=\"DE\",origin=\"{origin}\"}} 0."
+            )),
+            "{metrics}"
+        );
+    }
+    // Visitor buckets: each origin's buckets / N in DE's default assignment (50/30/20 at
+    // N = 4: 2, 1 and 1 buckets); a bucket share of no origin is missing.
+    for (origin, share) in [("fra-a", "0.5"), ("fra-b", "0.25"), ("ams-a", "0.25")] {
+        assert!(
+            metrics.contains(&format!(
+                "dw_routing_bucket_share{{region=\"DE\",origin=\"{origin}\"}} {share}\n"
             )),
             "{metrics}"
         );

@@ -7,6 +7,7 @@ mod common;
 mod auth_daemons;
 mod autopilot;
 mod bad_data;
+mod buckets;
 mod capacity;
 mod commands;
 mod concurrency;

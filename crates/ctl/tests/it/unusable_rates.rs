@@ -48,7 +48,7 @@ fn fake_prometheus(value: &'static str) -> String {
                 }
             }
             let body = format!(
-                r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{{"geo":"DE","sticky":"true","step":"country","origin":"fra-a","key":"DE"}},"value":[1700000000,"{value}"]}}]}}}}"#
+                r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{{"geo":"DE","kind":"sticky","step":"country","origin":"fra-a","key":"DE"}},"value":[1700000000,"{value}"]}}]}}}}"#
             );
             let _ = write!(
                 stream,

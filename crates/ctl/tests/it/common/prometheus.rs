@@ -114,7 +114,9 @@ fn answer(nodes: &[FakeNode], query: &str) -> Vec<Value> {
     let mut sums: Vec<(Value, f64)> = Vec::new();
     for node in nodes {
         for (geo, sticky, value) in &node.rows {
-            let mut metric = json!({"geo": geo, "sticky": sticky.to_string(), "step": "country"});
+            // The counters' `kind` label (issue 41; `sticky="true"` before it).
+            let kind = if *sticky { "sticky" } else { "plain" };
+            let mut metric = json!({"geo": geo, "kind": kind, "step": "country"});
             if per_node {
                 metric["node"] = json!(node.node);
             }
