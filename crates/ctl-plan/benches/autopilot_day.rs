@@ -155,6 +155,8 @@ fn build_fleet() -> Fleet {
                 GeoRate {
                     plain: 0.3 * rate,
                     sticky: 0.7 * rate,
+                    // The day runs without visitor buckets (policy/global has none).
+                    bucket: 0.0,
                 },
             )
         })
@@ -233,6 +235,7 @@ fn traffic_of(
                 GeoRate {
                     plain: rate.plain * scale,
                     sticky: rate.sticky * scale,
+                    bucket: rate.bucket * scale,
                 },
             )
         }),

@@ -1,8 +1,8 @@
 //! The least-harm order: which of an origin's regions a relief takes load from first, and
 //! how much of the origin's load each region carries.
 //!
-//! The tiers, first to last ([`Harm`]): bucketed shares (issue 41's visitor buckets: none
-//! yet, [`bucketed_shares`] is the seam where they will come first); regions answering
+//! The tiers, first to last ([`Harm`]): bucketed shares (issue 41's visitor buckets: the
+//! regions where the origin holds buckets, [`bucketed_shares`]); regions answering
 //! *shared* traffic (a continent bucket `continent/XX`, `policy.default`, a
 //! `policy.failover` geo), whose visitors have no key of their own and were already sent
 //! somewhere generic; a country's (or subdivision's) own key; and last the origin's *home*
@@ -58,10 +58,36 @@ pub struct Order {
     pub skipped_staged: Vec<String>,
 }
 
-/// The seam of issue 41: the bucketed shares of `origin` to move before any whole geo.
-/// Tables carry no buckets yet, so there are none.
-pub fn bucketed_shares(_table: &Table, _origin: &str) -> Vec<String> {
-    Vec::new()
+/// The regions (by geo) whose visitors `origin` holds by bucket (issue 41): with
+/// `policy/global`'s `buckets` on, each region listing two or more origins whose effective
+/// assignment gives `origin` at least one bucket. A shed there moves buckets, a fraction
+/// of the geo's visitors, never the whole geo: the least harm. Empty while buckets are off.
+pub fn bucketed_shares(table: &Table, origin: &str) -> Vec<String> {
+    if table.buckets().is_none() {
+        return Vec::new();
+    }
+    let mut geos = Vec::new();
+    for (index, (geo, region)) in table.regions().enumerate() {
+        let origins = region.origins();
+        if origins.len() < 2 {
+            continue;
+        }
+        let Some(at) = origins.iter().position(|name| name == origin) else {
+            continue;
+        };
+        let Ok(index) = u32::try_from(index) else {
+            break;
+        };
+        let held = table
+            .assignment(index)
+            .map(|assignment| assignment.counts(origins.len()))
+            .and_then(|counts| counts.get(at).copied())
+            .unwrap_or(0);
+        if held > 0 {
+            geos.push(geo.to_owned());
+        }
+    }
+    geos
 }
 
 /// `origin`'s regions with weight, in least-harm order (see the module's documentation).
@@ -74,10 +100,7 @@ pub fn harm_order(
 ) -> Order {
     let policy = table.policy();
     let mut by_harm: BTreeMap<Harm, Vec<String>> = BTreeMap::new();
-    let bucketed = bucketed_shares(table, origin);
-    if !bucketed.is_empty() {
-        by_harm.insert(Harm::Bucketed, bucketed);
-    }
+    let bucketed: BTreeSet<String> = bucketed_shares(table, origin).into_iter().collect();
     let mut order = Order::default();
     for (geo, region) in table.regions() {
         if region.weight(origin) == 0 || !region.origins().iter().any(|name| name == origin) {
@@ -90,6 +113,8 @@ pub fn harm_order(
         let country = geo.split('-').next().unwrap_or(geo);
         let harm = if home.contains(geo) || home.contains(country) {
             Harm::Home
+        } else if bucketed.contains(geo) {
+            Harm::Bucketed
         } else if geo.starts_with("continent/")
             || policy.default == geo
             || policy.failover.iter().any(|step| step == geo)
@@ -109,7 +134,8 @@ pub fn harm_order(
 
 /// `origin`'s load per answering region (by the region's geo), answers per second: each
 /// geo of `traffic` is resolved once; its plain answers count where the pick sends the
-/// geo, its sticky answers by the region's exact shares (as `dw_capacity::predict` counts
+/// geo, its bucketed answers by the answering region's assignment (buckets / N; as plain
+/// while buckets are off), its sticky answers by the region's exact shares (as `dw_capacity::predict` counts
 /// them, so the parts add up to the origin's predicted load).
 pub fn load_by_region(table: &Table, traffic: &Traffic, origin: &str) -> BTreeMap<String, f64> {
     let geos: Vec<&str> = table.regions().map(|(geo, _)| geo).collect();
@@ -129,6 +155,23 @@ pub fn load_by_region(table: &Table, traffic: &Traffic, origin: &str) -> BTreeMa
         let mut load = 0.0;
         if route.origin == origin {
             load += rate.plain;
+        }
+        if rate.bucket > 0.0 {
+            // By the answering region's assignment, each origin its buckets / N; as plain
+            // while buckets are off (the routers then ignore the bucket), as
+            // dw_capacity::predict places them.
+            match (table.buckets(), table.assignment(route.region_index)) {
+                (Some(n), Some(assignment)) => {
+                    let held = assignment
+                        .counts(region.origins().len())
+                        .get(at)
+                        .copied()
+                        .unwrap_or(0);
+                    load += rate.bucket * f64::from(held) / f64::from(n.get());
+                }
+                _ if route.origin == origin => load += rate.bucket,
+                _ => {}
+            }
         }
         if rate.sticky > 0.0 {
             let share = *shares
@@ -174,6 +217,87 @@ mod tests {
     }
 
     const AB: &str = r#"{"shard":"eu","origins":["a","b"],"weight":{"a":50,"b":50}}"#;
+
+    /// With visitor buckets on, the regions where the origin holds buckets come first
+    /// (a shed there moves a fraction of the geo's visitors); a region where it holds none,
+    /// or with one origin, is in its usual tier; home geos stay last; staged ones skipped.
+    /// Without buckets, the same table has no bucketed tier.
+    #[test]
+    fn bucketed_shares_come_first_when_buckets_are_on() {
+        let kvs = [
+            ("DE", AB),
+            ("FR", AB),
+            ("AT", AB),
+            // a holds no bucket of 4 here (weight 0 for a: drained).
+            (
+                "IT",
+                r#"{"shard":"eu","origins":["a","b"],"weight":{"a":0,"b":1}}"#,
+            ),
+            ("ES", r#"{"shard":"eu","origins":["a"],"weight":{"a":1}}"#),
+            ("continent/EU", AB),
+        ];
+        let on = table(&kvs, Some(r#"{"buckets":4}"#));
+        let home = BTreeSet::from(["AT".to_owned()]);
+        let staged = BTreeSet::from(["FR".to_owned()]);
+        let tiers = |table: &Table| -> Vec<(Harm, Vec<String>)> {
+            harm_order(table, "a", &home, &staged)
+                .tiers
+                .into_iter()
+                .map(|tier| (tier.harm, tier.regions))
+                .collect()
+        };
+        let s = |geos: &[&str]| geos.iter().map(|g| (*g).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            tiers(&on),
+            [
+                (Harm::Bucketed, s(&["DE", "continent/EU"])),
+                (Harm::OwnKey, s(&["ES"])),
+                (Harm::Home, s(&["AT"])),
+            ]
+        );
+        let off = table(&kvs, None);
+        assert_eq!(
+            tiers(&off),
+            [
+                (Harm::Shared, s(&["continent/EU"])),
+                (Harm::OwnKey, s(&["DE", "ES"])),
+                (Harm::Home, s(&["AT"])),
+            ]
+        );
+    }
+
+    /// A geo's bucketed answers load the origin by its buckets / N (2 of 4 here), as the
+    /// prediction places them; with buckets off, where the pick sends the geo.
+    #[test]
+    fn bucketed_answers_load_an_origin_by_its_buckets() {
+        use dw_capacity::{GeoRate, Unplaced};
+        let traffic = Traffic::from_geos(
+            [(
+                "DE".to_owned(),
+                GeoRate {
+                    plain: 0.0,
+                    sticky: 0.0,
+                    bucket: 100.0,
+                },
+            )],
+            Unplaced::default(),
+        )
+        .unwrap();
+        let on = table(&[("DE", AB)], Some(r#"{"buckets":4}"#));
+        let load = load_by_region(&on, &traffic, "a");
+        assert_eq!(load.get("DE").copied(), Some(50.0));
+        let off = table(&[("DE", AB)], None);
+        let to_a = load_by_region(&off, &traffic, "a")
+            .get("DE")
+            .copied()
+            .unwrap_or(0.0);
+        let to_b = load_by_region(&off, &traffic, "b")
+            .get("DE")
+            .copied()
+            .unwrap_or(0.0);
+        assert_eq!(to_a + to_b, 100.0, "the whole geo on the pick's origin");
+        assert!(to_a == 0.0 || to_b == 0.0);
+    }
 
     #[test]
     fn shared_regions_come_before_own_keys_and_home_last() {
