@@ -19,7 +19,8 @@
 //!   in [`Table::invalid_keys`]. [`Table::parse_after`] builds the next table from a new
 //!   file, reusing the regions whose value did not change.
 //!
-//! - [`Table::cache_tags`]: the page-cache tags of an answer, read from the same walk of
+//! - [`Table::cache_tags`] (and [`Table::cache_tags_bucketed`], `dw:b` where a visitor
+//!   bucket picked the origin): the page-cache tags of an answer, read from the same walk of
 //!   the chain as [`Table::explain`] (docs/routing.md, "Cache tags").
 //! - [`stage`]: staged changes, the cohort function and the overlay rule a node's agent
 //!   applies before it publishes.
@@ -98,7 +99,7 @@ pub use crate::{
     snapshot::{DIGEST_SCHEME, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter, routing_digest},
     table::{InvalidKey, MemoKey, Route, Table},
     tags::{
-        MAX_TAG_BYTES, TAG_ALL, TAG_CHAIN, TAG_CONTINENT, TAG_LONG, TAG_MISSED, TAG_REGION,
-        encode_tag_key,
+        MAX_TAG_BYTES, TAG_ALL, TAG_BUCKET, TAG_CHAIN, TAG_CONTINENT, TAG_LONG, TAG_MISSED,
+        TAG_REGION, encode_tag_key,
     },
 };

@@ -32,7 +32,7 @@ pub(crate) const CHAIN: &str = "policy/global:chain";
 /// A `continent_of` change: pages whose chain consulted the mapping (`dw:cont`).
 pub(crate) const CONTINENT_OF: &str = "policy/global:continent_of";
 /// A change of visitor buckets' N that leaves or keeps them on: pages a bucket decided
-/// (`dw:b`, which php/front.php adds to a page routed by a bucket).
+/// (`dw:b`, which `cacheTags()` gives a page whose origin the visitor's bucket picked).
 pub(crate) const BUCKETS: &str = "policy/global:buckets";
 
 /// The longest encoded key a `region/` line carries (the endpoint's grammar).
