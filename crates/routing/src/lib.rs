@@ -92,7 +92,7 @@ pub use crate::{
     keys::DEFAULT_PREFIX,
     pick::{legacy_pick, rendezvous_pick},
     policy::{PickMode, Policy, parse_buckets_field},
-    rebuild::invalid_keys,
+    rebuild::{ignored_assignments, invalid_keys},
     redact::{REDACTED, SECRET_PARAMETER_WORDS, redact_url},
     region::{MAX_WEIGHT, Region, StoredBuckets},
     share::{LEGACY_POINTS, legacy_point_counts, pick_shares},
