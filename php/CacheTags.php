@@ -27,7 +27,7 @@ final class CacheTags
         'policy/global:chain' => 'dw:chain',
         'policy/global:continent_of' => 'dw:cont',
         // A change of visitor buckets' N (on to on, on to off): pages a bucket decided,
-        // which php/front.php tags dw:b (off to on is sent as `all` by the agent).
+        // which cacheTags() tags dw:b (off to on is sent as `all` by the agent).
         'policy/global:buckets' => 'dw:b',
         'all' => 'dw',
     ];
@@ -46,12 +46,14 @@ final class CacheTags
      * The tags of an answer from the steps of the twin's walk (explain()'s steps): `dw`,
      * `dw:r:<key>` of the answering step, `dw:m:<key>` of each skipped key in chain order,
      * `dw:chain` for an answer of the defaults or fail-open, `dw:cont` when a continent
-     * step was walked; a tag over 128 bytes is `dw:long`; none twice.
+     * step was walked, then `dw:b` when a visitor bucket picked the origin ($byBucket:
+     * the walk's hash key came from the bucket); a tag over 128 bytes is `dw:long`; none
+     * twice.
      *
      * @param list<array<string, mixed>> $steps
      * @return list<string>
      */
-    public static function ofSteps(array $steps, bool $answered): array
+    public static function ofSteps(array $steps, bool $answered, bool $byBucket = false): array
     {
         $tags = ['dw'];
         $push = static function (string $tag) use (&$tags): void {
@@ -76,6 +78,9 @@ final class CacheTags
         }
         if ($continent) {
             $push('dw:cont');
+        }
+        if ($byBucket) {
+            $push('dw:b');
         }
 
         return $tags;

@@ -189,20 +189,25 @@ final class RegionRouter
     }
 
     /**
-     * The page-cache tags of the answer for $geo from the table the last resolve()
-     * answered from (docs/routing.md, "Cache tags"); null before any resolve(), after a
-     * reload() changed the table, or for an answer with no table (revision 0).
+     * The page-cache tags of the answer resolve($geo, $stickyKey, $bucket) gives from the
+     * table the last resolve() answered from (docs/routing.md, "Cache tags"): pass the
+     * arguments resolve() was given; `dw:b` comes last when the bucket picked the origin.
+     * Null before any resolve(), after a reload() changed the table, or for an answer
+     * with no table (revision 0).
      *
      * @return list<string>|null
      */
-    public function cacheTags(string $geo, ?string $stickyKey = null): ?array
+    public function cacheTags(string $geo, ?string $stickyKey = null, ?int $bucket = null): ?array
     {
+        if ($bucket !== null && $bucket < 0) {
+            throw new \ValueError('RegionRouter::cacheTags(): Argument #3 ($bucket) must be greater than or equal to 0');
+        }
         if ($this->table === null || !$this->answeredRevision || $this->revision() !== $this->answeredRevision) {
             return null;
         }
-        $walk = $this->routing->walk($geo, $stickyKey, true);
+        $walk = $this->routing->walk($geo, $stickyKey, true, $bucket);
 
-        return CacheTags::ofSteps($walk['steps'], $walk['route'] !== null);
+        return CacheTags::ofSteps($walk['steps'], $walk['route'] !== null, $walk['hash_key_from'] === 'bucket');
     }
 
     /** The revision of the table in use; 0 when there is none. */

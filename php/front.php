@@ -73,9 +73,10 @@ declare(strict_types=1);
  *                     cf-region-code, and php/StickyCookie.php finds that the raw Cookie
  *                     header names the same dw_sticky as $_COOKIE: no `dw.sticky`,
  *                     `DW_STICKY`, duplicates, ...), and no dw_bucket cookie is being
- *                     set, and N did not change while the page was made; a page routed
- *                     by a bucket (no sticky key) gets the tag `dw:b` too, which a
- *                     change of N purges (policy/global:buckets); else
+ *                     set, and N did not change while the page was made; a page whose
+ *                     origin the visitor's bucket picked gets the tag `dw:b` from
+ *                     cacheTags() (given resolve()'s arguments), which a change of N
+ *                     purges (policy/global:buckets); else
  *                     `X-LiteSpeed-Cache-Control: no-cache` (routed by the header as ever).
  *   DW_TEST_HOOKS=1   honour ?hold_ms=N (at most 1000; the e2e test keeps requests in
  *                     flight to reach every worker: held before the route is read) and
@@ -152,10 +153,7 @@ if (($server['DW_ROUTING'] ?? 'on') === 'off') {
         // for the old N).
         $bucketCacheable = !isset($setBucket) && ($buckets === 0 || $router->buckets() === $buckets);
         $tags = ($_GET['dw_geo'] ?? null) === $country && ($server['DW_SUBDIVISIONS'] ?? 'off') !== 'on' && $stickyCacheable
-            && $bucketCacheable ? $router->cacheTags($country, $sticky) : null;
-        if ($tags !== null && isset($bucket) && $sticky === null) {
-            $tags[] = 'dw:b'; // a bucket decided it: a change of N purges it
-        }
+            && $bucketCacheable ? (isset($bucket) ? $router->cacheTags($country, $sticky, $bucket) : $router->cacheTags($country, $sticky)) : null;
         $cacheTags = $tags !== null && $router->revision() === $revision ? implode(',', $tags) : null;
         // A response header has to stay within the server's limits (a long policy.failover
         // list of missing keys makes many tags): past 8000 bytes the page is not cached.

@@ -184,23 +184,42 @@ impl RegionRouter {
             .map_or(0, |n| i64::from(n.get()))
     }
 
-    /// The page-cache tags of the answer for `$geo` from the table this object's last
-    /// `resolve()` answered from (docs/routing.md, "Cache tags"); null when no
-    /// `resolve()` was made, when the table in use is no longer that one (a reload came
-    /// between: compared by revision, the one `answeredRevision()` reports), or when that
-    /// answer was fail-open with no table (revision 0). A sticky key never changes the
-    /// tags. Cold: it allocates, and `resolve()` does no work for it.
+    /// The page-cache tags of the answer `resolve($geo, $stickyKey, $bucket)` gives from
+    /// the table this object's last `resolve()` answered from (docs/routing.md, "Cache
+    /// tags"): pass the arguments that `resolve()` was given. `dw:b` comes last when the
+    /// bucket picked the origin (buckets on, the bucket below N, no sticky key, the
+    /// answering region has an assignment); a sticky key changes no other tag. Null when
+    /// no `resolve()` was made, when the table in use is no longer that one (a reload
+    /// came between: compared by revision, the one `answeredRevision()` reports), or when
+    /// that answer was fail-open with no table (revision 0). A negative bucket is a
+    /// ValueError. Cold: it allocates, and `resolve()` does no work for it.
     #[php(name = "cacheTags")]
     pub fn cache_tags(
         &mut self,
         geo: BinarySlice<'_, u8>,
         stickyKey: Option<BinarySlice<'_, u8>>,
-    ) -> Option<Vec<String>> {
-        // Accepted for the symmetry with resolve(): the tags do not depend on it.
-        let _ = stickyKey;
-        let answered = self.answered.filter(|revision| *revision != 0)?;
+        bucket: Option<i64>,
+    ) -> PhpResult<Option<Vec<String>>> {
+        let bucket = bucket
+            .map(|bucket| {
+                u64::try_from(bucket).map_err(|_| {
+                    PhpException::new(
+                        "RegionRouter::cacheTags(): Argument #3 ($bucket) must be greater than or equal to 0".into(),
+                        0,
+                        ce::value_error(),
+                    )
+                })
+            })
+            .transpose()?;
+        let Some(answered) = self.answered.filter(|revision| *revision != 0) else {
+            return Ok(None);
+        };
         let shown = self.shown_table();
-        (shown.revision() == answered).then(|| shown.table.cache_tags(&geo))
+        Ok((shown.revision() == answered).then(|| {
+            shown
+                .table
+                .cache_tags_bucketed(&geo, stickyKey.as_deref().copied(), bucket)
+        }))
     }
 }
 

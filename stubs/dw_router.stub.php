@@ -175,21 +175,25 @@ final class RegionRouter
     public function explain(string $geo, ?string $stickyKey = null, ?int $bucket = null): array {}
 
     /**
-     * The page-cache tags of the answer for $geo from the table this object's last
-     * resolve() answered from (docs/routing.md, "Cache tags"): `dw` (every routed page),
-     * `dw:r:<key>` (the region key that answered, e.g. `dw:r:DE`, `dw:r:continent/EU`),
-     * `dw:m:<key>` for each region key the chain looked up and skipped (absent or
-     * invalid), in chain order, `dw:chain` (answered by policy.default, policy.failover
-     * or fail-open) and `dw:cont` (the chain consulted the country's continent). Key bytes
-     * outside `A-Za-z0-9_./-` are written `%XX`; a tag over 128 bytes is `dw:long`. For
-     * X-LiteSpeed-Tag (joined with `,`). A sticky key never changes the tags.
+     * The page-cache tags of the answer resolve($geo, $stickyKey, $bucket) gives from the
+     * table this object's last resolve() answered from (docs/routing.md, "Cache tags"):
+     * pass the arguments resolve() was given. `dw` (every routed page), `dw:r:<key>` (the
+     * region key that answered, e.g. `dw:r:DE`, `dw:r:continent/EU`), `dw:m:<key>` for
+     * each region key the chain looked up and skipped (absent or invalid), in chain order,
+     * `dw:chain` (answered by policy.default, policy.failover or fail-open), `dw:cont`
+     * (the chain consulted the country's continent) and, last, `dw:b` when the visitor's
+     * bucket picked the origin (buckets on, the bucket below N, no sticky key, the
+     * answering region has an assignment: a change of N purges it). Key bytes outside
+     * `A-Za-z0-9_./-` are written `%XX`; a tag over 128 bytes is `dw:long`. For
+     * X-LiteSpeed-Tag (joined with `,`). A sticky key changes no other tag; a negative
+     * bucket is a ValueError.
      *
      * @return list<string>|null null when no resolve() was made, when the table in use
      *                           is no longer the one that answered (a reload came
      *                           between), or when the answer had no table (revision 0):
      *                           the page must then not be cached
      */
-    public function cacheTags(string $geo, ?string $stickyKey = null): ?array {}
+    public function cacheTags(string $geo, ?string $stickyKey = null, ?int $bucket = null): ?array {}
 
     /**
      * Re-checks the snapshot file now. Reloads normally happen by themselves; this is for

@@ -36,9 +36,10 @@ method __construct modifiers=[public] static=false byref=false return=- tentativ
   param #0 $snapshotPath type=?string nullable=true optional=true default=NULL byref=false variadic=false promoted=false
 method answeredRevision modifiers=[public] static=false byref=false return=int tentative=- params=0 required=0 variadic=false
 method buckets modifiers=[public] static=false byref=false return=int tentative=- params=0 required=0 variadic=false
-method cacheTags modifiers=[public] static=false byref=false return=?array tentative=- params=2 required=1 variadic=false
+method cacheTags modifiers=[public] static=false byref=false return=?array tentative=- params=3 required=1 variadic=false
   param #0 $geo type=string nullable=false optional=false default=- byref=false variadic=false promoted=false
   param #1 $stickyKey type=?string nullable=true optional=true default=NULL byref=false variadic=false promoted=false
+  param #2 $bucket type=?int nullable=true optional=true default=NULL byref=false variadic=false promoted=false
 method explain modifiers=[public] static=false byref=false return=array tentative=- params=3 required=1 variadic=false
   param #0 $geo type=string nullable=false optional=false default=- byref=false variadic=false promoted=false
   param #1 $stickyKey type=?string nullable=true optional=true default=NULL byref=false variadic=false promoted=false

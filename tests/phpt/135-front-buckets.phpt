@@ -1,5 +1,5 @@
 --TEST--
-php/front.php with visitor buckets: N off reads and sets no dw_bucket; N on passes the canonical cookie's bucket to resolve() (a sticky key first), and a page that sets dw_bucket (absent, hostile, out of range) is never cached; Secure only over HTTPS or from a trusted proxy; a page made while N changed is not cached; a bucketed page is tagged dw:b
+php/front.php with visitor buckets: N off reads and sets no dw_bucket; N on passes the canonical cookie's bucket to resolve() (a sticky key first), and a page that sets dw_bucket (absent, hostile, out of range) is never cached; Secure only over HTTPS or from a trusted proxy; a page made while N changed is not cached; a bucketed page is tagged dw:b by cacheTags() (front.php passes it the bucket and adds no tag itself)
 --SKIPIF--
 <?php if (!function_exists('proc_open')) die('skip proc_open() disabled'); ?>
 --FILE--

@@ -35,7 +35,7 @@ use crate::metrics::http;
 use crate::metrics::{Metrics, State, StatusHandle};
 use crate::publish::{Hold, Outcome, Publication, Publisher, WriteRetry};
 use crate::report::Reporter;
-use crate::report::json::{Condition, Report, rejected_in, unix_ms};
+use crate::report::json::{Condition, Report, ignored_in, rejected_in, unix_ms};
 use dw_etcd::Backoff;
 
 /// A started agent: configuration checked, snapshot directory usable, metrics bound.
@@ -53,6 +53,9 @@ pub struct Agent {
     reporter: Option<Reporter>,
     /// Keys of the published state left out of routing, once known.
     rejected: Option<crate::report::json::Rejected>,
+    /// Regions of the published state whose stored assignment routers ignore, computed
+    /// with `rejected` (so when `rejected` is known).
+    ignored_assignments: crate::report::json::Rejected,
     published_at_ms: Option<u64>,
     /// The node's effective state when stages are open (`None`: the mirror's snapshot).
     effective: Option<dw_routing::stage::Overlay>,
@@ -158,6 +161,7 @@ impl Agent {
             reports,
             reporter,
             rejected: None,
+            ignored_assignments: crate::report::json::Rejected::default(),
             published_at_ms: None,
             effective: None,
             published_effective,
@@ -458,11 +462,13 @@ impl Agent {
             return;
         };
         if !self.mirror.is_dirty() && self.rejected.is_none() {
+            let published = effective_snapshot(&self.effective, &self.mirror);
             self.rejected = Some(rejected_in(
-                effective_snapshot(&self.effective, &self.mirror),
+                published,
                 self.effective.as_ref(),
                 self.mirror.unrepresentable_keys(),
             ));
+            self.ignored_assignments = ignored_in(published);
         }
         let published_revision = self.publisher.published_revision();
         let revision = if self.mirror.is_dirty() {
@@ -487,6 +493,7 @@ impl Agent {
                 .map(|overlay| overlay.snapshot.stages.clone())
                 .unwrap_or_default(),
             purge_failures: self.metrics.purge.failures(),
+            ignored_assignments: self.ignored_assignments.clone(),
         };
         reports.send_if_modified(|current| {
             if current.as_ref() == Some(&report) {

@@ -111,7 +111,19 @@ pub struct NodeReport {
     /// Purge requests to the node's page cache that did not land since the agent started.
     #[serde(deserialize_with = "lenient")]
     pub purge_failures: u64,
-    /// The report was over its size cap: `stages` and `rejected` were left out.
+    /// The first regions whose stored `buckets` assignment routers ignore for the
+    /// policy's N (their default assignment answers; the value still routes), as key and
+    /// why; absent when there are none (and in reports of agents before issue 41).
+    #[serde(
+        deserialize_with = "lenient_items",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub ignored_assignments: Vec<RejectedKey>,
+    /// How many regions' stored assignments are ignored (all of them, listed or not).
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "is_zero")]
+    pub ignored_assignments_total: u64,
+    /// The report was over its size cap: `stages`, `rejected` and `ignored_assignments`
+    /// were left out.
     #[serde(deserialize_with = "lenient", skip_serializing_if = "is_false")]
     pub truncated: bool,
 }
@@ -219,6 +231,10 @@ impl NodeReport {
 pub fn unix_ms(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 fn is_false(value: &bool) -> bool {

@@ -19,7 +19,8 @@
 //!   in [`Table::invalid_keys`]. [`Table::parse_after`] builds the next table from a new
 //!   file, reusing the regions whose value did not change.
 //!
-//! - [`Table::cache_tags`]: the page-cache tags of an answer, read from the same walk of
+//! - [`Table::cache_tags`] (and [`Table::cache_tags_bucketed`], `dw:b` where a visitor
+//!   bucket picked the origin): the page-cache tags of an answer, read from the same walk of
 //!   the chain as [`Table::explain`] (docs/routing.md, "Cache tags").
 //! - [`stage`]: staged changes, the cohort function and the overlay rule a node's agent
 //!   applies before it publishes.
@@ -91,14 +92,14 @@ pub use crate::{
     keys::DEFAULT_PREFIX,
     pick::{legacy_pick, rendezvous_pick},
     policy::{PickMode, Policy, parse_buckets_field},
-    rebuild::invalid_keys,
+    rebuild::{ignored_assignments, invalid_keys},
     redact::{REDACTED, SECRET_PARAMETER_WORDS, redact_url},
     region::{MAX_WEIGHT, Region, StoredBuckets},
     share::{LEGACY_POINTS, legacy_point_counts, pick_shares},
     snapshot::{DIGEST_SCHEME, SNAPSHOT_FORMAT, Snapshot, SnapshotWriter, routing_digest},
     table::{InvalidKey, MemoKey, Route, Table},
     tags::{
-        MAX_TAG_BYTES, TAG_ALL, TAG_CHAIN, TAG_CONTINENT, TAG_LONG, TAG_MISSED, TAG_REGION,
-        encode_tag_key,
+        MAX_TAG_BYTES, TAG_ALL, TAG_BUCKET, TAG_CHAIN, TAG_CONTINENT, TAG_LONG, TAG_MISSED,
+        TAG_REGION, encode_tag_key,
     },
 };

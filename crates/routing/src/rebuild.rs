@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use crate::buckets::{AssignmentSource, effective_assignment};
 use crate::continent::{BUCKET_PREFIX, Continent, bucket_of_geo};
 use crate::error::Error;
 use crate::keys::{DEFAULT_PREFIX, POLICY as POLICY_KEY, REGION as REGION_KIND};
@@ -12,7 +13,7 @@ use crate::literal_scan;
 use crate::policy::Policy;
 use crate::region::Region;
 use crate::snapshot::{self, Snapshot};
-use crate::table::{Compiled, InvalidKey, Table};
+use crate::table::{Compiled, InvalidKey, Table, stored_of};
 
 /// A position in a table's regions, moved forward only: readings meet geos in key order,
 /// as the table holds them, so finding each one is a step, not a lookup.
@@ -207,6 +208,45 @@ pub fn invalid_keys(snapshot: &Snapshot) -> Vec<InvalidKey> {
         }
     }
     invalid
+}
+
+/// The regions of `snapshot` whose stored `buckets` field (their assignment) routers
+/// ignore for the policy's N, answering with the default assignment instead, with why,
+/// in key order (full keys): what a table's [`Table::ignored_assignments`] says, checked
+/// one region at a time without building (and holding) the table, like [`invalid_keys`].
+/// Empty when buckets are off (or the policy is invalid: the defaults, off). The agent
+/// reports them after each publication.
+pub fn ignored_assignments(snapshot: &Snapshot) -> Vec<InvalidKey> {
+    let policy = [snapshot.prefix.as_str(), POLICY_KEY].concat();
+    let Some(n) = snapshot
+        .kvs
+        .get(&policy)
+        .and_then(|value| Policy::parse(value.as_bytes()).ok())
+        .and_then(|policy| policy.buckets)
+    else {
+        return Vec::new();
+    };
+    let mut ignored = Vec::new();
+    for (key, value) in &snapshot.kvs {
+        let Some(geo) = key
+            .strip_prefix(snapshot.prefix.as_str())
+            .and_then(|relative| relative.strip_prefix(REGION_KIND))
+        else {
+            continue;
+        };
+        let Ok(region) = parse_region(geo, value) else {
+            continue;
+        };
+        if let Ok((_, AssignmentSource::DefaultStoredIgnored(error))) =
+            effective_assignment(stored_of(&region), region.listed_weights(), n)
+        {
+            ignored.push(InvalidKey {
+                key: key.clone(),
+                error,
+            });
+        }
+    }
+    ignored
 }
 
 /// The common case of [`Table::parse_after`]: one pass over the file that keeps each

@@ -21,6 +21,9 @@ pub const TAG_LONG: &str = "dw:long";
 pub const TAG_REGION: &str = "dw:r:";
 /// The prefix of the tag of a region key the chain looked up and skipped.
 pub const TAG_MISSED: &str = "dw:m:";
+/// The tag of a page whose origin a visitor bucket picked (the answering region's
+/// assignment): a change of `policy/global`'s `buckets` purges it.
+pub const TAG_BUCKET: &str = "dw:b";
 /// The longest tag written as itself, in bytes; a longer one is [`TAG_LONG`].
 pub const MAX_TAG_BYTES: usize = 128;
 
@@ -42,14 +45,28 @@ pub fn encode_tag_key(key: &[u8]) -> String {
 }
 
 impl Table {
-    /// The cache tags of the answer [`Table::resolve`] gives for `geo` (a sticky key
-    /// changes the pick only, never the tags), in this order: `dw`; `dw:r:<key>` of the
+    /// The cache tags of the answer [`Table::resolve`] gives for `geo` with no bucket (a
+    /// sticky key changes the pick only, never these tags), in this order: `dw`; `dw:r:<key>` of the
     /// answering region; `dw:m:<key>` of each region key looked up and skipped (absent
     /// or invalid), in chain order; `dw:chain` when the answer came from
     /// `policy.default`, `policy.failover` or fails open; `dw:cont` when the chain
     /// consulted the country's continent. Keys are encoded by [`encode_tag_key`]; a tag
     /// over [`MAX_TAG_BYTES`] is replaced by `dw:long`; no tag appears twice.
     pub fn cache_tags(&self, geo: &[u8]) -> Vec<String> {
+        self.cache_tags_bucketed(geo, None, None)
+    }
+
+    /// The cache tags of the answer [`Table::resolve_bucketed`] gives for `geo`,
+    /// `sticky_key` and `bucket`: [`Table::cache_tags`]'s, then `dw:b` when the bucket
+    /// picked the origin (no sticky key, and [`Table::bucket_applies`]: buckets on, the
+    /// bucket below N, the answering region has an assignment). A sticky key changes the
+    /// tags only so: it wins over the bucket.
+    pub fn cache_tags_bucketed(
+        &self,
+        geo: &[u8],
+        sticky_key: Option<&[u8]>,
+        bucket: Option<u64>,
+    ) -> Vec<String> {
         let walk = self.walk(geo);
         let mut tags: Vec<String> = vec![TAG_ALL.to_owned()];
         let mut push = |tag: String| {
@@ -84,6 +101,13 @@ impl Table {
             .any(|step| step.stage == ChainStage::Continent)
         {
             push(TAG_CONTINENT.to_owned());
+        }
+        let by_bucket = match (sticky_key, bucket) {
+            (None, Some(bucket)) => self.bucket_applies(geo, bucket),
+            _ => false,
+        };
+        if by_bucket {
+            push(TAG_BUCKET.to_owned());
         }
         tags
     }
@@ -199,6 +223,33 @@ mod tests {
     fn a_callers_bucket_geo_is_never_looked_up() {
         let table = table(&["continent/EU", "US"], &[], None);
         assert_eq!(tags(&table, b"continent/EU"), ["dw", "dw:r:US", "dw:chain"]);
+    }
+
+    #[test]
+    fn dw_b_only_where_a_bucket_picked_the_origin() {
+        let table = table(&["DE"], &[], Some(r#"{\"buckets\":4}"#));
+        let tags = |sticky: Option<&[u8]>, bucket| table.cache_tags_bucketed(b"DE", sticky, bucket);
+        assert_eq!(tags(None, Some(0)), ["dw", "dw:r:DE", "dw:b"]);
+        // The last bucket below N, and the first past it.
+        assert_eq!(tags(None, Some(3)), ["dw", "dw:r:DE", "dw:b"]);
+        assert_eq!(tags(None, Some(4)), ["dw", "dw:r:DE"]);
+        assert_eq!(tags(None, Some(u64::MAX)), ["dw", "dw:r:DE"]);
+        // A sticky key wins over the bucket; no bucket is today's tags.
+        assert_eq!(tags(Some(b"K"), Some(1)), ["dw", "dw:r:DE"]);
+        assert_eq!(tags(None, None), table.cache_tags(b"DE"));
+        // Buckets off: a bucket changes nothing.
+        let off = self::table(&["DE"], &[], None);
+        assert_eq!(
+            off.cache_tags_bucketed(b"DE", None, Some(1)),
+            ["dw", "dw:r:DE"]
+        );
+        // A fail-open answer has no assignment.
+        let empty = self::table(&[], &[], Some(r#"{\"buckets\":4}"#));
+        assert!(
+            !empty
+                .cache_tags_bucketed(b"zz", None, Some(1))
+                .contains(&TAG_BUCKET.to_owned())
+        );
     }
 
     #[test]

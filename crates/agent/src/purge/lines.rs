@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use dw_routing::buckets::BucketCount;
 use dw_routing::keys::{POLICY, REGION};
 use dw_routing::{Policy, Snapshot};
 use serde_json::Value;
@@ -32,7 +31,7 @@ pub(crate) const CHAIN: &str = "policy/global:chain";
 /// A `continent_of` change: pages whose chain consulted the mapping (`dw:cont`).
 pub(crate) const CONTINENT_OF: &str = "policy/global:continent_of";
 /// A change of visitor buckets' N that leaves or keeps them on: pages a bucket decided
-/// (`dw:b`, which php/front.php adds to a page routed by a bucket).
+/// (`dw:b`, which `cacheTags()` gives a page whose origin the visitor's bucket picked).
 pub(crate) const BUCKETS: &str = "policy/global:buckets";
 
 /// The longest encoded key a `region/` line carries (the endpoint's grammar).
@@ -181,7 +180,10 @@ pub(crate) fn policy_lines(old: Option<&str>, new: Option<&str>) -> Vec<&'static
     if was.continent_of != is.continent_of {
         lines.push(CONTINENT_OF);
     }
-    match (buckets_of(old), buckets_of(new)) {
+    // Visitor buckets' N as routers read it (`Policy::buckets`, by
+    // `dw_routing::parse_buckets_field`): 2 to 1024, anything else off (docs/routing.md,
+    // "Buckets"); a value that is not a policy object is the defaults, off.
+    match (was.buckets, is.buckets) {
         (was, is) if was == is => {}
         // Off to on: every page cached while off was filed without a dw_bucket cookie, and
         // LSCache would hand it to each new visitor, who would then never get a bucket.
@@ -192,16 +194,6 @@ pub(crate) fn policy_lines(old: Option<&str>, new: Option<&str>) -> Vec<&'static
         lines.push(ALL);
     }
     lines
-}
-
-/// Visitor buckets' N as routers read the policy's `buckets` field: an integer from 2 to
-/// 1024 (`dw_routing::buckets::BucketCount`); absent, `0` or anything else is off (`None`),
-/// so a typo moves no visitor (docs/routing.md, "Buckets"). A value that is not a JSON
-/// object is the defaults: off.
-fn buckets_of(value: Option<&str>) -> Option<BucketCount> {
-    let object = value.and_then(|value| serde_json::from_str::<Value>(value).ok())?;
-    let n = object.as_object()?.get("buckets")?.as_i64()?;
-    BucketCount::new(n).ok()
 }
 
 /// The policy object without the fields routing reads (`None`: the value is not a JSON

@@ -21,6 +21,9 @@ pub(crate) struct Report {
     pub(crate) stages: Vec<dw_routing::stage::AppliedStage>,
     /// Purge requests to `--purge-url` that did not land since start (0 without one).
     pub(crate) purge_failures: u64,
+    /// The regions whose stored assignment routers ignore (listed within the same caps as
+    /// the rejected keys: [`MAX_REJECTED_LISTED`], [`MAX_REJECTED_BYTES`]).
+    pub(crate) ignored_assignments: Rejected,
 }
 
 /// `ok`, `stale` (the file is not etcd's state, and why) or `rejected` (published, but
@@ -165,6 +168,16 @@ impl Report {
                 .collect(),
             conflict,
             purge_failures: self.purge_failures,
+            ignored_assignments: self
+                .ignored_assignments
+                .listed
+                .iter()
+                .map(|(key, error)| dw_node_report::RejectedKey {
+                    key: Some(key.clone()),
+                    error: Some(error.clone()),
+                })
+                .collect(),
+            ignored_assignments_total: self.ignored_assignments.total as u64,
             ..dw_node_report::NodeReport::new()
         };
         let text = report.to_json();
@@ -173,6 +186,7 @@ impl Report {
         }
         report.stages.clear();
         report.rejected.clear();
+        report.ignored_assignments.clear();
         report.truncated = true;
         report.to_json()
     }
@@ -199,6 +213,13 @@ pub(crate) fn rejected_keys(
         );
     }
     keys
+}
+
+/// The regions of a published state whose stored assignment routers ignore for the
+/// policy's N (`dw_routing::ignored_assignments`, one region at a time, no table), every
+/// one counted, the first listed within the caps of [`Rejected`].
+pub(crate) fn ignored_in(published: &dw_routing::Snapshot) -> Rejected {
+    rejected_keys(&dw_routing::ignored_assignments(published), 0)
 }
 
 /// The keys of a published state that routers leave out, checked as routers will, one
@@ -245,6 +266,7 @@ mod tests {
                 revision: 39,
             }],
             purge_failures: 3,
+            ignored_assignments: Rejected::default(),
         };
         let value: Value =
             serde_json::from_str(&report.to_json(&config, "/run/x.json", 5, 77, None)).unwrap();
@@ -300,6 +322,7 @@ mod tests {
             condition: Condition::Rejected(list),
             stages: Vec::new(),
             purge_failures: 0,
+            ignored_assignments: Rejected::default(),
         };
         let text = report.to_json(&config, "/run/x.json", 5, 77, None);
         let value: Value = serde_json::from_str(&text).unwrap();
@@ -348,6 +371,7 @@ mod tests {
             condition: Condition::Rejected(rejected(&[("/k", "bad")])),
             stages: (0..stages).map(stage).collect(),
             purge_failures: 0,
+            ignored_assignments: Rejected::default(),
         };
         let small = report(10).to_json(&config, "/s", 5, 7, None);
         assert!(!small.contains("truncated"));
@@ -369,6 +393,7 @@ mod tests {
             condition: Condition::Ok,
             stages: Vec::new(),
             purge_failures: 0,
+            ignored_assignments: Rejected::default(),
         };
         let conflict = dw_node_report::Conflict {
             instance: Some("other".into()),
@@ -386,5 +411,63 @@ mod tests {
             (&value["state"], &value["conflict"]),
             (&json!("ok"), &Value::Null)
         );
+    }
+
+    #[test]
+    fn ignored_assignments_are_listed_within_the_caps_and_all_counted() {
+        let region = |n: usize| {
+            format!(
+                r#"{{"shard":"s","origins":["a","b"],"weight":{{"a":1,"b":1}},"buckets":"0:{n}"}}"#
+            )
+        };
+        let mut published = dw_routing::Snapshot::new(9, dw_routing::DEFAULT_PREFIX);
+        let mut put = |key: &str, value: String| {
+            published
+                .kvs
+                .insert(format!("{}{key}", dw_routing::DEFAULT_PREFIX), value);
+        };
+        put("policy/global", r#"{"buckets":4}"#.to_owned());
+        put("region/DE", region(4));
+        // One past the listed cap: every one counted, the first 50 listed.
+        for n in 0..=MAX_REJECTED_LISTED {
+            put(&format!("region/X{n:03}"), region(8));
+        }
+        let ignored = ignored_in(&published);
+        assert_eq!(
+            (ignored.listed.len(), ignored.total),
+            (MAX_REJECTED_LISTED, MAX_REJECTED_LISTED + 1)
+        );
+        assert_eq!(ignored.listed[0].0, "/dw/routing/region/X000");
+        assert_eq!(
+            ignored.listed[0].1,
+            "region: field `buckets`: covers more than the policy's 4 buckets (at run 0)"
+        );
+        let report = Report {
+            revision: 9,
+            published_revision: Some(9),
+            published_at_ms: None,
+            condition: Condition::Ok,
+            stages: Vec::new(),
+            purge_failures: 0,
+            ignored_assignments: ignored,
+        };
+        let config = ReportConfig::new("edge-1");
+        let value: Value =
+            serde_json::from_str(&report.to_json(&config, "/s", 5, 7, None)).unwrap();
+        assert_eq!(value["state"], "ok", "the values still route");
+        assert_eq!(
+            value["ignored_assignments"].as_array().map(Vec::len),
+            Some(MAX_REJECTED_LISTED)
+        );
+        assert_eq!(value["ignored_assignments_total"], MAX_REJECTED_LISTED + 1);
+        let read = dw_node_report::NodeReport::from_value(&value);
+        assert_eq!(read.ignored_assignments_total, 51);
+        // None ignored: neither field is written (reports as before).
+        let none = Report {
+            ignored_assignments: Rejected::default(),
+            ..report
+        };
+        let text = none.to_json(&config, "/s", 5, 7, None);
+        assert!(!text.contains("ignored_assignments"), "{text}");
     }
 }

@@ -353,3 +353,40 @@ fn table_without_buckets() -> Table {
 fn table_with(policy: &str, de: &str) -> Table {
     table(&[("policy/global", policy), ("region/DE", de)])
 }
+
+#[test]
+fn ignored_assignments_without_a_table_are_the_tables() {
+    let stored = |buckets: &str| {
+        format!(
+            r#"{{"shard":"eu-1","origins":["fra-a","fra-b"],"weight":{{"fra-a":50,"fra-b":50}},"buckets":{buckets}}}"#
+        )
+    };
+    let (good, stale, not_text) = (stored(r#""1:2,0:2""#), stored(r#""0:8""#), stored("12"));
+    for policy in [policy("4"), policy("8"), policy("0"), "not json".to_owned()] {
+        let entries = [
+            ("policy/global", policy.as_str()),
+            ("region/DE", good.as_str()),
+            ("region/FR", stale.as_str()),
+            ("region/GB", "not json"),
+            ("region/US", US),
+            ("region/continent/EU", not_text.as_str()),
+        ];
+        let from_table: Vec<(String, String)> = table(&entries)
+            .ignored_assignments()
+            .into_iter()
+            .map(|(geo, error)| (format!("{DEFAULT_PREFIX}region/{geo}"), error.to_string()))
+            .collect();
+        let streamed: Vec<(String, String)> = dw_routing::ignored_assignments(&snapshot(&entries))
+            .into_iter()
+            .map(|ignored| (ignored.key, ignored.error.to_string()))
+            .collect();
+        assert_eq!(streamed, from_table, "{policy}");
+        // N 4: FR (covers 8) and EU (not text); N 8: DE (covers 4), EU; off: none.
+        let expected = match policy.as_str() {
+            p if p == self::policy("4") => 2,
+            p if p == self::policy("8") => 2,
+            _ => 0,
+        };
+        assert_eq!(streamed.len(), expected, "{policy}: {streamed:?}");
+    }
+}

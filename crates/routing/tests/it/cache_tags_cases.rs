@@ -24,6 +24,12 @@ fn the_tags_match_every_shared_case() {
         let table = Table::parse(bytes.as_bytes()).expect("a valid snapshot");
         for case in snapshot["cases"].as_array().expect("cases") {
             let geo = case["geo"].as_str().expect("geo");
+            let sticky = case
+                .get("sticky")
+                .map(|key| key.as_str().expect("a sticky key"));
+            let bucket = case
+                .get("bucket")
+                .map(|bucket| bucket.as_u64().expect("a bucket"));
             let expected: Vec<&str> = case["tags"]
                 .as_array()
                 .expect("tags")
@@ -31,12 +37,12 @@ fn the_tags_match_every_shared_case() {
                 .map(|tag| tag.as_str().expect("a tag"))
                 .collect();
             assert_eq!(
-                table.cache_tags(geo.as_bytes()),
+                table.cache_tags_bucketed(geo.as_bytes(), sticky.map(str::as_bytes), bucket),
                 expected,
-                "{name}: {geo:?}"
+                "{name}: {geo:?} {sticky:?} {bucket:?}"
             );
             count += 1;
         }
     }
-    assert!(count >= 20, "{count} cases");
+    assert!(count >= 30, "{count} cases");
 }
