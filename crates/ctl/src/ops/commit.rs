@@ -517,6 +517,46 @@ impl Fence {
     }
 }
 
+/// Takes the leader key `key` for `identity` on `lease` when it is absent (compare: its
+/// `create_revision` is 0), in one transaction: `Ok(fence)` at the revision that created
+/// it, or `Err(holder)`, the identity the key holds (empty when it could not be read).
+/// The one place a campaign writes (a leader election, `daemons/autopilot/election.rs`).
+pub async fn take_leader_key(
+    client: &mut Client,
+    key: &str,
+    identity: &str,
+    lease: i64,
+) -> Result<Result<Fence, String>, Error> {
+    let response = client
+        .txn(
+            Txn::new()
+                .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(
+                    key,
+                    identity,
+                    Some(PutOptions::new().with_lease(lease)),
+                )])
+                .or_else([TxnOp::get(key, None)]),
+        )
+        .await?;
+    if response.succeeded() {
+        let revision = response.header().map_or(0, |header| header.revision());
+        return Ok(Ok(Fence::leader(key, revision)));
+    }
+    let holder = response
+        .op_responses()
+        .into_iter()
+        .find_map(|op| match op {
+            etcd_client::TxnOpResponse::Get(get) => get
+                .kvs()
+                .first()
+                .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    Ok(Err(holder))
+}
+
 /// The first of `fences` that no longer holds, read linearizably; `None`: all hold.
 async fn broken_fence<'f>(
     client: &mut Client,

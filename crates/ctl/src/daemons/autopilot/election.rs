@@ -3,7 +3,8 @@
 //!
 //! Each instance grants itself a lease of `ttl` seconds and keeps it alive every `ttl / 3`;
 //! it leads when a transaction creates the leader key on that lease (compare: the key's
-//! `create_revision` is 0, so only an absent key is taken). The leader's [`Fence`] is the
+//! `create_revision` is 0, so only an absent key is taken; built in
+//! `ops::commit::take_leader_key`, where every transaction is). The leader's [`Fence`] is the
 //! key at the revision it created it: every write is compared on it
 //! (`ops::commit::transact_fenced`), so a leader whose lease lapsed (paused, partitioned)
 //! writes nothing once another has taken the key. A standby tries again every evaluation:
@@ -12,12 +13,10 @@
 
 use std::time::Duration;
 
-use etcd_client::{
-    Client, Compare, CompareOp, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp,
-};
+use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
 
 use crate::error::Error;
-use crate::ops::commit::Fence;
+use crate::ops::commit::{Fence, take_leader_key};
 
 /// An instance's lease and, while it leads, its fence.
 pub struct Campaign {
@@ -86,37 +85,13 @@ impl Campaign {
         if let Some(fence) = &self.fence {
             return Ok(Ok(fence.clone()));
         }
-        let key = self.key.as_str();
-        let response = client
-            .txn(
-                Txn::new()
-                    .when([Compare::create_revision(key, CompareOp::Equal, 0)])
-                    .and_then([TxnOp::put(
-                        key,
-                        self.identity.as_str(),
-                        Some(PutOptions::new().with_lease(self.lease)),
-                    )])
-                    .or_else([TxnOp::get(key, None)]),
-            )
-            .await?;
-        if response.succeeded() {
-            let revision = response.header().map_or(0, |header| header.revision());
-            let fence = Fence::leader(key, revision);
-            self.fence = Some(fence.clone());
-            return Ok(Ok(fence));
+        match take_leader_key(client, &self.key, &self.identity, self.lease).await? {
+            Ok(fence) => {
+                self.fence = Some(fence.clone());
+                Ok(Ok(fence))
+            }
+            Err(identity) => Ok(Err(Holder { identity })),
         }
-        let identity = response
-            .op_responses()
-            .into_iter()
-            .find_map(|op| match op {
-                etcd_client::TxnOpResponse::Get(get) => get
-                    .kvs()
-                    .first()
-                    .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
-                _ => None,
-            })
-            .unwrap_or_default();
-        Ok(Err(Holder { identity }))
     }
 
     /// Revokes the lease (the key goes with it), within 3 s.
