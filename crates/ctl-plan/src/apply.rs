@@ -272,6 +272,7 @@ pub fn plan_apply_capacities(
 ) {
     let record = |answers_per_s: f64| Capacity {
         answers_per_s,
+        home: Default::default(),
         by: by.to_owned(),
         at: at.to_owned(),
         reason: Some("dwctl apply".into()),
@@ -297,9 +298,18 @@ pub fn plan_apply_capacities(
                 '+'
             };
             diff.push(DiffLine { op, key, detail });
-            changes
-                .capacities
-                .insert(origin.clone(), Some(record(*answers_per_s)));
+            // An apply file holds no home geos: the ones in place stay.
+            let home = match state.capacity(origin) {
+                Some(Ok(current)) => current.home,
+                _ => Default::default(),
+            };
+            changes.capacities.insert(
+                origin.clone(),
+                Some(Capacity {
+                    home,
+                    ..record(*answers_per_s)
+                }),
+            );
         }
         let extra: Vec<&String> = state
             .capacities

@@ -11,13 +11,22 @@
 //!   its capacity the guard lets a planned change put on an origin ([`DEFAULT_HEADROOM`]
 //!   when the key is absent).
 //!
+//! An origin's **home** geos (`dwctl origin home`) are kept in the same capacity record, as
+//! `"home": ["AT", "DE"]` (sorted, no duplicates, absent when there are none). They go
+//! with the capacity because the autopilot is their one reader and it acts only on origins
+//! with a capacity; and every reader of capacities (the state read at a plan's revision,
+//! the roles' read grant on `capacity/`, `dwctl history` and `rollback` of
+//! `capacity/<origin>`) then has them with no key, grant or read of their own. Each geo
+//! follows the rules of a region key (`value::geo_error`); at most [`MAX_HOME_GEOS`] geos
+//! and [`MAX_HOME_BYTES`] bytes of them joined with commas.
+//!
 //! Limits, checked on every value read and written: a capacity is a finite number,
 //! above 0 and at most [`MAX_ANSWERS_PER_S`]; a headroom is finite, above 0 and at most 1;
 //! the origin id follows the rules of every origin id dwctl takes (non-empty, no `/`);
 //! `reason` is at most [`MAX_REASON_BYTES`]. Fields dwctl does not know are refused on
 //! write and ignored on read.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
@@ -32,11 +41,19 @@ pub const MAX_ANSWERS_PER_S: f64 = 1e9;
 /// The longest `reason` kept in a capacity or headroom record, in bytes.
 pub const MAX_REASON_BYTES: usize = 1024;
 
+/// The most home geos one origin may have: enough for a country and its neighbours, or a
+/// country's subdivisions, small enough that the autopilot's tiering stays cheap.
+pub const MAX_HOME_GEOS: usize = 64;
+/// The longest list of home geos, in bytes, joined with commas (`DE,AT`).
+pub const MAX_HOME_BYTES: usize = 1024;
+
 /// One origin's capacity, as stored at `<control>capacity/<origin>`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Capacity {
     /// Answers per second the origin takes (finite, in (0, [`MAX_ANSWERS_PER_S`]]).
     pub answers_per_s: f64,
+    /// The origin's home geos (`dwctl origin home`), which the autopilot moves last.
+    pub home: BTreeSet<String>,
     /// Who set it (`user@host`).
     pub by: String,
     /// When, RFC 3339 UTC.
@@ -169,6 +186,97 @@ fn encode_record(
     Value::Object(object).to_string()
 }
 
+/// Checks a list of home geos: each one a geo a region key may name, at most
+/// [`MAX_HOME_GEOS`] of them (after removing duplicates) and at most [`MAX_HOME_BYTES`]
+/// joined with commas.
+pub fn check_home_geos<'a>(
+    field: &str,
+    geos: impl IntoIterator<Item = &'a str>,
+) -> Result<BTreeSet<String>, FieldError> {
+    let mut home = BTreeSet::new();
+    for geo in geos {
+        if let Some(why) = crate::value::geo_error(geo) {
+            return Err(FieldError::new(field, why));
+        }
+        if let Some(c) = geo
+            .chars()
+            .find(|c| c.is_control() || c.is_whitespace() || *c == ',')
+        {
+            return Err(FieldError::new(
+                field,
+                format!("a geo must not contain {:?}", c),
+            ));
+        }
+        home.insert(geo.to_owned());
+    }
+    if home.len() > MAX_HOME_GEOS {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "names {} geos; an origin has at most {MAX_HOME_GEOS} home geos",
+                home.len()
+            ),
+        ));
+    }
+    let bytes = home_text(&home).len();
+    if bytes > MAX_HOME_BYTES {
+        return Err(FieldError::new(
+            field,
+            format!("is {bytes} bytes joined with commas; at most {MAX_HOME_BYTES} are kept"),
+        ));
+    }
+    Ok(home)
+}
+
+/// Home geos as the command line gives them: `DE,AT` (commas, no spaces needed; an empty
+/// item is refused).
+pub fn parse_home_geos(field: &str, text: &str) -> Result<BTreeSet<String>, FieldError> {
+    if text.len() > MAX_HOME_BYTES * 2 {
+        return Err(FieldError::new(
+            field,
+            format!("is {} bytes; at most {MAX_HOME_BYTES} are kept", text.len()),
+        ));
+    }
+    let geos: Vec<&str> = text.split(',').map(str::trim).collect();
+    if geos.iter().any(|geo| geo.is_empty()) {
+        return Err(FieldError::new(
+            field,
+            "must be geos separated by commas (DE,AT), with no empty item",
+        ));
+    }
+    check_home_geos(field, geos)
+}
+
+/// Home geos joined with commas, sorted (`AT,DE`).
+pub fn home_text(home: &BTreeSet<String>) -> String {
+    home.iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `home` field of a stored capacity record: absent is none; present, it must be an
+/// array of strings that [`check_home_geos`] accepts.
+fn parse_home_field(raw: &[u8]) -> Result<BTreeSet<String>, FieldError> {
+    let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(raw) else {
+        return Ok(BTreeSet::new());
+    };
+    match object.get("home") {
+        None | Some(Value::Null) => Ok(BTreeSet::new()),
+        Some(Value::Array(items)) => {
+            let mut geos = Vec::with_capacity(items.len().min(MAX_HOME_GEOS + 1));
+            for item in items.iter().take(MAX_HOME_GEOS * 4 + 1) {
+                match item.as_str() {
+                    Some(geo) => geos.push(geo),
+                    None => return Err(FieldError::new("home", "must be an array of geos")),
+                }
+            }
+            check_home_geos("home", geos)
+        }
+        Some(_) => Err(FieldError::new("home", "must be an array of geos")),
+    }
+}
+
 impl Capacity {
     /// The record of `origin` as stored; `Err` names what is wrong with it.
     pub fn parse(origin: &str, raw: &[u8]) -> Result<Capacity, FieldError> {
@@ -177,29 +285,42 @@ impl Capacity {
         }
         let (answers_per_s, by, at, reason) =
             parse_record(raw, "answers_per_s", check_answers_per_s)?;
+        let home = parse_home_field(raw)?;
         Ok(Capacity {
             answers_per_s,
+            home,
             by,
             at,
             reason,
         })
     }
 
-    /// Compact JSON: `answers_per_s`, `by`, `at`, then `reason` when there is one.
+    /// Compact JSON: `answers_per_s`, `by`, `at`, then `reason` when there is one, then
+    /// `home` when there are home geos.
     pub fn encode(&self) -> String {
-        encode_record(
+        let record = encode_record(
             "answers_per_s",
             self.answers_per_s,
             &self.by,
             &self.at,
             &self.reason,
-        )
+        );
+        if self.home.is_empty() {
+            return record;
+        }
+        let mut object: Map<String, Value> =
+            serde_json::from_str(&record).unwrap_or_else(|_| Map::new());
+        object.insert(
+            "home".into(),
+            Value::from(self.home.iter().cloned().collect::<Vec<_>>()),
+        );
+        Value::Object(object).to_string()
     }
 
     /// The record as a JSON tree, for output.
     pub fn to_json(&self) -> Value {
-        json!({"answers_per_s": number_json(self.answers_per_s), "by": self.by, "at": self.at,
-               "reason": self.reason})
+        json!({"answers_per_s": number_json(self.answers_per_s), "home": self.home,
+               "by": self.by, "at": self.at, "reason": self.reason})
     }
 }
 
@@ -282,6 +403,7 @@ mod tests {
     fn capacity(answers_per_s: f64) -> Capacity {
         Capacity {
             answers_per_s,
+            home: BTreeSet::new(),
             by: "ops@host".into(),
             at: "2026-12-04T09:00:00Z".into(),
             reason: None,
@@ -381,6 +503,71 @@ mod tests {
             ]
         );
         assert!(parse_capacities_section(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn home_geos_round_trip_and_are_bounded_at_their_edges() {
+        let with_home = Capacity {
+            home: parse_home_geos("home", "DE, AT,DE,continent/EU").unwrap(),
+            ..capacity(10.0)
+        };
+        assert_eq!(home_text(&with_home.home), "AT,DE,continent/EU");
+        let stored = with_home.encode();
+        assert!(
+            stored.ends_with(r#""home":["AT","DE","continent/EU"]}"#),
+            "{stored}"
+        );
+        assert_eq!(Capacity::parse("o", stored.as_bytes()).unwrap(), with_home);
+        // No home: no field, as before home geos existed.
+        assert!(!capacity(10.0).encode().contains("home"));
+        // The count's edge: 64 distinct geos pass, 65 do not (duplicates count once).
+        let names = |count: usize| (0..count).map(|i| format!("G{i:02}")).collect::<Vec<_>>();
+        assert_eq!(
+            check_home_geos("home", names(MAX_HOME_GEOS).iter().map(String::as_str))
+                .unwrap()
+                .len(),
+            MAX_HOME_GEOS
+        );
+        let over = check_home_geos("home", names(MAX_HOME_GEOS + 1).iter().map(String::as_str))
+            .unwrap_err();
+        assert!(
+            over.reason.contains("names 65 geos") && over.reason.contains("at most 64"),
+            "{over}"
+        );
+        let twice: Vec<String> = names(MAX_HOME_GEOS)
+            .into_iter()
+            .chain(names(MAX_HOME_GEOS))
+            .collect();
+        assert!(check_home_geos("home", twice.iter().map(String::as_str)).is_ok());
+        // The bytes' edge: 4 geos joined with 3 commas, exactly 1024 bytes, then 1025.
+        let long = |last: usize| {
+            let mut geos = vec!["a".repeat(255), "b".repeat(255), "c".repeat(255)];
+            geos.push("d".repeat(last));
+            geos
+        };
+        let at_edge = long(MAX_HOME_BYTES - 3 * 255 - 3);
+        assert_eq!(
+            home_text(&check_home_geos("home", at_edge.iter().map(String::as_str)).unwrap()).len(),
+            MAX_HOME_BYTES
+        );
+        let past = long(MAX_HOME_BYTES - 3 * 255 - 2);
+        let error = check_home_geos("home", past.iter().map(String::as_str)).unwrap_err();
+        assert!(
+            error.reason.contains("1025 bytes") && error.reason.contains("at most 1024"),
+            "{error}"
+        );
+        // Geo syntax as for region keys; empty items and stray characters refused.
+        for bad in ["", "DE,,AT", "DE,", "continent/XX", "D E", "DE\u{1b}[31m"] {
+            assert!(parse_home_geos("home", bad).is_err(), "{bad:?}");
+        }
+        // A stored record whose home is wrong is malformed, as a bad capacity is.
+        for bad in [
+            r#"{"answers_per_s":1,"home":"DE"}"#,
+            r#"{"answers_per_s":1,"home":[1]}"#,
+            r#"{"answers_per_s":1,"home":["continent/ZZ"]}"#,
+        ] {
+            assert!(Capacity::parse("o", bad.as_bytes()).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -63,6 +63,9 @@ pub enum NoLoad {
     /// Capacity and headroom records (`origin capacity`, their rollback): the guard's
     /// inputs, not routing.
     Capacities,
+    /// An origin's home geos (`origin home`): which geos the autopilot moves last, kept
+    /// in the capacity record; no routing.
+    HomeGeos,
 }
 
 impl std::fmt::Display for ExemptReason {
@@ -75,6 +78,7 @@ impl std::fmt::Display for ExemptReason {
                 "a registration record (moves no load)"
             }
             ExemptReason::MovesNoLoad(NoLoad::Capacities) => "capacity records (move no load)",
+            ExemptReason::MovesNoLoad(NoLoad::HomeGeos) => "home geos (move no load)",
         })
     }
 }
@@ -546,6 +550,7 @@ mod tests {
             ExemptReason::StageAbort,
             ExemptReason::MovesNoLoad(NoLoad::Registration),
             ExemptReason::MovesNoLoad(NoLoad::Capacities),
+            ExemptReason::MovesNoLoad(NoLoad::HomeGeos),
         ] {
             let verdict = decide(Guard::Exempt(reason), planned).unwrap();
             assert_eq!(kind(&verdict), "not judged", "{reason}");

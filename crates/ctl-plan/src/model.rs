@@ -3,7 +3,7 @@
 //! filling each [`Entry`] from etcd's key-value), the planners (`drain`, `stage`) and the
 //! commands, so that none of those imports another to name them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::capacity::{Capacity, DEFAULT_HEADROOM, Headroom};
 use crate::drain_record::{DrainRecord, DrainRequest};
@@ -85,6 +85,20 @@ impl State {
         self.capacities
             .get(origin)
             .map(|entry| Capacity::parse(origin, &entry.raw))
+    }
+
+    /// The home geos of every origin with a well-formed capacity record that names some
+    /// (`dwctl origin home`), by origin.
+    pub fn homes(&self) -> BTreeMap<String, BTreeSet<String>> {
+        self.capacities
+            .iter()
+            .filter_map(|(origin, entry)| {
+                Capacity::parse(origin, &entry.raw)
+                    .ok()
+                    .filter(|capacity| !capacity.home.is_empty())
+                    .map(|capacity| (origin.clone(), capacity.home))
+            })
+            .collect()
     }
 
     /// The well-formed capacities, by origin (answers per second).

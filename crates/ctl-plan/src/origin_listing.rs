@@ -22,6 +22,8 @@ pub struct OriginListing {
     pub malformed_drains: BTreeMap<String, String>,
     /// id → capacity, answers per second (`dwctl origin capacity`).
     pub capacities: BTreeMap<String, f64>,
+    /// id → its home geos (`dwctl origin home`), for origins that have some.
+    pub homes: BTreeMap<String, BTreeSet<String>>,
     /// Ids whose capacity record does not parse, with why.
     pub malformed_capacities: BTreeMap<String, String>,
     /// The guard's headroom (its default when none is set).
@@ -40,6 +42,7 @@ impl Default for OriginListing {
             drains: BTreeMap::new(),
             malformed_drains: BTreeMap::new(),
             capacities: BTreeMap::new(),
+            homes: BTreeMap::new(),
             malformed_capacities: BTreeMap::new(),
             headroom: DEFAULT_HEADROOM,
             capacities_unreadable: None,

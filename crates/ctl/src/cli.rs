@@ -672,6 +672,49 @@ Example:
     /// Set or clear an origin's capacity (answers/s), or the capacity guard's headroom.
     #[command(after_help = CAPACITY_HELP)]
     Capacity(CapacityArgs),
+    /// Set or clear an origin's home geos: the ones the autopilot moves last.
+    #[command(after_help = HOME_HELP)]
+    Home(HomeArgs),
+}
+
+const HOME_HELP: &str = "\
+When `dwctl autopilot` relieves an origin above its target, it moves the least harmed \
+traffic first: bucketed shares, then geos answered by a continent bucket, the default or \
+the failover, then a geo's own key, and an origin's home geos last (a subdivision such as \
+DE-BY is home when its country is). Name the geos whose visitors the origin should keep \
+longest: its own country, the neighbours it is closest to.
+
+Each GEO is a region key's geo (DE, DE-BY, continent/EU); at most 64 geos, 1024 bytes \
+joined with commas. They are kept in the origin's capacity record \
+(<control-prefix>capacity/<ORIGIN>, field `home`), so the origin needs a capacity first \
+(`dwctl origin capacity ORIGIN N`), and clearing the capacity clears them too. A write is \
+one guarded transaction like any change; it moves no load, so the capacity guard does not \
+judge it. `dwctl history capacity/ORIGIN` shows who set which home geos when, and why; \
+`dwctl origin list` shows them. The autopilot reads them with the capacities on every \
+evaluation.
+
+Examples:
+  dwctl origin home fra-a DE,AT --reason 'CHG-12: fra-a is our DACH origin'
+  dwctl origin home fra-a DE,AT,CH --dry-run
+  dwctl origin home fra-a --clear";
+
+/// `dwctl origin home`'s arguments.
+#[derive(Debug, Args)]
+pub struct HomeArgs {
+    /// The origin (as regions list it); it must have a capacity.
+    pub origin: String,
+    /// Its home geos, separated by commas: DE,AT (at most 64, 1024 bytes).
+    #[arg(value_name = "GEO[,GEO...]", required_unless_present = "clear")]
+    pub geos: Option<String>,
+    /// Remove the origin's home geos (its capacity stays).
+    #[arg(long, conflicts_with = "geos")]
+    pub clear: bool,
+    /// Why, kept in the record (at most 1024 bytes).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Show what would change, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 const CAPACITY_HELP: &str = "\

@@ -10,6 +10,7 @@ mod capacity;
 mod drain;
 mod health;
 mod history;
+mod home;
 mod origin;
 mod policy;
 mod rebalance;

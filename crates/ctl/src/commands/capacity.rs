@@ -40,6 +40,8 @@ pub async fn run(context: &Context, args: CapacityArgs) -> Result<Outcome, Error
                         origin.clone(),
                         Some(Capacity {
                             answers_per_s,
+                            // plan_capacity keeps the home geos in place.
+                            home: Default::default(),
                             by: by.clone(),
                             at: at.clone(),
                             reason: args.reason.clone(),

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use super::capacity;
+use super::{capacity, home};
 use crate::cli::OriginCommand;
 use crate::context::Context;
 use crate::daemons::origin::{RegisterConfig, register};
@@ -61,6 +61,7 @@ pub async fn run(
         OriginCommand::List => list(context).await,
         // A plan like every routing change.
         OriginCommand::Capacity(args) => capacity::run(context, args).await,
+        OriginCommand::Home(args) => home::run(context, args).await,
         OriginCommand::Forget {
             id,
             reason,
@@ -137,6 +138,7 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
             "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>(), "state": record.state_label(), "shed_percent": record.shed.as_ref().map(|shed| shed.percent), "shed_regions": record.shed_regions()})),
             "malformed_drain_record": listing.malformed_drains.get(id),
             "capacity": listing.capacities.get(id).map(|capacity| number_json(*capacity)),
+            "home": listing.homes.get(id).map_or_else(Vec::new, |home| home.iter().cloned().collect()),
             "malformed_capacity_record": listing.malformed_capacities.get(id),
         }));
     }
@@ -168,8 +170,21 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
             (Value::Null, None) => "  capacity not set".to_string(),
             (capacity, None) => format!("  capacity {capacity} answers/s"),
         };
+        let home = match row["home"].as_array() {
+            Some(geos) if !geos.is_empty() => format!(
+                "  home {}",
+                Shown(
+                    &geos
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            ),
+            _ => String::new(),
+        };
         format!(
-            "{:<12} {state}{capacity}{drained}",
+            "{:<12} {state}{capacity}{home}{drained}",
             Shown(row["origin"].as_str().unwrap_or_default()).to_string()
         )
     });

@@ -283,7 +283,8 @@ async fn evaluate(
     let capacities = state.valid_capacities();
     let records = records_of(&state);
     let staged = staged_geos(&state);
-    let homes = BTreeMap::new();
+    // The home geos live in the capacity records: read with them, at the same revision.
+    let homes = state.homes();
     let world = World {
         now: started.elapsed().as_secs(),
         capacities: &capacities,

@@ -42,6 +42,9 @@ pub async fn list_origins(client: &mut Client, layout: &Layout) -> Result<Origin
                         listing
                             .capacities
                             .insert(id.to_string(), capacity.answers_per_s);
+                        if !capacity.home.is_empty() {
+                            listing.homes.insert(id.to_string(), capacity.home);
+                        }
                     }
                     Err(error) => {
                         listing

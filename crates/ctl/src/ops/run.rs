@@ -17,7 +17,7 @@ use crate::ops::commit::{
 use crate::ops::traffic_source::{TrafficSource, read_traffic};
 use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
-use crate::plan::capacity::{DEFAULT_HEADROOM, number_json};
+use crate::plan::capacity::{DEFAULT_HEADROOM, home_text, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain::{DrainRequest, plan_drain, plan_restore};
 use crate::plan::drain_record::{SOURCE_HEALTH, SOURCE_REBALANCE};
@@ -566,13 +566,31 @@ fn render_capacities(state: &State, changes: &Changes) -> (Vec<String>, Value, V
             Some(Err(error)) => format!("a malformed record ({})", Shown(&error.to_string())),
             None => String::new(),
         };
+        // The home geos (`origin home`) ride in the record: say when they change.
+        let old_home = match &before {
+            Some(Ok(old)) => old.home.clone(),
+            _ => Default::default(),
+        };
+        let home = |home: &std::collections::BTreeSet<String>| {
+            if home.is_empty() {
+                "none".to_string()
+            } else {
+                Shown(&home_text(home)).to_string()
+            }
+        };
+        let home_change = match capacity {
+            Some(new) if new.home != old_home => {
+                format!(", home {} -> {}", home(&old_home), home(&new.home))
+            }
+            _ => String::new(),
+        };
         lines.push(match (&before, capacity) {
             (None, Some(new)) => format!(
-                "+ capacity/{shown} {} answers/s",
+                "+ capacity/{shown} {} answers/s{home_change}",
                 number_json(new.answers_per_s)
             ),
             (Some(_), Some(new)) => format!(
-                "~ capacity/{shown} {was} -> {} answers/s",
+                "~ capacity/{shown} {was} -> {} answers/s{home_change}",
                 number_json(new.answers_per_s)
             ),
             (_, None) => format!("- capacity/{shown} (was {was}; no capacity: no guard)"),

@@ -3,7 +3,8 @@
 //! a relief written with source `autopilot` and its figures, a dry run that writes
 //! nothing, one leader and a standby that takes over within the lease TTL, a hold on
 //! another source's record, fail static on a missing source and on a Prometheus that does
-//! not answer (with the metric the alert reads), and a node with forged counts left out.
+//! not answer (with the metric the alert reads), a node with forged counts left out, and
+//! an origin's home geos (`dwctl origin home`) kept while a non-home region is relieved.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -451,4 +452,55 @@ async fn after_the_load_falls_the_configured_weights_come_back() {
         daemon.log()
     );
     assert_eq!(daemon.terminate().await, 0);
+}
+
+/// a: 500 (DE) + 500 (FR) = 1,000/s against a target of 800, both through own keys.
+const TWO_KEYS: &str = r#"{"geos":{"DE":{"sticky":1000},"FR":{"sticky":1000}}}"#;
+
+/// The weights of `geo` as stored.
+async fn weights_of(etcd: &Etcd, geo: &str) -> Vec<(String, u64)> {
+    listed_weights(&etcd.get_json(&region_key(geo)).await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relief_takes_a_non_home_region_and_leaves_the_home_one() {
+    // DE and FR are each a's own key, of the same tier: whichever is home stays, the other
+    // is relieved. Both ways round, so that the test does not lean on the law's order
+    // within a tier.
+    for (home, other) in [("DE", "FR"), ("FR", "DE")] {
+        let etcd = Etcd::start().await;
+        seed(&etcd, &[("DE", DE), ("FR", FR)]).await;
+        for (origin, capacity) in [("a", "1000"), ("b", "2000"), ("c", "2000")] {
+            assert_eq!(
+                etcd.dwctl(&["origin", "capacity", origin, capacity]).code,
+                0
+            );
+        }
+        let run = etcd.dwctl(&["origin", "home", "a", home]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let path = etcd.data_dir.join("traffic.json");
+        std::fs::write(&path, TWO_KEYS).expect("traffic file");
+        let before = (
+            weights_of(&etcd, home).await,
+            weights_of(&etcd, other).await,
+        );
+        let daemon = autopilot(&etcd, "autopilot", &path.display().to_string(), &[]);
+        let record = eventually(Duration::from_secs(20), "a relieved", || async {
+            etcd.get_json(&drain_key("a")).await
+        })
+        .await;
+        assert_eq!(record["source"], "autopilot", "{record}");
+        assert_eq!(
+            weights_of(&etcd, home).await,
+            before.0,
+            "home {home} kept: {record}"
+        );
+        assert_ne!(
+            weights_of(&etcd, other).await,
+            before.1,
+            "{other} relieved: {record}"
+        );
+        assert!(daemon.log().contains("acted: revision"), "{}", daemon.log());
+        assert_eq!(daemon.terminate().await, 0);
+    }
 }

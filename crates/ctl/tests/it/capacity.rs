@@ -768,3 +768,114 @@ async fn unusable_traffic_is_refused_where_capacities_are_set_and_silent_where_n
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!run.stdout.contains("no load prediction"), "{}", run.stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn home_geos_are_kept_in_the_capacity_record_audited_and_listed() {
+    let etcd = Etcd::start().await;
+    // No capacity: refused, nothing written.
+    let run = etcd.dwctl(&["origin", "home", "fra-a", "DE,AT"]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr.contains("fra-a has no capacity"),
+        "{}",
+        run.stderr
+    );
+    assert!(etcd.get(&capacity_key("fra-a")).await.is_none());
+    assert_eq!(etcd.dwctl(&["origin", "capacity", "fra-a", "1000"]).code, 0);
+
+    // A dry run says what would change and writes nothing.
+    let run = etcd.dwctl(&["origin", "home", "fra-a", "DE,AT", "--dry-run"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("~ capacity/fra-a 1000 answers/s -> 1000 answers/s, home none -> AT,DE"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !etcd
+            .get_json(&capacity_key("fra-a"))
+            .await
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .contains_key("home")
+    );
+
+    let run = etcd.dwctl(&["origin", "home", "fra-a", "DE,AT", "--reason", "CHG-12"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let stored = etcd.get_json(&capacity_key("fra-a")).await.unwrap();
+    assert_eq!(stored["home"], serde_json::json!(["AT", "DE"]), "{stored}");
+    assert_eq!(
+        (stored["answers_per_s"].clone(), stored["reason"].clone()),
+        (1000.into(), "CHG-12".into())
+    );
+    // A new capacity keeps them.
+    assert_eq!(etcd.dwctl(&["origin", "capacity", "fra-a", "1200"]).code, 0);
+    let stored = etcd.get_json(&capacity_key("fra-a")).await.unwrap();
+    assert_eq!(
+        (stored["answers_per_s"].clone(), stored["home"].clone()),
+        (1200.into(), serde_json::json!(["AT", "DE"]))
+    );
+
+    // Listed, as text and JSON.
+    let text = etcd.dwctl(&["origin", "list"]).stdout;
+    assert!(
+        text.contains("capacity 1200 answers/s  home AT,DE"),
+        "{text}"
+    );
+    let (code, listed, _) = etcd.dwctl_json(&["origin", "list"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        listed["origins"][0]["home"],
+        serde_json::json!(["AT", "DE"]),
+        "{listed}"
+    );
+
+    // History shows who set them, when and why (the record is its own audit).
+    let (code, history, _) = etcd.dwctl_json(&["history", "capacity/fra-a"]);
+    assert_eq!(code, 0);
+    let text = history.to_string();
+    assert!(
+        text.contains("CHG-12") && text.contains("home") && text.contains("AT"),
+        "{history}"
+    );
+
+    // The edge of the count: 64 geos pass, 65 are refused before anything is written.
+    let geos = |count: usize| {
+        (0..count)
+            .map(|i| format!("G{i:02}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert_eq!(etcd.dwctl(&["origin", "home", "fra-a", &geos(64)]).code, 0);
+    let run = etcd.dwctl(&["origin", "home", "fra-a", &geos(65)]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(run.stderr.contains("at most 64"), "{}", run.stderr);
+    for bad in ["DE,,AT", "continent/XX", ""] {
+        let run = etcd.dwctl(&["origin", "home", "fra-a", "--", bad]);
+        assert_ne!(run.code, 0, "{bad:?}");
+    }
+    assert_eq!(
+        etcd.get_json(&capacity_key("fra-a")).await.unwrap()["home"]
+            .as_array()
+            .unwrap()
+            .len(),
+        64
+    );
+
+    // --clear removes them and keeps the capacity; a second clear is a note.
+    let run = etcd.dwctl(&["origin", "home", "fra-a", "--clear"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let stored = etcd.get_json(&capacity_key("fra-a")).await.unwrap();
+    assert!(
+        stored.get("home").is_none() && stored["answers_per_s"] == 1200,
+        "{stored}"
+    );
+    let run = etcd.dwctl(&["origin", "home", "fra-a", "--clear"]);
+    assert!(
+        run.stdout.contains("fra-a has no home geos to clear"),
+        "{}",
+        run.stdout
+    );
+}
