@@ -121,6 +121,8 @@ fn node_json(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
         "version": node.raw["version"],
         "stages": node.raw["stages"].as_array().cloned().unwrap_or_default(),
         "purge_failures": purge_failures(node),
+        "ignored_assignments": node.raw["ignored_assignments"].as_array().cloned().unwrap_or_default(),
+        "ignored_assignments_total": node.report.ignored_assignments_total,
     })
 }
 
@@ -143,6 +145,12 @@ fn node_line(node: &NodeReport, nodes: &[NodeReport], target: i64, now: u64) -> 
     let state = match purge_failures(node) {
         0 => state,
         failures => format!("{state} purge_failures={failures}"),
+    };
+    // Regions whose stored bucket assignment the node's routers ignore (issue 41: their
+    // default assignment answers); the list is in the JSON output.
+    let state = match node.report.ignored_assignments_total {
+        0 => state,
+        ignored => format!("{state} ignored_assignments={ignored}"),
     };
     format!(
         "{:<20} {:<20} {:>10} {:>6} {:>8} {:>8}  {}",
@@ -182,6 +190,26 @@ const HEADER: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ignored_assignments_are_shown_only_when_there_are_some() {
+        let nodes = |report: &[u8]| vec![NodeReport::parse("n", true, report)];
+        let ignoring = nodes(
+            br#"{"revision":9,"state":"ok","ignored_assignments_total":3,
+                "ignored_assignments":[{"key":"region/DE","error":"buckets: short of N"}]}"#,
+        );
+        let line = node_line(&ignoring[0], &ignoring, 9, 0);
+        assert!(line.ends_with("ok ignored_assignments=3"), "{line}");
+        let json = node_json(&ignoring[0], &ignoring, 9, 0);
+        assert_eq!(json["ignored_assignments_total"], 3);
+        assert_eq!(json["ignored_assignments"][0]["key"], "region/DE");
+        let quiet = nodes(br#"{"revision":9,"state":"ok"}"#);
+        let line = node_line(&quiet[0], &quiet, 9, 0);
+        assert!(!line.contains("ignored_assignments"), "{line}");
+        let json = node_json(&quiet[0], &quiet, 9, 0);
+        assert_eq!(json["ignored_assignments_total"], 0);
+        assert_eq!(json["ignored_assignments"], serde_json::json!([]));
+    }
 
     #[test]
     fn purge_failures_are_shown_only_when_there_are_some() {
