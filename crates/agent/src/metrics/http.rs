@@ -292,7 +292,8 @@ mod tests {
         assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
     }
 
-    /// At the cap, a new connection evicts the oldest one still waiting for its head.
+    /// At the cap, a new connection evicts the oldest one still waiting for its head; a
+    /// `/healthz` is answered outside the cap and evicts nothing.
     #[tokio::test]
     async fn a_connection_over_the_cap_evicts_the_oldest_idle_one() {
         let (addr, metrics) = start(2).await;
@@ -302,6 +303,13 @@ mod tests {
         }
         let answer = exchange(addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
         assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+        let text = metrics.render();
+        assert!(
+            text.contains("\ndw_agent_metrics_connections_evicted_total 0\n"),
+            "{text}"
+        );
+        let answer = exchange(addr, b"GET /other HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert!(answer.starts_with("HTTP/1.1 404 "), "{answer}");
         let mut buf = [0u8; 16];
         let first = tokio::time::timeout(CLIENT_TIMEOUT, idle[0].read(&mut buf)).await;
         assert_eq!(

@@ -126,7 +126,8 @@ async fn each_role_does_its_job_and_nothing_else() {
     // Printing needs no etcd.
     let (code, printed) = dwctl_as(&["http://127.0.0.1:1".to_owned()], None, &auth).await;
     assert_eq!(code, 0, "{printed}");
-    assert_eq!(printed["roles"].as_array().unwrap().len(), 2 + 2 + 4);
+    // Two agents, two origins, and rebalance, health, autopilot, operator, viewer.
+    assert_eq!(printed["roles"].as_array().unwrap().len(), 2 + 2 + 5);
 
     // A dry run writes nothing; a password dir others can write is refused.
     let dir_flag = format!("--password-dir={}", passwords.display());
@@ -149,7 +150,7 @@ async fn each_role_does_its_job_and_nothing_else() {
     assert_eq!(code, 0, "{applied}");
     assert_eq!(applied["changed"], true);
     let written = files(&passwords);
-    assert_eq!(written.len(), 8, "{written:?}");
+    assert_eq!(written.len(), 2 + 2 + 5, "{written:?}");
     for file in &written {
         let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", file.display());
