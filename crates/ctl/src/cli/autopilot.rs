@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::traffic::{PrometheusArgs, parse_node_ceiling};
-use crate::ops::traffic_source::{PrometheusSource, TrafficSource, Window, parse_window};
+use super::traffic::{PrometheusArgs, parse_node_ceiling, source_of};
+use crate::ops::traffic_source::{TrafficSource, Window, parse_window};
 
 /// `dwctl autopilot`.
 #[derive(Debug, Clone, Args)]
@@ -66,17 +66,11 @@ pub struct AutopilotArgs {
 impl AutopilotArgs {
     /// Where the rates come from.
     pub fn to_source(&self) -> TrafficSource {
-        if let Some(path) = &self.traffic_file {
-            return TrafficSource::File(path.clone());
-        }
-        let settings = self.prometheus.settings();
-        match settings.url.as_deref().map(str::trim) {
-            Some(url) if !url.is_empty() => TrafficSource::Prometheus(PrometheusSource {
-                settings,
-                window: self.window,
-                node_ceiling: self.node_ceiling,
-            }),
-            _ => TrafficSource::NotGiven,
-        }
+        source_of(
+            self.traffic_file.as_ref(),
+            &self.prometheus,
+            self.window,
+            self.node_ceiling,
+        )
     }
 }

@@ -175,18 +175,35 @@ pub struct TrafficArgs {
 impl TrafficSourceArgs {
     /// The source these flags name (a Prometheus' secrets are read when it is asked).
     pub fn to_source(&self) -> TrafficSource {
-        if let Some(path) = &self.traffic_file {
-            return TrafficSource::File(path.clone());
-        }
-        let settings = self.prometheus.settings();
-        match settings.url.as_deref().map(str::trim) {
-            Some(url) if !url.is_empty() => TrafficSource::Prometheus(PrometheusSource {
-                settings,
-                window: self.window,
-                node_ceiling: self.node_ceiling,
-            }),
-            _ => TrafficSource::NotGiven,
-        }
+        source_of(
+            self.traffic_file.as_ref(),
+            &self.prometheus,
+            self.window,
+            self.node_ceiling,
+        )
+    }
+}
+
+/// The rate source a command's flags name: the file when given, else the Prometheus of a
+/// non-empty URL (its secrets read when it is asked), else none. Shared by every command
+/// that reads rates (`TrafficSourceArgs`, `dwctl autopilot`).
+pub fn source_of(
+    traffic_file: Option<&PathBuf>,
+    prometheus: &PrometheusArgs,
+    window: Window,
+    node_ceiling: f64,
+) -> TrafficSource {
+    if let Some(path) = traffic_file {
+        return TrafficSource::File(path.clone());
+    }
+    let settings = prometheus.settings();
+    match settings.url.as_deref().map(str::trim) {
+        Some(url) if !url.is_empty() => TrafficSource::Prometheus(PrometheusSource {
+            settings,
+            window,
+            node_ceiling,
+        }),
+        _ => TrafficSource::NotGiven,
     }
 }
 
