@@ -18,8 +18,8 @@
 //!   waiting one's descriptor duplicated to peek at it, the ones waiting for room), plus
 //!   [`Limits::cheap_connections`].
 //! - A `GET` of one of [`Limits::cheap_paths`] (a health check, whose answer is a line made
-//!   at once) whose whole head is in when it is accepted is answered outside the cap, in
-//!   one of [`Limits::cheap_connections`] places of its own: it never waits for room, so
+//!   at once) whose whole head is in when it is accepted, or comes in while it waits for
+//!   room, is answered outside the cap, in one of [`Limits::cheap_connections`] places of its own: it never waits for room, so
 //!   clients that fill the cap and do not read cannot delay it. A connection whose whole head is
 //!   in its socket when it is accepted, or when it comes up for eviction (a scraper whose
 //!   task has not run yet on a busy runtime), is never evicted.
@@ -85,8 +85,8 @@ pub struct Limits {
     /// evicted like an idle one.
     pub slow_after: Duration,
     /// Paths whose answers are small and made at once (a health check): a `GET` of one of
-    /// them whose whole head is in when it is accepted is answered outside the cap, in one
-    /// of [`Limits::cheap_connections`] places of its own, never waiting for room nor
+    /// them whose whole head is in when it is accepted (or comes in while it waits for
+    /// room) is answered outside the cap, in one of [`Limits::cheap_connections`] places of its own, never waiting for room nor
     /// evicted. Empty: none.
     pub cheap_paths: &'static [&'static str],
     /// How many connections to [`Limits::cheap_paths`] are answered outside the cap at
@@ -349,18 +349,29 @@ pub async fn serve<F, Fut>(
             Err(_) => match room_waiters.clone().try_acquire_owned() {
                 Ok(waiter) => {
                     let server = server.clone();
+                    let cheap = cheap.clone();
                     tokio::spawn(async move {
                         let _waiter = waiter;
-                        let room = make_room(
-                            &server.slots,
-                            &server.waiting,
-                            server.limits.slow_after,
-                            &*server.events,
-                        )
-                        .await;
+                        // A cheap request whose head was not yet in when it was accepted
+                        // (the client's connect raced its write) takes a cheap place as
+                        // soon as its head is in, rather than waiting for room.
+                        let room = tokio::select! {
+                            room = make_room(
+                                &server.slots,
+                                &server.waiting,
+                                server.limits.slow_after,
+                                &*server.events,
+                            ) => Ok(room),
+                            place = cheap_place_once_head_is_in(
+                                &stream,
+                                server.limits.cheap_paths,
+                                &cheap,
+                            ) => Err(place),
+                        };
                         match room {
-                            Some(permit) => server.hold(stream, peer, permit),
-                            None => server.events.refused(),
+                            Ok(Some(permit)) => server.hold(stream, peer, permit),
+                            Ok(None) => server.events.refused(),
+                            Err(place) => server.answer_cheap(stream, place),
                         }
                     });
                 }
@@ -516,6 +527,49 @@ fn is_cheap(stream: &impl AsRawFd, paths: &[&str]) -> bool {
     cheap_request_line(head, paths)
 }
 
+/// A place among the cheap ones for a connection waiting for room, as soon as its whole
+/// head is in and asks for one of `paths`; pending forever when it does not (no paths, a
+/// head for another path, over 8 KiB without its end, the peer's end, a socket error, no
+/// cheap place left): the connection then only waits for room.
+async fn cheap_place_once_head_is_in(
+    stream: &TcpStream,
+    paths: &[&str],
+    cheap: &Arc<Semaphore>,
+) -> OwnedSemaphorePermit {
+    if paths.is_empty() {
+        return std::future::pending().await;
+    }
+    loop {
+        if stream.readable().await.is_err() {
+            return std::future::pending().await;
+        }
+        // Peeked inside `try_io`, so that readiness is cleared (on a head not yet whole)
+        // only if no new bytes came in after the peek: no wake-up is lost.
+        let peeked = stream.try_io(tokio::io::Interest::READABLE, || {
+            let mut buf = [0u8; 8192];
+            let n = peek_or_error(stream, &mut buf)?;
+            let head = &buf[..n];
+            if head.windows(4).any(|w| w == b"\r\n\r\n") {
+                Ok(Some(cheap_request_line(head, paths)))
+            } else if n == 0 || n == buf.len() {
+                // The peer's end (readiness that is never cleared), or no head in 8 KiB.
+                Ok(None)
+            } else {
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+        });
+        match peeked {
+            Ok(Some(true)) => match cheap.clone().try_acquire_owned() {
+                Ok(place) => return place,
+                Err(_) => return std::future::pending().await,
+            },
+            Ok(_) => return std::future::pending().await,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return std::future::pending().await,
+        }
+    }
+}
+
 /// Whether a head's request line is `GET PATH[?QUERY] HTTP/1.x` for one of `paths`.
 fn cheap_request_line(head: &[u8], paths: &[&str]) -> bool {
     let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
@@ -533,6 +587,12 @@ fn cheap_request_line(head: &[u8], paths: &[&str]) -> bool {
 /// Peeks at most `buf.len()` bytes of what the socket holds, without reading or waiting:
 /// how many (0 when none, or on an error).
 fn peek(stream: &impl AsRawFd, buf: &mut [u8]) -> usize {
+    peek_or_error(stream, buf).unwrap_or(0)
+}
+
+/// [`peek`], telling apart the peer's end (`Ok(0)`), nothing in yet (`WouldBlock`) and
+/// other errors.
+fn peek_or_error(stream: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: recv(2) writes at most buf.len() bytes into buf, which lives across the call;
     // the descriptor is the stream's own, open for the call's duration.
     let n = unsafe {
@@ -543,7 +603,7 @@ fn peek(stream: &impl AsRawFd, buf: &mut [u8]) -> usize {
             libc::MSG_PEEK | libc::MSG_DONTWAIT,
         )
     };
-    usize::try_from(n).unwrap_or(0)
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 
 /// Whether the socket holds a complete request head already (`\r\n\r\n` within the
