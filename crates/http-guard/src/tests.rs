@@ -381,6 +381,22 @@ async fn start_with_slow_answers(limits: Limits, slow: Duration) -> (SocketAddr,
     (addr, count)
 }
 
+/// `n` connections, each sending a whole `GET /slow` (whose answer takes long to make),
+/// `pause` apart: they hold the cap, then wait for room.
+async fn slow_requests(addr: SocketAddr, n: usize, pause: Duration) -> Vec<TcpStream> {
+    let mut streams = Vec::new();
+    for _ in 0..n {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /slow HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        streams.push(stream);
+        tokio::time::sleep(pause).await;
+    }
+    streams
+}
+
 /// Issue 40, finding 5 (the `/healthz` target): with the cap full of connections whose
 /// answers are still being made (never eviction candidates) and more of them queued for
 /// room, a `GET` of a cheap path is answered at once, outside the cap; the same request to
@@ -397,16 +413,7 @@ async fn a_cheap_path_is_answered_at_once_with_the_cap_full() {
     };
     let (addr, count) = start_with_slow_answers(limits, Duration::from_secs(10)).await;
     // Two fill the cap, one more waits for room (up to slow_after and past it).
-    let mut busy = Vec::new();
-    for _ in 0..3 {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream
-            .write_all(b"GET /slow HTTP/1.1\r\n\r\n")
-            .await
-            .unwrap();
-        busy.push(stream);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let busy = slow_requests(addr, 3, Duration::from_millis(20)).await;
     let started = Instant::now();
     let answer = exchange(addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
     let took = started.elapsed();
@@ -502,16 +509,7 @@ async fn a_cheap_request_whose_head_comes_late_is_answered_without_waiting_for_r
         ..Limits::default()
     };
     let (addr, count) = start_with_slow_answers(limits, Duration::from_secs(10)).await;
-    let mut busy = Vec::new();
-    for _ in 0..2 {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream
-            .write_all(b"GET /slow HTTP/1.1\r\n\r\n")
-            .await
-            .unwrap();
-        busy.push(stream);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let busy = slow_requests(addr, 2, Duration::from_millis(20)).await;
     let started = Instant::now();
     let mut stream = TcpStream::connect(addr).await.unwrap();
     // Accepted with nothing in; then the head in two parts, the end last.
