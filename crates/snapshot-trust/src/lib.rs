@@ -45,12 +45,14 @@
 #![deny(missing_docs)]
 
 mod error;
+mod names;
 mod owner;
 mod rules;
 mod walk;
 
 pub use crate::{
     error::Refused,
+    names::{gid_of_group, uid_of_user},
     owner::TrustedOwner,
     rules::{Node, Step, Way, check},
     walk::{check_directory, open},

@@ -1,7 +1,7 @@
 //! Whose files are trusted: the readers' `dw_router.trusted_owner`, the agent's
 //! `--trusted-owner`.
 
-use std::ffi::CString;
+use crate::names::uid_of_user;
 
 /// Whose snapshot files are trusted, besides root's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,31 +65,6 @@ impl TrustedOwner {
             TrustedOwner::Uid(uid) => format!("root or the trusted owner {uid}"),
             TrustedOwner::Unknown(message) => message.clone(),
         }
-    }
-}
-
-fn uid_of_user(name: &str) -> Option<u32> {
-    let name = CString::new(name).ok()?;
-    let mut buffer = vec![0 as libc::c_char; 4096];
-    loop {
-        // SAFETY: plain C structs, zero is a valid bit pattern; getpwnam_r writes into the
-        // buffer we own and points `found` at `entry` or sets it to null.
-        let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = unsafe {
-            libc::getpwnam_r(
-                name.as_ptr(),
-                &mut entry,
-                buffer.as_mut_ptr(),
-                buffer.len(),
-                &mut found,
-            )
-        };
-        if rc == libc::ERANGE && buffer.len() < 1 << 20 {
-            buffer.resize(buffer.len() * 4, 0);
-            continue;
-        }
-        return (rc == 0 && !found.is_null()).then_some(entry.pw_uid);
     }
 }
 

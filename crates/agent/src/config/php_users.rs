@@ -66,34 +66,6 @@ pub fn parse_php_users(setting: &str) -> Result<Vec<PhpUser>, String> {
     Ok(users)
 }
 
-fn gid_of_group(name: &str) -> Option<u32> {
-    if let Ok(gid) = name.parse::<u32>() {
-        return Some(gid);
-    }
-    let name = std::ffi::CString::new(name).ok()?;
-    let mut buffer = vec![0 as libc::c_char; 4096];
-    loop {
-        // SAFETY: plain C structs, zero is a valid bit pattern; getgrnam_r writes into the
-        // buffer we own and points `found` at `entry` or sets it to null.
-        let mut entry: libc::group = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::group = std::ptr::null_mut();
-        let rc = unsafe {
-            libc::getgrnam_r(
-                name.as_ptr(),
-                &mut entry,
-                buffer.as_mut_ptr(),
-                buffer.len(),
-                &mut found,
-            )
-        };
-        if rc == libc::ERANGE && buffer.len() < 1 << 20 {
-            buffer.resize(buffer.len() * 4, 0);
-            continue;
-        }
-        return (rc == 0 && !found.is_null()).then_some(entry.gr_gid);
-    }
-}
-
 /// Opens the directory `path` without following a symlink, so that its owner and mode
 /// are set on what was checked.
 fn open_dir(path: &Path) -> Result<std::fs::File, String> {
@@ -122,8 +94,8 @@ pub fn prepare_dirs(dir: &Path, users: &[PhpUser], group: &str) -> Result<Vec<St
     if unsafe { libc::geteuid() } != 0 {
         return Err("--prepare-dirs makes directories for other users: run it as root".into());
     }
-    let gid =
-        gid_of_group(group).ok_or_else(|| format!("--answers-group {group:?} names no group"))?;
+    let gid = dw_snapshot_trust::gid_of_group(group)
+        .ok_or_else(|| format!("--answers-group {group:?} names no group"))?;
     let mut done = Vec::new();
     if std::fs::symlink_metadata(dir).is_err() {
         std::fs::DirBuilder::new()
