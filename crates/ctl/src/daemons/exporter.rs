@@ -21,9 +21,10 @@
 //! Limits: at most [`MAX_NODES`] nodes are exported (the rest are counted in
 //! `dw_fleet_nodes_not_exported`), at most [`MAX_OVERLOADS`] overload series (the rest in
 //! `dw_fleet_predicted_overloads_not_exported`); the port is served by `dw_http_guard` (as dw-agent's
-//! `/metrics`): at most [`MAX_CONNECTIONS`] connections, a new one beyond evicting the
-//! oldest still sending its request head, [`HEAD_TIMEOUT`] for the head and
-//! [`REQUEST_TIMEOUT`] in all, heads of at most [`MAX_REQUEST_HEAD`] bytes.
+//! `/metrics`): at most [`metrics_port::MAX_CONNECTIONS`] connections, a new one beyond evicting the
+//! oldest still sending its request head, [`metrics_port::HEAD_TIMEOUT`] for the head and
+//! [`metrics_port::REQUEST_TIMEOUT`] in all, heads of at most
+//! [`metrics_port::MAX_REQUEST_HEAD`] bytes.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -44,6 +45,7 @@ use serde_json::json;
 use tokio::sync::RwLock;
 
 use crate::context::Context;
+use crate::daemons::metrics_port::{self, CONTENT_TYPE};
 use crate::daemons::routing_weights::{AnswerShares, RegionWeights, read_weights};
 use crate::error::Error;
 use crate::ops::fleet::{
@@ -58,16 +60,6 @@ pub const MAX_NODES: usize = 20_000;
 /// The most predicted-overload series one reading exports (one per drained origin and
 /// overloaded origin).
 pub const MAX_OVERLOADS: usize = 10_000;
-/// The most connections held at once; one more evicts the oldest still sending its head.
-pub const MAX_CONNECTIONS: usize = 64;
-/// How long a client has to send its whole request head.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
-/// The longest request head read; a longer one is answered 431.
-pub const MAX_REQUEST_HEAD: usize = 8 * 1024;
-/// How long one scrape connection may take, reading the request included.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// The OpenMetrics content type the encoder's output is served with.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// What a node is, as one label: the `STATE` column of `dwctl status` without its reason.
 fn node_state(node: &NodeReport) -> String {
@@ -345,44 +337,29 @@ pub async fn serve(
         ))
     })?;
     let reporter = context.reporter();
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|error| Error::Failed(format!("--serve {addr}: cannot listen: {error}")))?;
-    let bound = listener.local_addr().unwrap_or(addr);
     let exported = Arc::new(Exported {
         text: RwLock::new(render(&Reading::default(), now_ms(), 0, false)),
     });
+    // The connection handling is dw_http_guard's, shared with dw-agent's /metrics
+    // (daemons::metrics_port).
+    let (bound, server) = {
+        let exported = exported.clone();
+        metrics_port::listen(addr, "--serve", move |request| {
+            let exported = exported.clone();
+            async move {
+                match answer(exported, request).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                }
+            }
+        })
+        .await?
+    };
     reporter.event(
         "listening",
         &format!("fleet metrics at http://{bound}/metrics, read every {interval:?}"),
         json!({"addr": bound.to_string(), "interval_seconds": interval.as_secs_f64()}),
     );
-    // The connection handling is dw_http_guard's, shared with dw-agent's /metrics: a cap
-    // that evicts the oldest connection still sending its head, a deadline for the head.
-    let server = {
-        let exported = exported.clone();
-        let limits = dw_http_guard::Limits {
-            max_connections: MAX_CONNECTIONS,
-            head_timeout: HEAD_TIMEOUT,
-            answer_timeout: REQUEST_TIMEOUT,
-            max_request_head: MAX_REQUEST_HEAD,
-            ..dw_http_guard::Limits::default()
-        };
-        tokio::spawn(dw_http_guard::serve(
-            listener,
-            limits,
-            Arc::new(dw_http_guard::NoEvents),
-            move |request| {
-                let exported = exported.clone();
-                async move {
-                    match answer(exported, request).await {
-                        Ok(response) => response,
-                        Err(never) => match never {},
-                    }
-                }
-            },
-        ))
-    };
     let mut errors = 0u64;
     let mut last_good = Reading::default();
     let mut failing = false;

@@ -9,7 +9,6 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64};
-use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -19,17 +18,12 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
 
+use crate::daemons::metrics_port::{self, CONTENT_TYPE};
 use crate::error::Error;
 
 /// The most origins given an overload-seconds series.
 pub const MAX_ORIGIN_SERIES: usize = 10_000;
-const MAX_CONNECTIONS: usize = 64;
-const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-const MAX_REQUEST_HEAD: usize = 8 * 1024;
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 type Labels = Vec<(String, String)>;
 
@@ -211,31 +205,16 @@ impl Default for Metrics {
 
 /// Listens on `addr` and serves `/metrics` until the task is dropped; the address bound.
 pub async fn serve(addr: SocketAddr, metrics: Metrics) -> Result<SocketAddr, Error> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|error| Error::Failed(format!("--metrics {addr}: cannot listen: {error}")))?;
-    let bound = listener.local_addr().unwrap_or(addr);
-    let limits = dw_http_guard::Limits {
-        max_connections: MAX_CONNECTIONS,
-        head_timeout: HEAD_TIMEOUT,
-        answer_timeout: REQUEST_TIMEOUT,
-        max_request_head: MAX_REQUEST_HEAD,
-        ..dw_http_guard::Limits::default()
-    };
-    tokio::spawn(dw_http_guard::serve(
-        listener,
-        limits,
-        Arc::new(dw_http_guard::NoEvents),
-        move |request| {
-            let metrics = metrics.clone();
-            async move {
-                match answer(&metrics, request) {
-                    Ok(response) => response,
-                    Err(never) => match never {},
-                }
+    let (bound, _task) = metrics_port::listen(addr, "--metrics", move |request| {
+        let metrics = metrics.clone();
+        async move {
+            match answer(&metrics, request) {
+                Ok(response) => response,
+                Err(never) => match never {},
             }
-        },
-    ));
+        }
+    })
+    .await?;
     Ok(bound)
 }
 
