@@ -119,29 +119,8 @@ impl Loaded {
     /// pair's slot. Counted as sticky answers are, under the bucket kind.
     #[inline(always)]
     fn answer_bucketed(&self, retval: &mut Zval, country: &[u8], bucket: u64) {
-        let Some(route) = self.table.resolve_bucketed(country, None, Some(bucket)) else {
-            route_array::set_fallback_route(retval);
-            if traffic::enabled() {
-                self.count_answer(country, AnswerKind::Bucket, None, None);
-            }
-            return;
-        };
-        self.set_route(retval, &route);
-        if !traffic::enabled() {
-            return;
-        }
-        match self
-            .country_ids
-            .get(country, AnswerKind::Bucket, route.origin_index)
-        {
-            Some(id) => traffic::count(id),
-            None => self.count_answer(
-                country,
-                AnswerKind::Bucket,
-                Some((route.region_index, route.origin_index)),
-                None,
-            ),
-        }
+        let route = self.table.resolve_bucketed(country, None, Some(bucket));
+        self.answer_unmemoized(retval, country, AnswerKind::Bucket, route);
     }
 
     /// `answer` without a sticky key: a memo hit when there is one.
@@ -181,16 +160,30 @@ impl Loaded {
         }
     }
 
-    /// `answer` with a sticky key: no memo. With counting off this is the path as it was
-    /// before counting, plus one branch on a process-wide flag; with counting on, a
-    /// sticky answer to a two-byte geo finds its label id in `country_ids` with one
-    /// relaxed load, inline (no call, nothing kept of the route but its origin index).
+    /// `answer` with a sticky key: no memo.
     #[inline(always)]
     fn answer_sticky(&self, retval: &mut Zval, country: &[u8], sticky_key: &[u8]) {
-        let Some(route) = self.table.resolve(country, Some(sticky_key)) else {
+        let route = self.table.resolve(country, Some(sticky_key));
+        self.answer_unmemoized(retval, country, AnswerKind::Sticky, route);
+    }
+
+    /// Sets a sticky or bucketed answer (`kind`, a constant where this is inlined) and
+    /// counts it. With counting off this is the path as it was before counting, plus one
+    /// branch on a process-wide flag; with counting on, an answer to a two-byte geo finds
+    /// its label id in `country_ids` with one relaxed load, inline (no call, nothing kept
+    /// of the route but its origin index).
+    #[inline(always)]
+    fn answer_unmemoized(
+        &self,
+        retval: &mut Zval,
+        country: &[u8],
+        kind: AnswerKind,
+        route: Option<Route<'_>>,
+    ) {
+        let Some(route) = route else {
             route_array::set_fallback_route(retval);
             if traffic::enabled() {
-                self.count_answer(country, AnswerKind::Sticky, None, None);
+                self.count_answer(country, kind, None, None);
             }
             return;
         };
@@ -198,14 +191,11 @@ impl Loaded {
         if !traffic::enabled() {
             return;
         }
-        match self
-            .country_ids
-            .get(country, AnswerKind::Sticky, route.origin_index)
-        {
+        match self.country_ids.get(country, kind, route.origin_index) {
             Some(id) => traffic::count(id),
             None => self.count_answer(
                 country,
-                AnswerKind::Sticky,
+                kind,
                 Some((route.region_index, route.origin_index)),
                 None,
             ),
