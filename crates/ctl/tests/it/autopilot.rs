@@ -504,3 +504,75 @@ async fn the_relief_takes_a_non_home_region_and_leaves_the_home_one() {
         assert_eq!(daemon.terminate().await, 0);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_an_open_stage_holds_is_skipped_and_the_skip_reported() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    // A stage holds continent/EU, the region the relief takes first (the least harmed:
+    // the first test shows the EU bucket's share moving when nothing is staged).
+    let staged = etcd.data_dir.join("eu.json");
+    std::fs::write(
+        &staged,
+        r#"{"regions":{"continent/EU":{"shard":"eu","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}}}"#,
+    )
+    .unwrap();
+    let run = etcd.dwctl(&[
+        "stage",
+        "create",
+        staged.to_str().unwrap(),
+        "--cohort",
+        "20%",
+        "--id",
+        "eu-change",
+        "--traffic",
+        &traffic,
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let eu_before = etcd.get(&region_key("continent/EU")).await.unwrap();
+    let de_before = weights_of(&etcd, "DE").await;
+    let daemon = autopilot(&etcd, "autopilot", &traffic, &[]);
+    let record = eventually(Duration::from_secs(20), "a relieved", || async {
+        etcd.get_json(&drain_key("a")).await
+    })
+    .await;
+    // The staged region is unchanged (value and revision), the relief went to DE.
+    assert_eq!(
+        etcd.get(&region_key("continent/EU")).await.unwrap(),
+        eu_before,
+        "{record}"
+    );
+    assert_ne!(weights_of(&etcd, "DE").await, de_before, "{record}");
+    let regions: Vec<&String> = record["regions"].as_object().unwrap().keys().collect();
+    assert_eq!(regions, ["DE"], "{record}");
+    // Reported: in the reason the history shows, and in the log.
+    let reason = record["shed"]["steps"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("staged regions skipped: continent/EU"),
+        "{reason}"
+    );
+    let run = etcd.dwctl(&["history", &drain_key("a")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("staged regions skipped: continent/EU"),
+        "{}",
+        run.stdout
+    );
+    let log = daemon.log();
+    assert!(
+        log.contains("staged regions skipped") && log.contains("continent/EU"),
+        "{log}"
+    );
+    // The stage itself still stages what it staged.
+    let stage = etcd
+        .get_json(&format!("{}stage/eu-change", crate::common::PREFIX))
+        .await
+        .unwrap();
+    assert!(
+        stage["kvs"]["region/continent/EU"]
+            .as_str()
+            .unwrap()
+            .contains(r#""a":1"#),
+        "{stage}"
+    );
+    assert_eq!(daemon.terminate().await, 0);
+}
