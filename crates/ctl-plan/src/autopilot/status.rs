@@ -257,7 +257,10 @@ pub enum AutopilotView {
         malformed: Option<String>,
     },
     /// The keys could not be read (a role without the grant, etcd's error).
-    Unreadable(String),
+    Unreadable {
+        /// Why.
+        why: String,
+    },
 }
 
 impl AutopilotView {
@@ -293,7 +296,7 @@ pub fn header_line(view: &AutopilotView) -> String {
         AutopilotView::NoLeader => "autopilot: no instance leads (no autopilot/leader key): \
                                     no origin is relieved automatically"
             .to_owned(),
-        AutopilotView::Unreadable(why) => {
+        AutopilotView::Unreadable { why } => {
             format!("autopilot: its status could not be read: {}", Shown(why))
         }
         AutopilotView::Leading {

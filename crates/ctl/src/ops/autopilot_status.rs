@@ -41,5 +41,7 @@ pub async fn read(context: &Context) -> AutopilotView {
         read_view(&mut client, &context.layout).await
     };
     read.await
-        .unwrap_or_else(|error: Error| AutopilotView::Unreadable(error.to_string()))
+        .unwrap_or_else(|error: Error| AutopilotView::Unreadable {
+            why: error.to_string(),
+        })
 }

@@ -264,3 +264,42 @@ fn no_leader_and_a_malformed_status_are_said() {
     let view = AutopilotView::from_values(Some("ap-1"), None);
     assert!(header_line(&view).contains("no status published yet"));
 }
+
+#[test]
+fn every_view_serializes_for_output_json() {
+    let status = AutopilotStatus {
+        leader: "ap-1".into(),
+        ..AutopilotStatus::default()
+    };
+    for (view, state) in [
+        (AutopilotView::NoLeader, "no_leader"),
+        (
+            AutopilotView::Unreadable {
+                why: "permission denied".into(),
+            },
+            "unreadable",
+        ),
+        (
+            AutopilotView::from_values(Some("ap-1"), Some(&status.to_text())),
+            "leading",
+        ),
+        (
+            AutopilotView::from_values(Some("ap-1"), Some("{")),
+            "leading",
+        ),
+    ] {
+        let json = serde_json::to_value(&view).expect("serializes");
+        assert_eq!(json["state"], state, "{json}");
+    }
+    let json = serde_json::to_value(AutopilotView::Unreadable {
+        why: "permission denied".into(),
+    })
+    .unwrap();
+    assert_eq!(json["why"], "permission denied");
+    assert!(
+        header_line(&AutopilotView::Unreadable {
+            why: "permission denied".into()
+        })
+        .contains("could not be read: permission denied")
+    );
+}
