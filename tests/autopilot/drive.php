@@ -1,9 +1,13 @@
 <?php
 /*
- * One node's traffic for tests/autopilot/run and make demo's autopilot scene: a PHP CLI
- * process with the extension counting (the agent's --answers-dir reads what it counts),
- * answering sticky resolve() calls at the rates a CONTROL file gives, re-read every 0.2 s.
- *   php drive.php SNAPSHOT CONTROL SHARE OUT MAX_SECONDS
+ * One node's traffic for tests/autopilot/run and make demo's autopilot scene, at the rates a
+ * CONTROL file gives, re-read every 0.2 s:
+ *   php drive.php URL|SNAPSHOT CONTROL SHARE OUT MAX_SECONDS
+ * With a URL (http://...), each answer is one HTTP request to the node's OpenLiteSpeed +
+ * lsphp (php/front.php: the geo in CF-IPCountry, the sticky key in X-DW-Sticky, the origin
+ * read back from X-DW-Origin); the extension in lsphp counts it into the node's answers
+ * directory. With a SNAPSHOT path, this PHP CLI process (the extension loaded, counting)
+ * calls resolve() itself. A request that fails counts under the origin "" (an error).
  * CONTROL holds "GEO RATE ..." pairs (answers per second for the whole fleet) or "stop";
  * this process answers SHARE (0 to 1) of each rate. Every answer carries its own sticky
  * key, so an origin's share of a geo is its weight's share (dw-capacity's exact sticky
@@ -14,10 +18,34 @@
 [, $snapshot, $control, $share, $out, $max] = $argv;
 $share = (float) $share;
 $max = (float) $max;
-$router = new RegionRouter($snapshot);
-if (!$router->traffic()['counting']) {
-    fwrite(STDERR, "drive.php: not counting: " . $router->traffic()['state'] . "\n");
-    exit(1);
+$http = str_starts_with($snapshot, 'http://');
+if ($http) {
+    /** One request: the origin the node answered, or "" when it did not answer one. */
+    $resolve = function (string $geo, string $key) use ($snapshot): string {
+        $context = stream_context_create(['http' => [
+            'timeout' => 2,
+            'ignore_errors' => true,
+            'header' => "CF-IPCountry: $geo\r\nX-DW-Sticky: $key\r\nConnection: close\r\n",
+        ]]);
+        $body = @file_get_contents($snapshot . '/', false, $context);
+        $headers = $body === false ? [] : ($http_response_header ?? []);
+        if (!preg_match('#^HTTP/\S+ 200#', $headers[0] ?? '')) {
+            return '';
+        }
+        foreach ($headers as $line) {
+            if (stripos($line, 'X-DW-Origin:') === 0) {
+                return trim(substr($line, strlen('X-DW-Origin:')));
+            }
+        }
+        return '';
+    };
+} else {
+    $router = new RegionRouter($snapshot);
+    if (!$router->traffic()['counting']) {
+        fwrite(STDERR, "drive.php: not counting: " . $router->traffic()['state'] . "\n");
+        exit(1);
+    }
+    $resolve = fn (string $geo, string $key): string => $router->resolve($geo, $key)['origin'] ?? '';
 }
 $log = fopen($out, 'a');
 $start = microtime(true);
@@ -58,8 +86,7 @@ while (true) {
         $owed[$geo] = min(($owed[$geo] ?? 0.0) + $rate * $elapsed, 1000.0);
         while ($owed[$geo] >= 1.0) {
             $owed[$geo] -= 1.0;
-            $route = $router->resolve($geo, $key . '-' . $serial++);
-            $origin = $route['origin'] ?? '';
+            $origin = $resolve($geo, $key . '-' . $serial++);
             $counts[$origin] = ($counts[$origin] ?? 0) + 1;
         }
     }

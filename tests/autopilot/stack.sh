@@ -4,6 +4,12 @@
 # answers directory, and a PHP CLI process with the extension counting into it:
 # tests/autopilot/drive.php), Prometheus scraping both agents every second, and the real
 # `dwctl autopilot` evaluating every 2 s against that Prometheus.
+# Each node's answers go through its own OpenLiteSpeed + lsphp (scripts/stack's
+# stack_start_litespeed: the extension loaded in lsphp, reading that node's snapshot and
+# counting into that node's answers directory): the driver (tests/autopilot/drive.php, a PHP
+# CLI process) sends HTTP requests to php/front.php there, the geo in CF-IPCountry and a
+# sticky key per request. AP_SERVER=cli instead answers from the driver process itself (the
+# extension loaded in PHP CLI, counting), where OpenLiteSpeed is not available.
 # The fleet (tests/autopilot/routing.json, rendezvous pick, every answer sticky with its own
 # key): DE → a 80 / b 20, FR → b 50 / c 50; capacities a 50, b 100, c 60 answers per second
 # (targets 40, 80, 48 at the default headroom 0.8). The load is set in AP_CONTROL ("DE 40
@@ -17,11 +23,15 @@
 #                       in $STACK_DIR/logs/autopilot.log); sets AP_METRICS
 #   ap_weights GEO      the region's weights now, JSON
 #   ap_usable           Prometheus has a full window of both nodes' counters
-# Settings: AP_RESTORE_AFTER (10: the shortened --restore-after), AP_MIN_INTERVAL (10).
+#   ap_stop_servers     stops both nodes' OpenLiteSpeed (and their lsphp)
+# Settings: AP_RESTORE_AFTER (10: the shortened --restore-after), AP_MIN_INTERVAL (10),
+# AP_SERVER (litespeed, or cli), AP_LSPHP_CHILDREN (4: lsphp children per node).
 
 AP_CAPACITY_A=50 AP_CAPACITY_B=100 AP_CAPACITY_C=60
 AP_RESTORE_AFTER=${AP_RESTORE_AFTER:-10}
 AP_MIN_INTERVAL=${AP_MIN_INTERVAL:-10}
+AP_SERVER=${AP_SERVER:-litespeed}
+AP_LSPHP_CHILDREN=${AP_LSPHP_CHILDREN:-4}
 AP_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 ap_rate() { printf 'DE %s FR %s\n' "$1" "$2" >"$AP_CONTROL.tmp" && mv "$AP_CONTROL.tmp" "$AP_CONTROL"; }
@@ -35,15 +45,29 @@ ap_node() { # N METRICS_PORT
   stack_until "dw-agent $1 /healthz" curl -fsS --max-time 2 "http://127.0.0.1:$2/healthz" &&
     stack_until "node $1's snapshot" test -s "$dir/snap/routing.json" || return 1
   # The driver stops by itself after 600 s at the latest (the test stops it sooner).
-  stack_spawn "drive$1" php -d "extension=$STACK_SO" -d dw_router.count_answers=1 \
-    -d "dw_router.answers_dir=$dir/answers" "$AP_LIB/drive.php" "$dir/snap/routing.json" \
-    "$AP_CONTROL" 0.5 "$dir/counts.jsonl" 600
+  if [[ $AP_SERVER == litespeed ]]; then
+    # This node's OpenLiteSpeed + lsphp: its snapshot, counting into its answers directory
+    # (STACK_* given for this call only; STACK_URL and the server's root stay set).
+    STACK_SNAPSHOT=$dir/snap/routing.json STACK_HTTP_PORT='' STACK_LSPHP_CHILDREN=$AP_LSPHP_CHILDREN \
+      STACK_LSPHP_INI="dw_router.count_answers = 1
+dw_router.answers_dir = $dir/answers" stack_start_litespeed "ols$1" yes || return 1
+    AP_URLS+=("$STACK_URL")
+    stack_spawn "drive$1" php "$AP_LIB/drive.php" "$STACK_URL" "$AP_CONTROL" 0.5 "$dir/counts.jsonl" 600
+  else
+    stack_spawn "drive$1" php -d "extension=$STACK_SO" -d dw_router.count_answers=1 \
+      -d "dw_router.answers_dir=$dir/answers" "$AP_LIB/drive.php" "$dir/snap/routing.json" \
+      "$AP_CONTROL" 0.5 "$dir/counts.jsonl" 600
+  fi
   AP_COUNTS+=("$dir/counts.jsonl")
 }
 
 ap_start() {
   local p1 p2 pp
-  AP_CONTROL=$STACK_DIR/control AP_COUNTS=()
+  AP_CONTROL=$STACK_DIR/control AP_COUNTS=() AP_URLS=()
+  if [[ $AP_SERVER == litespeed ]] && ! stack_litespeed_available; then
+    stack_log "AP_SERVER=litespeed without OpenLiteSpeed and lsphp (AP_SERVER=cli answers from PHP CLI)"
+    return 1
+  fi
   ap_rate 0 0
   stack_start_etcd || return 1
   {
@@ -67,6 +91,8 @@ YAML
   stack_until "Prometheus on $AP_PROM" curl -fsS --max-time 2 "$AP_PROM/-/ready" || return 1
   AP_REV0=$(stack_etcd_revision)
 }
+
+ap_stop_servers() { [[ $AP_SERVER == litespeed ]] && stack_stop_litespeed; return 0; }
 
 ap_prom_value() {
   curl -fsS --max-time 2 -G "$AP_PROM/api/v1/query" --data-urlencode "query=$1" |

@@ -35,6 +35,7 @@ pub mod give_back;
 pub mod harm;
 pub mod law;
 pub mod relief;
+pub mod status;
 pub mod write;
 
 use crate::Error;

@@ -134,6 +134,11 @@ impl Layout {
     pub fn autopilot_leader(&self) -> String {
         format!("{}autopilot/leader", self.control)
     }
+
+    /// The leading autopilot's status (what it holds, `autopilot::status`), on its lease.
+    pub fn autopilot_status(&self) -> String {
+        format!("{}autopilot/status", self.control)
+    }
     pub fn capacity_headroom(&self) -> String {
         format!("{}{CAPACITY_HEADROOM}", self.control)
     }

@@ -258,9 +258,10 @@ pub fn wanted_roles(
         "dwctl health".into(),
         automation(false),
     ));
-    // The autopilot writes what health writes, and its leader key.
+    // The autopilot writes what health writes, its leader key and its status.
     let mut autopilot = automation(false);
     autopilot.push(Grant::exact(ReadWrite, &layout.autopilot_leader()));
+    autopilot.push(Grant::exact(ReadWrite, &layout.autopilot_status()));
     roles.push(role(
         "dw-autopilot".into(),
         "dwctl autopilot".into(),

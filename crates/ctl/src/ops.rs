@@ -31,6 +31,7 @@
 
 pub(crate) mod answer_counters;
 pub(crate) mod auth;
+pub(crate) mod autopilot_status;
 pub(crate) mod bake_checks;
 pub(crate) mod commit;
 pub(crate) mod fleet;

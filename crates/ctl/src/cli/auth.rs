@@ -15,7 +15,8 @@ Roles (each with a user of the same name; keys under the prefixes given):
                     read <control>capacity/ and <control>capacity-headroom
   dw-health         read <prefix>; readwrite region/, stage/, <control>drains/;
                     read <control>capacity/ and <control>capacity-headroom
-  dw-autopilot      dw-health's, and readwrite exactly <control>autopilot/leader
+  dw-autopilot      dw-health's, and readwrite exactly <control>autopilot/leader and
+                    <control>autopilot/status
   dw-operator       readwrite <prefix> and <control> (capacities too); read the node reports
   dw-viewer         read <prefix>, <control> and the node reports (status, history, route,
                     traffic, origin list)

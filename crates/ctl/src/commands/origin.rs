@@ -14,6 +14,7 @@ use crate::input::json_object_arg;
 use crate::ops::registration::forget as forget_registration;
 use crate::ops::run::{ExemptReason, NoLoad, WriteGuard};
 use crate::output::{Outcome, Shown, listing_text};
+use crate::plan::autopilot::status::{header_line, origin_line};
 use crate::plan::capacity::{number_json, percent};
 use crate::plan::clock::{now_rfc3339, operator};
 use crate::plan::drain::check_origin_name;
@@ -115,6 +116,7 @@ async fn forget(
 /// drained origins (registered or not), with who drained them and why.
 async fn list(context: &Context) -> Result<Outcome, Error> {
     let (listing, ttls) = crate::ops::origin::list_with_ttls(context).await?;
+    let autopilot = crate::ops::autopilot_status::read(context).await;
     let mut rows = Vec::new();
     let ids: BTreeSet<&String> = listing
         .live
@@ -183,12 +185,17 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
             ),
             _ => String::new(),
         };
+        let origin = row["origin"].as_str().unwrap_or_default();
+        let held =
+            origin_line(&autopilot, origin).map_or_else(String::new, |line| format!("  {line}"));
         format!(
-            "{:<12} {state}{capacity}{home}{drained}",
-            Shown(row["origin"].as_str().unwrap_or_default()).to_string()
+            "{:<12} {state}{capacity}{home}{drained}{held}",
+            Shown(origin).to_string()
         )
     });
     let mut text = listing_text(lines, "no origins");
+    text.push('\n');
+    text.push_str(&header_line(&autopilot));
     match &listing.capacities_unreadable {
         Some(why) => text.push_str(&format!("\ncapacities not shown: {}", Shown(why))),
         None => text.push_str(&format!(
@@ -200,7 +207,8 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
     Ok(Outcome {
         text,
         json: json!({"origins": rows, "capacity_headroom": number_json(listing.headroom),
-                     "capacities_unreadable": listing.capacities_unreadable}),
+                     "capacities_unreadable": listing.capacities_unreadable,
+                     "autopilot": autopilot}),
     })
 }
 

@@ -18,6 +18,7 @@ use crate::ops::answer_counters::{ANSWERS, OVERFLOW};
 use crate::ops::prometheus::Prometheus;
 use crate::ops::traffic::{TrafficQuery, read};
 use crate::output::{Outcome, Shown};
+use crate::plan::autopilot::status::{AutopilotView, header_line, origin_line};
 use crate::plan::capacity::{DEFAULT_HEADROOM, number_json, percent};
 use crate::plan::traffic_report::{Ranked, TrafficReport, report};
 
@@ -29,17 +30,19 @@ pub async fn run(context: &Context, args: TrafficArgs) -> Result<Outcome, Error>
     let prometheus = Prometheus::new(&args.prometheus.options()?)?;
     let (readings, state, listing) = read(context, &prometheus, &query_of(&args)).await?;
     let report = report(&readings, &state, &listing, &args.origins);
+    let autopilot = crate::ops::autopilot_status::read(context).await;
     let source = Source {
         prometheus: prometheus.url().to_string(),
         window: args.window.to_string(),
         geo: args.geo.clone(),
     };
-    let text = describe(&report, &source);
+    let text = describe(&report, &source, &autopilot);
     let mut json = serde_json::to_value(&report)
         .map_err(|error| Error::Failed(format!("cannot encode the report: {error}")))?;
     json["prometheus"] = json!(source.prometheus);
     json["window"] = json!(source.window);
     json["geo"] = json!(source.geo);
+    json["autopilot"] = json!(autopilot);
     Ok(Outcome { text, json })
 }
 
@@ -81,8 +84,9 @@ fn list_text(rows: &Ranked) -> String {
         .join(", ")
 }
 
-/// The report as text, every value from Prometheus or etcd escaped.
-pub fn describe(report: &TrafficReport, source: &Source) -> String {
+/// The report as text, with what the autopilot holds (a line for the fleet, one under each
+/// origin it holds anything on), every value from Prometheus or etcd escaped.
+pub fn describe(report: &TrafficReport, source: &Source, autopilot: &AutopilotView) -> String {
     let mut out = String::new();
     let window = &source.window;
     let geo = match &source.geo {
@@ -120,6 +124,8 @@ pub fn describe(report: &TrafficReport, source: &Source) -> String {
             Shown(name)
         ));
     }
+    out.push_str(&header_line(autopilot));
+    out.push('\n');
     if report.origins.is_empty() {
         out.push_str("no origins in Prometheus or etcd\n");
     }
@@ -166,6 +172,9 @@ pub fn describe(report: &TrafficReport, source: &Source) -> String {
                 },
             )),
             None => out.push_str("  capacity not set (`dwctl origin capacity`)\n"),
+        }
+        if let Some(line) = origin_line(autopilot, &origin.origin) {
+            out.push_str(&format!("  {line}\n"));
         }
         for (what, rows) in [
             ("geos", &origin.geos),

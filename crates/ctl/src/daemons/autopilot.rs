@@ -22,13 +22,14 @@ use etcd_client::Client;
 use serde_json::json;
 
 use crate::error::Error;
-use crate::ops::commit::{Fence, RetryPolicy, read_state, transact_fenced};
+use crate::ops::commit::{Fence, RetryPolicy, put_on_lease_fenced, read_state, transact_fenced};
 use crate::ops::traffic_source::{TrafficSource, read_traffic};
 use crate::output::{Reporter, Shown};
 use crate::plan::autopilot::Settings;
 use crate::plan::autopilot::law::{
     Action, ActionKind, Decision, Memory, Reading, World, decide, measure,
 };
+use crate::plan::autopilot::status::{AutopilotStatus, Observed, status};
 use crate::plan::autopilot::write::{Author, plan_action, records_of};
 use crate::plan::clock::now_rfc3339;
 use crate::plan::keys::Layout;
@@ -67,6 +68,25 @@ pub struct AutopilotConfig {
     pub metrics: Option<SocketAddr>,
 }
 
+/// What the leader has published of its state (`plan::autopilot::status`): reset with the
+/// memory whenever the leadership is lost.
+#[derive(Debug, Default)]
+struct Publication {
+    /// When this instance began to lead, RFC 3339.
+    leading_since: String,
+    /// The status last written (written again only when it differs).
+    last: Option<AutopilotStatus>,
+    /// Why the last write failed, if it did (said once, not every evaluation).
+    failed: Option<String>,
+}
+
+/// Now, seconds since the Unix epoch.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
 /// Runs until `shutdown`.
 pub async fn run(
     config: &AutopilotConfig,
@@ -100,8 +120,10 @@ pub async fn run(
     let mut client: Option<Client> = None;
     let mut campaign: Option<Campaign> = None;
     let mut memory = Memory::default();
+    let mut publication = Publication::default();
     let mut last_holds = String::new();
     let started = Instant::now();
+    let started_unix = unix_now();
     loop {
         if client.is_none() {
             match config.etcd.connect().await {
@@ -122,8 +144,9 @@ pub async fn run(
                 &key,
                 &mut campaign,
                 &mut memory,
+                &mut publication,
                 &mut last_holds,
-                started,
+                (started, started_unix),
             )
             .await;
             if let Err(error) = result {
@@ -159,8 +182,9 @@ async fn round(
     key: &str,
     campaign: &mut Option<Campaign>,
     memory: &mut Memory,
+    publication: &mut Publication,
     last_holds: &mut String,
-    started: Instant,
+    (started, started_unix): (Instant, u64),
 ) -> Result<(), Error> {
     let fence = if config.dry_run {
         None
@@ -185,6 +209,7 @@ async fn round(
                 json!({}),
             );
             *memory = Memory::default();
+            *publication = Publication::default();
             metrics.leader.set(0);
             return Ok(());
         }
@@ -194,6 +219,10 @@ async fn round(
             Ok(fence) => {
                 if !was_leader {
                     *memory = Memory::default();
+                    *publication = Publication {
+                        leading_since: now_rfc3339(),
+                        ..Publication::default()
+                    };
                     reporter.event(
                         "leading",
                         &format!("{} holds {}", Shown(&config.identity), Shown(key)),
@@ -213,8 +242,50 @@ async fn round(
             }
         }
     };
-    let (decision, state) = evaluate(config, metrics, client, memory, started).await?;
+    let (decision, state, now) = evaluate(config, metrics, client, memory, started).await?;
     report_holds(reporter, &decision, last_holds);
+    if let (Some(fence), Some(held)) = (&fence, campaign.as_ref()) {
+        let leading_since = publication.leading_since.clone();
+        let observed = Observed {
+            leader: &config.identity,
+            leading_since: &leading_since,
+            clock_origin_unix: started_unix,
+            now,
+            min_interval: config.settings.min_interval,
+            memory,
+            decision: &decision,
+            records: &records_of(&state),
+            state: &state,
+        };
+        let lease = held.lease();
+        if let Err(error) = publish(config, client, fence, lease, &observed, publication).await {
+            if let Error::Fenced(why) = &error {
+                if let Some(held) = campaign.as_mut() {
+                    held.deposed();
+                }
+                metrics.leader.set(0);
+                *memory = Memory::default();
+                *publication = Publication::default();
+                reporter.event(
+                    "deposed",
+                    &format!("status write fenced: {}", Shown(why)),
+                    json!({}),
+                );
+                return Ok(());
+            }
+            // A status that cannot be written (a role made before it existed: `dwctl
+            // auth --apply`) is said once; the autopilot still acts.
+            let why = error.to_string();
+            if publication.failed.as_ref() != Some(&why) {
+                reporter.event(
+                    "error",
+                    &format!("the status is not published: {}", Shown(&why)),
+                    json!({"error": why}),
+                );
+                publication.failed = Some(why);
+            }
+        }
+    }
     let Some(action) = decision.action else {
         return Ok(());
     };
@@ -260,6 +331,7 @@ async fn round(
             }
             metrics.leader.set(0);
             *memory = Memory::default();
+            *publication = Publication::default();
             reporter.event("deposed", &format!("write fenced: {}", Shown(&why)), fields);
         }
         Err(Error::Diverged(why)) => reporter.event("skipped", &Shown(&why).to_string(), fields),
@@ -268,14 +340,42 @@ async fn round(
     Ok(())
 }
 
-/// Reads the rates and the state, and decides.
+/// Writes the status of this evaluation when it differs from the last one written
+/// (fenced, on the leader's lease): a fleet that stays as it is writes nothing.
+async fn publish(
+    config: &AutopilotConfig,
+    client: &mut Client,
+    fence: &Fence,
+    lease: i64,
+    observed: &Observed<'_>,
+    publication: &mut Publication,
+) -> Result<(), Error> {
+    let current = status(observed, publication.last.as_ref());
+    if publication.last.as_ref() == Some(&current) {
+        return Ok(());
+    }
+    put_on_lease_fenced(
+        client,
+        fence,
+        &config.layout.autopilot_status(),
+        &current.to_text(),
+        lease,
+    )
+    .await?;
+    publication.last = Some(current);
+    publication.failed = None;
+    Ok(())
+}
+
+/// Reads the rates and the state, and decides: the decision, the state it read, and the
+/// law's clock when it decided.
 async fn evaluate(
     config: &AutopilotConfig,
     metrics: &Metrics,
     client: &mut Client,
     memory: &mut Memory,
     started: Instant,
-) -> Result<(Decision, State), Error> {
+) -> Result<(Decision, State, u64), Error> {
     // A source that errs is as unusable as one that answers with nothing usable.
     let read = read_traffic(&config.traffic).await;
     let state = read_state(client, &config.layout).await?;
@@ -338,7 +438,7 @@ async fn evaluate(
             .get_or_create(&Metrics::label("reason", hold.reason.label()))
             .inc();
     }
-    Ok((decision, state))
+    Ok((decision, state, world.now))
 }
 
 /// Commits `action` fenced on the leadership; the revision, or `None` with nothing to write.

@@ -557,6 +557,33 @@ pub async fn take_leader_key(
     Ok(Err(holder))
 }
 
+/// Puts `value` at `key` on `lease`, fenced on `fence` (the leader key as the campaign
+/// created it), in one transaction: the leading autopilot's status
+/// (`daemons/autopilot.rs`), which lives and dies with the leader's lease. `Err(Fenced)`
+/// when the fence no longer holds: another instance leads, nothing was written.
+pub async fn put_on_lease_fenced(
+    client: &mut Client,
+    fence: &Fence,
+    key: &str,
+    value: &str,
+    lease: i64,
+) -> Result<i64, Error> {
+    let response = client
+        .txn(Txn::new().when([fence.compare()]).and_then([TxnOp::put(
+            key,
+            value,
+            Some(PutOptions::new().with_lease(lease)),
+        )]))
+        .await?;
+    if !response.succeeded() {
+        return Err(Error::Fenced(format!(
+            "{} is no longer the key this instance created",
+            fence.key
+        )));
+    }
+    Ok(response.header().map_or(0, |header| header.revision()))
+}
+
 /// The first of `fences` that no longer holds, read linearizably; `None`: all hold.
 async fn broken_fence<'f>(
     client: &mut Client,

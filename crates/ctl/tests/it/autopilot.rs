@@ -504,3 +504,179 @@ async fn the_relief_takes_a_non_home_region_and_leaves_the_home_one() {
         assert_eq!(daemon.terminate().await, 0);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_an_open_stage_holds_is_skipped_and_the_skip_reported() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    // A stage holds continent/EU, the region the relief takes first (the least harmed:
+    // the first test shows the EU bucket's share moving when nothing is staged).
+    let staged = etcd.data_dir.join("eu.json");
+    std::fs::write(
+        &staged,
+        r#"{"regions":{"continent/EU":{"shard":"eu","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}}}"#,
+    )
+    .unwrap();
+    let run = etcd.dwctl(&[
+        "stage",
+        "create",
+        staged.to_str().unwrap(),
+        "--cohort",
+        "20%",
+        "--id",
+        "eu-change",
+        "--traffic",
+        &traffic,
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let eu_before = etcd.get(&region_key("continent/EU")).await.unwrap();
+    let de_before = weights_of(&etcd, "DE").await;
+    let daemon = autopilot(&etcd, "autopilot", &traffic, &[]);
+    let record = eventually(Duration::from_secs(20), "a relieved", || async {
+        etcd.get_json(&drain_key("a")).await
+    })
+    .await;
+    // The staged region is unchanged (value and revision), the relief went to DE.
+    assert_eq!(
+        etcd.get(&region_key("continent/EU")).await.unwrap(),
+        eu_before,
+        "{record}"
+    );
+    assert_ne!(weights_of(&etcd, "DE").await, de_before, "{record}");
+    let regions: Vec<&String> = record["regions"].as_object().unwrap().keys().collect();
+    assert_eq!(regions, ["DE"], "{record}");
+    // Reported: in the reason the history shows, and in the log.
+    let reason = record["shed"]["steps"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("staged regions skipped: continent/EU"),
+        "{reason}"
+    );
+    let run = etcd.dwctl(&["history", &drain_key("a")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("staged regions skipped: continent/EU"),
+        "{}",
+        run.stdout
+    );
+    let log = daemon.log();
+    assert!(
+        log.contains("staged regions skipped") && log.contains("continent/EU"),
+        "{log}"
+    );
+    // The stage itself still stages what it staged.
+    let stage = etcd
+        .get_json(&format!("{}stage/eu-change", crate::common::PREFIX))
+        .await
+        .unwrap();
+    assert!(
+        stage["kvs"]["region/continent/EU"]
+            .as_str()
+            .unwrap()
+            .contains(r#""a":1"#),
+        "{stage}"
+    );
+    assert_eq!(daemon.terminate().await, 0);
+}
+
+/// The status key's value and its mod revision.
+async fn status_of(etcd: &Etcd) -> Option<(serde_json::Value, i64)> {
+    let (raw, revision) = etcd.get(&format!("{CONTROL}autopilot/status")).await?;
+    Some((serde_json::from_str(&raw).expect("status JSON"), revision))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_autopilot_holds_is_published_changes_and_vanishes_with_its_lease() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    // Nothing leads yet: the commands say so.
+    let run = etcd.dwctl(&["origin", "list"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("autopilot: no instance leads"),
+        "{}",
+        run.stdout
+    );
+    let daemon = autopilot(&etcd, "autopilot", &traffic, &["--min-interval", "60"]);
+    // It relieves a (over target for --for evaluations), and the status says it holds a
+    // shed of its own there, and when it may act next.
+    let (status, revision) = eventually(Duration::from_secs(20), "a relieving", || async {
+        status_of(&etcd)
+            .await
+            .filter(|(status, _)| status["origins"]["a"]["relieving_since"].is_string())
+    })
+    .await;
+    let (leader, _) = etcd
+        .get(&format!("{CONTROL}autopilot/leader"))
+        .await
+        .unwrap();
+    assert_eq!(status["leader"], leader.as_str(), "{status}");
+    assert!(
+        status["origins"]["a"]["next_action_at"].is_string(),
+        "{status}"
+    );
+    // It changed on the way: the first status (a over target, before the relief) was
+    // another version of the key.
+    let mut client = etcd.client().await;
+    let read = client
+        .get(format!("{CONTROL}autopilot/status"), None)
+        .await
+        .unwrap();
+    assert!(read.kvs()[0].version() >= 2, "{:?}", read.kvs()[0]);
+    // Written only when it changes: once the relief has settled (a's next streak and its
+    // `min_interval` hold, a few evaluations), six evaluations leave the same revision.
+    let _ = revision;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (status, revision) = status_of(&etcd).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (again, same) = status_of(&etcd).await.unwrap();
+    assert_eq!((again, same), (status.clone(), revision));
+    // What the commands show.
+    let run = etcd.dwctl(&["origin", "list"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let a = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("a "))
+        .unwrap();
+    assert!(a.contains("  autopilot: relieving since "), "{a}");
+    assert!(a.contains("; next action allowed at "), "{a}");
+    assert!(
+        run.stdout
+            .contains(&format!("autopilot: {leader} leads since ")),
+        "{}",
+        run.stdout
+    );
+    let (code, json, _) = etcd.dwctl_json(&["origin", "list"]);
+    assert_eq!(code, 0);
+    assert_eq!(json["autopilot"]["state"], "leading", "{json}");
+    assert_eq!(json["autopilot"]["status"], status, "{json}");
+
+    // Revoking the leader's lease takes the status with it.
+    let lease = client
+        .get(format!("{CONTROL}autopilot/status"), None)
+        .await
+        .unwrap()
+        .kvs()[0]
+        .lease();
+    assert_ne!(lease, 0, "the status lives on a lease");
+    client.lease_revoke(lease).await.unwrap();
+    assert!(status_of(&etcd).await.is_none(), "gone with the lease");
+    assert!(
+        etcd.get(&format!("{CONTROL}autopilot/leader"))
+            .await
+            .is_none()
+    );
+    // The instance leads again on a new lease, with an empty memory: a new status.
+    let (back, _) = eventually(Duration::from_secs(20), "a status again", || async {
+        status_of(&etcd).await
+    })
+    .await;
+    assert_ne!(back["leading_since"].as_str(), None);
+    assert!(daemon.log().contains("lease-lost"), "{}", daemon.log());
+    assert_eq!(daemon.terminate().await, 0);
+    assert!(status_of(&etcd).await.is_none(), "resigning removes it");
+    let run = etcd.dwctl(&["origin", "list"]);
+    assert!(
+        run.stdout.contains("autopilot: no instance leads"),
+        "{}",
+        run.stdout
+    );
+}

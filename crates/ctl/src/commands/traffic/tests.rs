@@ -82,7 +82,7 @@ fn no_series_at_all_says_so() {
     let empty = Readings::default();
     let report = report(&empty, &state(), &OriginListing::default(), &[]);
     assert!(
-        describe(&report, &source("http://p:9090"))
+        describe(&report, &source("http://p:9090"), &AutopilotView::NoLeader)
             .starts_with("no dw_router_answers_total in Prometheus")
     );
 }
@@ -104,7 +104,7 @@ fn values_from_prometheus_and_etcd_are_escaped() {
             .iter()
             .any(|o| o["origin"] == "evil\u{1b}[2J")
     );
-    let text = describe(&report, &source("http://p:9090"));
+    let text = describe(&report, &source("http://p:9090"), &AutopilotView::NoLeader);
     assert!(
         !text.chars().any(|c| c.is_control() && c != '\n'),
         "{text:?}"
@@ -152,14 +152,14 @@ fn text_names_at_most_shown_regions_per_origin() {
         state.regions.insert(format!("R{i}"), region(value));
     }
     let report = report(&Readings::default(), &state, &OriginListing::default(), &[]);
-    let text = describe(&report, &source(""));
+    let text = describe(&report, &source(""), &AutopilotView::NoLeader);
     assert!(
         text.contains(&format!("R{} 100, registered", SHOWN_REGIONS - 1)),
         "{text}"
     );
     state.regions.insert("S".into(), region(value));
     let report = super::report(&Readings::default(), &state, &OriginListing::default(), &[]);
-    let text = describe(&report, &source(""));
+    let text = describe(&report, &source(""), &AutopilotView::NoLeader);
     assert!(
         text.contains("and 1 more (--output json lists them)"),
         "{text}"
@@ -181,11 +181,67 @@ fn capacity_and_share_used_per_origin() {
     listing.capacities.insert("nbo-a".into(), 1000.0);
     listing.headroom = 0.7;
     let report = report(&readings(), &state(), &listing, &[]);
-    let text = describe(&report, &source(""));
+    let text = describe(&report, &source(""), &AutopilotView::NoLeader);
     assert!(
         text.contains("capacity 200/s, 75% used (the guard refuses above 70%): ABOVE THE GUARD"),
         "{text}"
     );
     assert!(text.contains("capacity 1000/s, 0% used"), "{text}");
     assert!(text.contains("capacity not set"), "{text}");
+}
+
+#[test]
+fn what_the_autopilot_holds_shows_under_its_origin_and_a_fleet_line() {
+    use crate::plan::autopilot::status::{AutopilotStatus, OriginStatus, Since};
+    let mut listing = OriginListing::default();
+    listing.capacities.insert("fra-a".into(), 200.0);
+    let report = report(&readings(), &state(), &listing, &[]);
+    // No leader: one line says so, no origin line.
+    let text = describe(&report, &source(""), &AutopilotView::NoLeader);
+    assert!(
+        text.contains("autopilot: no instance leads (no autopilot/leader key)"),
+        "{text}"
+    );
+    assert!(!text.contains("  autopilot:"), "{text}");
+    // A leader holding fra-a: the line under fra-a, escaped; nothing under the others.
+    let status = AutopilotStatus {
+        leader: "ap-1".into(),
+        leading_since: "2026-01-01T00:00:00Z".into(),
+        origins: std::collections::BTreeMap::from([(
+            "fra-a".to_owned(),
+            OriginStatus {
+                relieving_since: Some("2026-01-01T00:01:00Z".into()),
+                holding: Some(Since {
+                    why: "it acted on it less than --min-interval ago\u{1b}[2J".into(),
+                    since: "2026-01-01T00:01:02Z".into(),
+                }),
+                hold_reason: Some("min_interval".into()),
+                over_target_since: Some("2026-01-01T00:00:58Z".into()),
+                next_action_at: Some("2026-01-01T00:01:30Z".into()),
+            },
+        )]),
+        ..AutopilotStatus::default()
+    };
+    let view = AutopilotView::from_values(Some("ap-1"), Some(&status.to_text()));
+    let text = describe(&report, &source(""), &view);
+    assert!(
+        text.contains("autopilot: ap-1 leads since 2026-01-01T00:00:00Z\n"),
+        "{text}"
+    );
+    let fra = text.find("\nfra-a ").expect("fra-a's block");
+    let line = text[fra..]
+        .lines()
+        .find(|line| line.starts_with("  autopilot:"))
+        .expect("fra-a's autopilot line");
+    assert_eq!(
+        line,
+        "  autopilot: relieving since 2026-01-01T00:01:00Z; holding (it acted on it less \
+         than --min-interval ago\\u{1b}[2J) since 2026-01-01T00:01:02Z; over target since \
+         2026-01-01T00:00:58Z; next action allowed at 2026-01-01T00:01:30Z"
+    );
+    assert_eq!(text.matches("  autopilot:").count(), 1, "{text}");
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{text:?}"
+    );
 }

@@ -55,6 +55,11 @@ impl Campaign {
         })
     }
 
+    /// The lease the instance holds (its leader key and status live on it).
+    pub fn lease(&self) -> i64 {
+        self.lease
+    }
+
     /// The fence of the leadership held, if any.
     pub fn fence(&self) -> Option<&Fence> {
         self.fence.as_ref()
