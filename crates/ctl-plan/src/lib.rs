@@ -74,6 +74,7 @@ pub mod capacity;
 pub mod capacity_change;
 pub mod clock;
 pub mod drain;
+pub mod drain_parts;
 pub mod drain_record;
 mod error;
 #[cfg(test)]
