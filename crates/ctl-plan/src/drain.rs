@@ -160,7 +160,36 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
                 .collect(),
         ));
     }
-    if changes.regions.is_empty() {
+    // Regions another part drained already: this source's drain joins it there (no value
+    // changes), so that the other source's restore leaves the origin drained.
+    let joined: Vec<String> = existing
+        .iter()
+        .flat_map(|record| {
+            record.regions.iter().filter(|(geo, region)| {
+                (!explicit || geos.contains(geo))
+                    && !changes.regions.contains_key(*geo)
+                    && region
+                        .after
+                        .as_ref()
+                        .is_none_or(|after| !after.lists(origin))
+                    && !record
+                        .part(&request.source)
+                        .is_some_and(|part| part.regions.contains_key(*geo))
+            })
+        })
+        .map(|(geo, _)| geo.clone())
+        .collect();
+    if !joined.is_empty() {
+        changes.notes.push(format!(
+            "{origin} is drained already in {} (by {}): this drain joins it there",
+            joined.join(", "),
+            existing
+                .as_ref()
+                .map(|record| record.sources().join(", "))
+                .unwrap_or_default()
+        ));
+    }
+    if changes.regions.is_empty() && joined.is_empty() {
         if existing.is_none() && !explicit && changes.notes.is_empty() {
             return Err(Error::invalid(
                 "origin",
@@ -189,7 +218,8 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
     // there). An older record that this drain extends is written back in the current
     // schema (its regions as they were: schema 2 reads whole values too); a shed record
     // whose shed regions are all drained now becomes a drain's.
-    let drained: Vec<String> = changes.regions.keys().cloned().collect();
+    let mut drained: Vec<String> = changes.regions.keys().cloned().collect();
+    drained.extend(joined);
     record.take_part(
         &request.source,
         (&request.reason, &request.by, &request.at),

@@ -75,6 +75,8 @@ pub mod capacity_change;
 pub mod clock;
 pub mod drain;
 pub mod drain_parts;
+#[cfg(test)]
+mod drain_parts_tests;
 pub mod drain_record;
 mod error;
 #[cfg(test)]
