@@ -397,6 +397,21 @@ fn a_person_restores_only_their_part_unless_they_ask_for_more() {
     );
     assert_eq!(weights(&all), weights(&configured));
     assert!(record(&all).is_none());
+    // A drain over every region the autopilot shed keeps its shed in its part: the
+    // person's restore gives the shed back, shed regions and all (reconcile keeps them).
+    let everywhere = ["DE".to_owned(), "AT".to_owned()];
+    let over = apply(&shed, &act(&shed, SOURCE_CLI, Some(&everywhere)).unwrap());
+    let covered = record(&over).unwrap();
+    assert!(covered.shed_regions().is_empty());
+    assert!(covered.part(SOURCE_AUTOPILOT).unwrap().shed.is_some());
+    let back = apply(
+        &over,
+        &plan_restore(&over, "a", Restoring::Part(SOURCE_CLI)).unwrap(),
+    );
+    assert_eq!(weights(&back), weights(&shed));
+    let kept = record(&back).unwrap();
+    assert_eq!(kept.sources(), [SOURCE_AUTOPILOT]);
+    assert_eq!(kept.shed_regions().len(), 2);
     // --source autopilot: the person's drain stays.
     let part = plan_restore(&drained, "a", Restoring::Part(SOURCE_AUTOPILOT)).unwrap();
     let left = apply(&drained, &part);

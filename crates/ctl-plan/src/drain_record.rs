@@ -425,23 +425,16 @@ impl DrainRecord {
 
     /// Sets the record's top-level fields and schema from its parts: parts with no region
     /// go (but the last), a part that sheds no region keeps no `shed`, the top-level who
-    /// and why are the latest part's, `shed` merges the parts' sheds; schema 4 with more
-    /// than one part, else 3 with shed regions and 2 without.
+    /// and why are the latest part's, `shed` merges the parts' sheds while a region lists
+    /// the origin shed; schema 4 with more than one part, else 3 with shed regions and 2
+    /// without.
     pub fn settle_schema(&mut self) {
         if self.parts.is_empty() {
             self.parts = vec![self.derived_part()];
         }
-        let regions = &self.regions;
-        let origin = self.origin.clone();
-        let shed_in = |part: &Part| {
-            part.regions.iter().any(|(geo, effect)| {
-                !effect.drains()
-                    && regions
-                        .get(geo)
-                        .and_then(|region| region.after.as_ref())
-                        .is_some_and(|after| after.lists(&origin))
-            })
-        };
+        // A part keeps its shed while one of its effects is a shed, even where another
+        // part drains the origin over it: a restore of that part gives the shed back.
+        let shed_in = |part: &Part| part.regions.values().any(|effect| !effect.drains());
         let keep_last = self.parts.last().cloned();
         self.parts.retain(|part| !part.regions.is_empty());
         if self.parts.is_empty() {

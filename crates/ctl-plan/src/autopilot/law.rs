@@ -351,7 +351,16 @@ pub fn assess(
         }
     };
     let now = world.now;
-    for (origin, &load) in measured {
+    // An origin with a part of the autopilot's that another part drains everywhere
+    // answers nothing: it is measured at 0, so that its own part is still given back.
+    let mut loads: BTreeMap<&String, f64> =
+        measured.iter().map(|(name, load)| (name, *load)).collect();
+    for (origin, record) in world.records {
+        if record.own().is_some() {
+            loads.entry(origin).or_insert(0.0);
+        }
+    }
+    for (origin, load) in loads {
         let Some(&capacity) = world.capacities.get(origin) else {
             if load > 0.0 {
                 assessment.without_capacity.push(origin.clone());
