@@ -268,6 +268,33 @@ fn beside_another_sources_part_it_holds_but_gives_its_own_part_back() {
         .expect("given back");
     assert_eq!(all.kind, ActionKind::GiveBackAll);
     assert_eq!(all.edits, toward);
+
+    // Drained everywhere by the other part, a answers nothing and is in no load: it is
+    // measured at 0, and its part is given back all the same (no edit: the drain stays).
+    let drained = crate::autopilot::law_tests::table(&[
+        ("DE", r#"{"shard":"eu","origins":["b"],"weight":{"b":100}}"#),
+        (
+            "continent/EU",
+            r#"{"shard":"eu","origins":["b","c"],"weight":{"b":50,"c":50}}"#,
+        ),
+    ]);
+    let kept = vec![edit("continent/EU", &[("b", 50), ("c", 50)])];
+    let mut out = Run::new(&[("a", 1000.0), ("b", 1000.0), ("c", 1000.0)]);
+    out.settings.max_moved_per_minute = 1.0;
+    out.records.insert(
+        "a".into(),
+        RecordOf::Shared {
+            own: kept,
+            other: "cli".into(),
+        },
+    );
+    assert!(out.eval(0, &drained, Ok(&quiet)).action.is_none());
+    let given = out
+        .eval(600, &drained, Ok(&quiet))
+        .action
+        .expect("its part given back");
+    assert_eq!(given.kind, ActionKind::GiveBackAll);
+    assert!(given.edits.is_empty(), "{:?}", given.edits);
 }
 
 #[test]
