@@ -297,7 +297,12 @@ pub fn plan_restore(state: &State, origin: &str, which: Restoring<'_>) -> Result
                 format!(
                     "`{origin}` has no part of source {source} to restore; its parts: {}. \
                      `--source SOURCE` restores one of them, `--all-sources` all of them",
-                    record.part_labels().join("; ")
+                    record
+                        .part_labels()
+                        .iter()
+                        .map(|label| crate::shown::Shown(label).to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 ),
             ));
         }

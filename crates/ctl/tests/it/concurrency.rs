@@ -190,6 +190,11 @@ fn comparable(state: &State) -> (BTreeMap<String, RegionValue>, BTreeMap<String,
             let mut record = DrainRecord::parse(origin, &entry.raw).unwrap();
             record.by.clear();
             record.at.clear();
+            // Each source's part has its who and when too.
+            for part in &mut record.parts {
+                part.by.clear();
+                part.at.clear();
+            }
             (origin.clone(), record)
         })
         .collect();
