@@ -339,7 +339,7 @@ pub fn plan_restore(state: &State, origin: &str, which: Restoring<'_>) -> Result
             if without.parts.is_empty() {
                 Some(drained.before.clone())
             } else {
-                without.composed_without(geo, "")
+                without.composed(geo)
             }
         };
         // A shed region's recorded `after` still lists the origin.

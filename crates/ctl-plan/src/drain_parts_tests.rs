@@ -16,6 +16,7 @@ use dw_capacity::{RegionEdit, SHED_TOTAL, renormalise};
 use crate::autopilot::law::{Action, ActionKind, Figures};
 use crate::autopilot::write::{Author, plan_action};
 use crate::drain::{DrainRequest, Restoring, plan_drain, plan_restore};
+use crate::drain_parts::MAX_PARTS;
 use crate::drain_record::{
     DrainRecord, PARTS_RECORD_SCHEMA, SOURCE_AUTOPILOT, SOURCE_CLI, SOURCE_HEALTH, SOURCE_REBALANCE,
 };
@@ -479,4 +480,33 @@ fn records_with_parts_that_do_not_read_are_malformed() {
         let broken = text.replacen(from, to, 1);
         assert!(DrainRecord::parse("a", broken.as_bytes()).is_err(), "{to}");
     }
+}
+
+#[test]
+fn a_record_holds_at_most_max_parts() {
+    let configured = configured();
+    let shed = apply(
+        &configured,
+        &act(&configured, SOURCE_AUTOPILOT, None).unwrap(),
+    );
+    let both = apply(&shed, &act(&shed, SOURCE_CLI, None).unwrap());
+    let mut record = record(&both).unwrap();
+    let template = record.parts[1].clone();
+    while record.parts.len() < MAX_PARTS {
+        let mut part = template.clone();
+        part.source = format!("source-{}", record.parts.len());
+        record.parts.push(part);
+    }
+    // At the limit: read.
+    let at = DrainRecord::parse("a", record.encode().as_bytes()).unwrap();
+    assert_eq!(at.parts.len(), MAX_PARTS);
+    // One more: malformed, and the message says how many.
+    let mut part = template;
+    part.source = "one-too-many".into();
+    record.parts.push(part);
+    let error = DrainRecord::parse("a", record.encode().as_bytes()).unwrap_err();
+    assert!(
+        error.to_string().contains("1 to 8 parts, it has 9"),
+        "{error}"
+    );
 }

@@ -93,7 +93,8 @@ pub struct DrainRecord {
     pub origin: String,
     /// Why it was drained.
     pub reason: String,
-    /// Who drained: [`SOURCE_CLI`], [`SOURCE_REBALANCE`] or [`SOURCE_HEALTH`].
+    /// Who drained: [`SOURCE_CLI`], [`SOURCE_REBALANCE`], [`SOURCE_HEALTH`] or
+    /// [`SOURCE_AUTOPILOT`]; with several parts, the latest part's (each part has its own).
     pub source: String,
     /// The operator or automation instance that drained it.
     pub by: String,
@@ -308,6 +309,19 @@ impl DrainRecord {
     /// The first source with a part other than `source` (the autopilot's holds name it).
     pub fn other_source(&self, source: &str) -> Option<&str> {
         self.sources().into_iter().find(|name| *name != source)
+    }
+
+    /// The configured value of `geo` with every part's effect applied in order
+    /// ([`compose`]); `None` when the key would be deleted or the record does not name
+    /// `geo`.
+    pub fn composed(&self, geo: &str) -> Option<RegionValue> {
+        let region = self.regions.get(geo)?;
+        let effects: Vec<&Effect> = self
+            .parts
+            .iter()
+            .filter_map(|part| part.regions.get(geo))
+            .collect();
+        compose(&region.before, &self.origin, &effects)
     }
 
     /// The configured value of `geo` with the effects of every part but `without`'s
