@@ -209,7 +209,9 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         limit.admit(
             &fleet_limit_counts(state),
             origin,
-            existing.is_some(),
+            existing
+                .as_ref()
+                .is_some_and(DrainRecord::counts_toward_fleet_limit),
             LimitedChange::Drain,
         )?;
         changes.guard_drains = true;

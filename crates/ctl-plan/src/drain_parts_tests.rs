@@ -483,6 +483,49 @@ fn records_with_parts_that_do_not_read_are_malformed() {
 }
 
 #[test]
+fn the_autopilots_part_neither_counts_nor_exempts_from_the_fleet_limit() {
+    use crate::drain::{FleetLimit, fleet_limit_counts};
+    let configured = configured();
+    let shed = apply(
+        &configured,
+        &act(&configured, SOURCE_AUTOPILOT, None).unwrap(),
+    );
+    assert!(
+        fleet_limit_counts(&shed).is_empty(),
+        "the autopilot's part does not count"
+    );
+    // health drained b already: with one of three allowed out, a's health drain is
+    // refused, the autopilot's shed of a no reason to let it through.
+    let b_out = plan_drain(
+        &shed,
+        &DrainRequest {
+            origin: "b".into(),
+            ..request(SOURCE_HEALTH, &[])
+        },
+    )
+    .unwrap();
+    let b_out = apply(&shed, &b_out);
+    assert_eq!(fleet_limit_counts(&b_out), ["b"]);
+    let limited = DrainRequest {
+        fleet_limit: Some(FleetLimit {
+            origins: ["a", "b", "c"]
+                .iter()
+                .map(|name| (*name).to_owned())
+                .collect(),
+            max_drained: 1,
+        }),
+        ..request(SOURCE_HEALTH, &[])
+    };
+    assert!(matches!(
+        plan_drain(&b_out, &limited),
+        Err(Error::Failed(_))
+    ));
+    // Without b out, it goes through, and then a counts.
+    let a_out = apply(&shed, &plan_drain(&shed, &limited).unwrap());
+    assert_eq!(fleet_limit_counts(&a_out), ["a"]);
+}
+
+#[test]
 fn a_record_holds_at_most_max_parts() {
     let configured = configured();
     let shed = apply(

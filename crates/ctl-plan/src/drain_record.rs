@@ -645,8 +645,9 @@ impl FleetLimit {
     /// takes an origin out (drains and sheds): `origin` may be newly taken out only while
     /// fewer than `max_drained` of the limit's *other* origins are drained or shed already
     /// (`drained`: the origins that have a drain record). `origin` itself never counts, and
-    /// an origin that has a record already (`already_out`: the change extends it) is never
-    /// refused, so that automation can always finish what it started. Origins outside
+    /// an origin that has a record already that counts (`already_out`: the change extends
+    /// it; the autopilot's part alone does not, [`DrainRecord::counts_toward_fleet_limit`])
+    /// is never refused, so that automation can always finish what it started. Origins outside
     /// `origins` do not count. The refusal is [`Error::Failed`] (exit 1), naming the
     /// drained origins and the limit.
     pub fn admit<'a>(

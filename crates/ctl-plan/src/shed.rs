@@ -111,7 +111,9 @@ pub fn plan_shed(
         limit.admit(
             &crate::drain::fleet_limit_counts(state),
             origin,
-            existing.is_some(),
+            existing
+                .as_ref()
+                .is_some_and(DrainRecord::counts_toward_fleet_limit),
             LimitedChange::Shed,
         )?;
         changes.guard_drains = true;
