@@ -8,8 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::drain_record::DrainRecord;
 use crate::drain_record::record_region;
-use crate::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord};
 pub use crate::drain_record::{DrainRequest, FleetLimit, LimitedChange};
 use crate::model::{Changes, StageEdits, State};
 use crate::value::RegionValue;
@@ -67,17 +67,14 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         stage_edits: StageEdits::Drain(Box::new(request.clone())),
         ..Changes::default()
     };
-    let mut record = existing.clone().unwrap_or_else(|| DrainRecord {
-        schema: DRAIN_RECORD_SCHEMA,
-        origin: origin.to_string(),
-        reason: request.reason.clone(),
-        source: request.source.clone(),
-        by: request.by.clone(),
-        at: request.at.clone(),
-        regions: Default::default(),
-        stages: Default::default(),
-        predicted: None,
-        shed: None,
+    let mut record = existing.clone().unwrap_or_else(|| {
+        DrainRecord::new(
+            origin,
+            &request.source,
+            &request.reason,
+            &request.by,
+            &request.at,
+        )
     });
     let mut would_empty = Vec::new();
     for geo in &geos {
@@ -163,7 +160,36 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
                 .collect(),
         ));
     }
-    if changes.regions.is_empty() {
+    // Regions another part drained already: this source's drain joins it there (no value
+    // changes), so that the other source's restore leaves the origin drained.
+    let joined: Vec<String> = existing
+        .iter()
+        .flat_map(|record| {
+            record.regions.iter().filter(|(geo, region)| {
+                (!explicit || geos.contains(geo))
+                    && !changes.regions.contains_key(*geo)
+                    && region
+                        .after
+                        .as_ref()
+                        .is_none_or(|after| !after.lists(origin))
+                    && !record
+                        .part(&request.source)
+                        .is_some_and(|part| part.regions.contains_key(*geo))
+            })
+        })
+        .map(|(geo, _)| geo.clone())
+        .collect();
+    if !joined.is_empty() {
+        changes.notes.push(format!(
+            "{origin} is drained already in {} (by {}): this drain joins it there",
+            joined.join(", "),
+            existing
+                .as_ref()
+                .map(|record| record.sources().join(", "))
+                .unwrap_or_default()
+        ));
+    }
+    if changes.regions.is_empty() && joined.is_empty() {
         if existing.is_none() && !explicit && changes.notes.is_empty() {
             return Err(Error::invalid(
                 "origin",
@@ -183,47 +209,67 @@ pub fn plan_drain(state: &State, request: &DrainRequest) -> Result<Changes, Erro
         limit.admit(
             &fleet_limit_counts(state),
             origin,
-            existing.is_some(),
+            existing
+                .as_ref()
+                .is_some_and(DrainRecord::counts_toward_fleet_limit),
             LimitedChange::Drain,
         )?;
         changes.guard_drains = true;
     }
-    // An older record that this drain extends is written back in the current schema (its
-    // regions as they were: schema 2 reads whole values too); a shed record whose shed
-    // regions are all drained now becomes a drain's.
+    // This source's part: its effect in each region it drained (a drain wins over any shed
+    // there). An older record that this drain extends is written back in the current
+    // schema (its regions as they were: schema 2 reads whole values too); a shed record
+    // whose shed regions are all drained now becomes a drain's.
+    let mut drained: Vec<String> = changes.regions.keys().cloned().collect();
+    drained.extend(joined);
+    record.take_part(
+        &request.source,
+        (&request.reason, &request.by, &request.at),
+        &drained,
+        None,
+    );
     record.settle_schema();
     changes.drains.insert(origin.to_string(), Some(record));
     Ok(changes)
 }
 
 /// The origins whose drain records count toward a fleet limit (`health`'s
-/// `--max-drained-fraction`): every record but one wholly the autopilot's
-/// ([`DrainRecord::autopilot_only`]), so that load the autopilot moved never refuses a
-/// dead origin's drain. A malformed record counts.
+/// `--max-drained-fraction`): every record with a part of a source other than the
+/// autopilot ([`DrainRecord::counts_toward_fleet_limit`]), so that load the autopilot moved
+/// never refuses a dead origin's drain. A malformed record counts.
 pub fn fleet_limit_counts(state: &State) -> Vec<String> {
     state
         .drains
         .keys()
-        .filter(|origin| {
-            !state
-                .drain_record(origin)
-                .ok()
-                .flatten()
-                .is_some_and(|record| record.autopilot_only())
+        .filter(|origin| match state.drain_record(origin) {
+            Ok(Some(record)) => record.counts_toward_fleet_limit(),
+            Ok(None) => false,
+            Err(_) => true,
         })
         .cloned()
         .collect()
 }
 
-/// Plans the reversal of `origin`'s drain. With `only_source`, a drain made by another
-/// tool is left alone (an empty plan with a note).
-pub fn plan_restore(
-    state: &State,
-    origin: &str,
-    only_source: Option<&str>,
-) -> Result<Changes, Error> {
+/// Which parts of a drain record a restore undoes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restoring<'a> {
+    /// Every part, whatever its source (`dwctl restore --all-sources`).
+    All,
+    /// One source's part (`dwctl restore`, `cli` by default, or `--source`); a record
+    /// without one is refused ([`Error::Invalid`], naming the parts there are).
+    Part(&'a str),
+    /// Automation's own part (`health`, `rebalance`, the autopilot's give back): a record
+    /// without one is left alone (an empty plan with a note).
+    Own(&'a str),
+}
+
+/// Plans the reversal of `origin`'s drain record, or of one source's part of it
+/// ([`Restoring`]): in each region the part changed, the configured value with the other
+/// parts re-applied (the composition rule, `crate::drain_parts`); the record keeps the
+/// other parts, or goes with the last.
+pub fn plan_restore(state: &State, origin: &str, which: Restoring<'_>) -> Result<Changes, Error> {
     check_origin_name("origin", origin)?;
-    let Some(record) = state.drain_record(origin)? else {
+    let Some(mut record) = state.drain_record(origin)? else {
         return Err(Error::invalid(
             "origin",
             format!("no drain is recorded for `{origin}`"),
@@ -234,30 +280,92 @@ pub fn plan_restore(
         stage_edits: StageEdits::Restore(origin.to_string()),
         ..Changes::default()
     };
-    if let Some(source) = only_source
-        && record.source != source
-    {
-        changes.notes.push(format!(
-            "{origin} was drained by {} ({}), not by {source}: left drained",
-            record.source, record.reason
-        ));
-        return Ok(changes);
-    }
-    for (geo, drained) in &record.regions {
+    let undone: Vec<String> = match which {
+        Restoring::All => record.sources().into_iter().map(str::to_owned).collect(),
+        Restoring::Part(source) | Restoring::Own(source) if record.has_part(source) => {
+            vec![source.to_owned()]
+        }
+        Restoring::Own(source) => {
+            changes.notes.push(format!(
+                "{origin} was drained by {} ({}), not by {source}: left drained",
+                record.sources().join(", "),
+                record.reason
+            ));
+            return Ok(changes);
+        }
+        Restoring::Part(source) => {
+            return Err(Error::invalid(
+                "origin",
+                format!(
+                    "`{origin}` has no part of source {source} to restore; its parts: {}. \
+                     `--source SOURCE` restores one of them, `--all-sources` all of them",
+                    record
+                        .part_labels()
+                        .iter()
+                        .map(|label| crate::shown::Shown(label).to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            ));
+        }
+    };
+    let remaining: Vec<String> = record
+        .sources()
+        .into_iter()
+        .filter(|source| !undone.iter().any(|gone| gone == source))
+        .map(str::to_owned)
+        .collect();
+    // The regions the undone parts changed; with every part undone, every region.
+    let geos: Vec<String> = record
+        .regions
+        .keys()
+        .filter(|geo| {
+            remaining.is_empty()
+                || record
+                    .parts
+                    .iter()
+                    .any(|part| undone.contains(&part.source) && part.regions.contains_key(*geo))
+        })
+        .cloned()
+        .collect();
+    let what = |shed: bool| if shed { "shed" } else { "drain" };
+    let mut written: BTreeMap<String, Option<RegionValue>> = BTreeMap::new();
+    for geo in &geos {
+        let drained = &record.regions[geo];
+        // The value with the undone parts gone: the configured value and the other parts.
+        let target = {
+            let mut without = record.clone();
+            without
+                .parts
+                .retain(|part| remaining.contains(&part.source));
+            if without.parts.is_empty() {
+                Some(drained.before.clone())
+            } else {
+                without.composed(geo)
+            }
+        };
         // A shed region's recorded `after` still lists the origin.
         let shed = drained
             .after
             .as_ref()
             .is_some_and(|after| after.lists(origin));
         match state.region(geo) {
-            None if drained.after.is_none() => {
-                changes
-                    .notes
-                    .push(format!("region {geo} recreated as it was before the drain"));
-                changes
-                    .regions
-                    .insert(geo.clone(), Some(drained.before.clone()));
-            }
+            None if drained.after.is_none() => match &target {
+                Some(value) => {
+                    changes
+                        .notes
+                        .push(format!("region {geo} recreated as it was before the drain"));
+                    let value = RegionValue {
+                        extra: drained.before.extra.clone(),
+                        ..value.clone()
+                    };
+                    written.insert(geo.clone(), Some(value.clone()));
+                    changes.regions.insert(geo.clone(), Some(value));
+                }
+                None => changes.notes.push(format!(
+                    "region {geo} stays deleted: another part drains its last origin"
+                )),
+            },
             None => changes.notes.push(format!(
                 "region {geo} was deleted since the drain: not recreated"
             )),
@@ -274,50 +382,106 @@ pub fn plan_restore(
                     .after
                     .as_ref()
                     .is_some_and(|after| after.same_routing(&current));
-                let restored = if unchanged {
-                    RegionValue {
-                        origins: drained.before.origins.clone(),
-                        weight: drained.before.weight.clone(),
+                let restored = match (&target, unchanged) {
+                    (Some(target), true) => Some(RegionValue {
+                        origins: target.origins.clone(),
+                        weight: target.weight.clone(),
                         ..current
+                    }),
+                    // The other parts drain the region's last origin: the key goes again.
+                    (None, true) => None,
+                    (target, false) => {
+                        // Origins the undone parts added (a spill) leave with them; a shed
+                        // origin is set back to its share in the value without them.
+                        let base_value = target.as_ref().unwrap_or(&drained.before);
+                        let added: Vec<String> = drained
+                            .after
+                            .iter()
+                            .flat_map(|after| after.origins.iter())
+                            .filter(|name| {
+                                *name != origin
+                                    && !base_value.lists(name)
+                                    && !drained.before.lists(name)
+                                    && current.lists(name)
+                            })
+                            .cloned()
+                            .collect();
+                        let mut base = current.clone();
+                        base.origins
+                            .retain(|name| name != origin && !added.contains(name));
+                        base.weight
+                            .retain(|name, _| name != origin && !added.contains(name));
+                        if !added.is_empty() {
+                            changes.notes.push(format!(
+                                "region {geo}: took out the origins the {} added ({})",
+                                what(shed),
+                                added.join(", ")
+                            ));
+                        }
+                        if base_value.lists(origin) {
+                            let (value, share) = readd(&base, base_value, origin);
+                            let verb = if shed { "set" } else { "re-added" };
+                            changes.notes.push(format!(
+                                "region {geo} changed since the {}: {verb} {origin} with \
+                                 weight {share} and renormalised the others to {}",
+                                what(shed),
+                                WEIGHT_TOTAL - share
+                            ));
+                            Some(value)
+                        } else if base.weight_sum() > 0 {
+                            changes.notes.push(format!(
+                                "region {geo} changed since the {}: {origin} stays out (another \
+                                 part drains it there)",
+                                what(shed)
+                            ));
+                            Some(base)
+                        } else {
+                            changes.notes.push(format!(
+                                "region {geo} changed since the {} and another part drains \
+                                 {origin} there: left alone",
+                                what(shed)
+                            ));
+                            continue;
+                        }
                     }
-                } else {
-                    // Origins the change added (a spill) leave with it; a shed origin is
-                    // set back to its share from before.
-                    let added: Vec<String> = drained
-                        .after
-                        .iter()
-                        .flat_map(|after| after.origins.iter())
-                        .filter(|name| {
-                            *name != origin && !drained.before.lists(name) && current.lists(name)
-                        })
-                        .cloned()
-                        .collect();
-                    let mut base = current.clone();
-                    base.origins
-                        .retain(|name| name != origin && !added.contains(name));
-                    base.weight
-                        .retain(|name, _| name != origin && !added.contains(name));
-                    let (value, share) = readd(&base, &drained.before, origin);
-                    let what = if shed { "shed" } else { "drain" };
-                    let verb = if shed { "set" } else { "re-added" };
-                    changes.notes.push(format!(
-                        "region {geo} changed since the {what}: {verb} {origin} with weight \
-                         {share} and renormalised the others to {}",
-                        WEIGHT_TOTAL - share
-                    ));
-                    if !added.is_empty() {
-                        changes.notes.push(format!(
-                            "region {geo}: took out the origins the {what} added ({})",
-                            added.join(", ")
-                        ));
-                    }
-                    value
                 };
-                changes.regions.insert(geo.clone(), Some(restored));
+                written.insert(geo.clone(), restored.clone());
+                changes.regions.insert(geo.clone(), restored);
             }
         }
     }
-    changes.drains.insert(origin.to_string(), None);
+    if remaining.is_empty() {
+        changes.drains.insert(origin.to_string(), None);
+        return Ok(changes);
+    }
+    // The other parts stay: the record keeps them, the regions only they changed, and
+    // what this restore wrote as their `after`.
+    changes.stage_edits = StageEdits::Direct;
+    record.parts.retain(|part| remaining.contains(&part.source));
+    record.regions.retain(|geo, _| {
+        record
+            .parts
+            .iter()
+            .any(|part| part.regions.contains_key(geo))
+    });
+    for (geo, value) in written {
+        if let Some(region) = record.regions.get_mut(&geo) {
+            region.after = value.map(|value| RegionValue {
+                extra: Default::default(),
+                ..value
+            });
+        }
+    }
+    if record.regions.is_empty() {
+        changes.drains.insert(origin.to_string(), None);
+        return Ok(changes);
+    }
+    changes.notes.push(format!(
+        "{origin}'s record keeps the parts of {}",
+        remaining.join(", ")
+    ));
+    record.settle_schema();
+    changes.drains.insert(origin.to_string(), Some(record));
     Ok(changes)
 }
 
@@ -414,6 +578,14 @@ pub fn reconcile_drain_records(state: &State, changes: &mut Changes) -> Result<(
             !lists
         });
         if record.regions.len() != before {
+            // The parts forget the regions that left, and a part left with none goes.
+            let kept: BTreeSet<String> = record.regions.keys().cloned().collect();
+            for part in &mut record.parts {
+                part.regions.retain(|geo, _| kept.contains(geo));
+            }
+            if !record.regions.is_empty() {
+                record.settle_schema();
+            }
             let update = (!record.regions.is_empty()).then_some(record);
             changes.drains.insert(origin, update);
         }
@@ -515,7 +687,10 @@ mod tests {
         let record = drained.drain_record("a").unwrap().unwrap();
         assert_eq!(record.regions["FR"].before.weight_of("a"), 10);
 
-        let restored = apply(&drained, &plan_restore(&drained, "a", None).unwrap());
+        let restored = apply(
+            &drained,
+            &plan_restore(&drained, "a", Restoring::All).unwrap(),
+        );
         assert_eq!(weights(&restored, "DE"), weights(&before, "DE"));
         assert_eq!(weights(&restored, "FR"), weights(&before, "FR"));
         assert!(restored.drains.is_empty());
@@ -529,7 +704,7 @@ mod tests {
         let mut changed = drained.clone();
         changed.regions.get_mut("DE").unwrap().raw =
             br#"{"shard":"eu-1","origins":["b","c","e"],"weight":{"b":1,"c":1,"e":2}}"#.to_vec();
-        let changes = plan_restore(&changed, "a", None).unwrap();
+        let changes = plan_restore(&changed, "a", Restoring::All).unwrap();
         assert!(
             changes
                 .notes
@@ -582,7 +757,10 @@ mod tests {
         assert_eq!(forced.regions["DE"], None);
         let drained = apply(&before, &forced);
         assert!(drained.region("DE").is_none());
-        let restored = apply(&drained, &plan_restore(&drained, "a", None).unwrap());
+        let restored = apply(
+            &drained,
+            &plan_restore(&drained, "a", Restoring::All).unwrap(),
+        );
         assert_eq!(
             restored.region("DE").unwrap().unwrap(),
             before.region("DE").unwrap().unwrap()
@@ -611,7 +789,7 @@ mod tests {
             )),
             "region"
         );
-        assert_eq!(field(plan_restore(&before, "a", None)), "origin");
+        assert_eq!(field(plan_restore(&before, "a", Restoring::All)), "origin");
     }
 
     #[test]
@@ -619,7 +797,7 @@ mod tests {
         let (before, drained) =
             drained_a(r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":1,"b":1,"c":1}}"#);
         assert!(
-            plan_restore(&drained, "a", Some("health"))
+            plan_restore(&drained, "a", Restoring::Own("health"))
                 .unwrap()
                 .is_empty()
         );

@@ -5,8 +5,8 @@
 //! the region's shard, origins and weights before the drain, and its origins and weights
 //! after it (`null` when the drain deleted the region key; then `before` keeps the whole
 //! value, unknown fields included, so that restore can recreate it), with who drained, why,
-//! when, and which tool (`source`: `cli`, `rebalance`, `health`). Automation only ever
-//! restores its own drains.
+//! when, and which tool (`source`: `cli`, `rebalance`, `health`, `autopilot`). Every source
+//! restores only its own part (below) unless a person asks for all of them.
 //!
 //! The record is versioned by its `schema` field ([`DRAIN_RECORD_SCHEMA`]):
 //!
@@ -23,6 +23,29 @@
 //!   while the record has shed regions, so that older dwctls, which would reconcile them
 //!   away, read it as malformed instead; drains alone stay schema 2.
 //!
+//! - schema 4: a record with parts of more than one source (`parts`,
+//!   [`crate::drain_parts::Part`]): each source that drained or shed the origin keeps its
+//!   part apart (what it did in each region, its reason, by, at and shed steps), so that a
+//!   restore by one source undoes only its own part. The top-level `source`, `reason`,
+//!   `by`, `at` are the latest part's and `shed` merges the parts' sheds (for readers that
+//!   show a record). A record with one source's part is written as schema 2 or 3, as
+//!   before, so that older dwctls still read it; read back, its one part is derived from
+//!   its regions' `before` and `after`. Older schemas are read as one part of their
+//!   `source`.
+//!
+//! **How the parts compose into the weights** (the rule is [`crate::drain_parts::compose`],
+//! one pure function): a region's value is its configured value (the record's `before`,
+//! from before the first part) with each part's effect applied in the order the parts were
+//! taken (a source that acts again moves its part to the end). A drain takes the origin
+//! out and wins over any shed of it; sheds multiply the origin's share (their percents
+//! combine as [`crate::shed_record::combined_percent`]); what an effect frees goes to its
+//! spill origins by their recorded fractions and to the other origins in proportion to
+//! their weights. Restoring source S ([`crate::drain::plan_restore`]) writes, in each
+//! region S's part changed, the configured value with the *other* parts re-applied in
+//! order: exactly the configured value when no other part is there. A region changed
+//! since the record's last write is handled as a restore always did (the origin re-added
+//! at its share in that value, the others renormalised around it).
+//!
 //! A record with a newer schema, or one that does not parse, is *malformed* for this
 //! dwctl: it blocks only the commands about its origin (`drain`, `restore` of it), is named
 //! by `status`, `origin list` and `history`, and `dwctl drain --repair ORIGIN` removes it
@@ -33,7 +56,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::shed_record::{SHED_RECORD_SCHEMA, ShedInfo};
+use crate::drain_parts::{Effect, MAX_PARTS, Part, compose, effect_between};
+use crate::shed_record::{
+    MAX_SHED_STEPS, SHED_RECORD_SCHEMA, ShedInfo, ShedStep, combined_percent,
+};
 use crate::value::RegionValue;
 
 /// Who drained: an operator with the CLI.
@@ -46,8 +72,12 @@ pub const SOURCE_HEALTH: &str = "health";
 pub const SOURCE_AUTOPILOT: &str = "autopilot";
 
 /// The schema of a drain's record (a record with a shed in it is
-/// [`crate::shed_record::SHED_RECORD_SCHEMA`], the newest this dwctl reads).
+/// [`crate::shed_record::SHED_RECORD_SCHEMA`], one with several sources' parts
+/// [`PARTS_RECORD_SCHEMA`]).
 pub const DRAIN_RECORD_SCHEMA: u32 = 2;
+
+/// The schema of a record with parts of more than one source, the newest this dwctl reads.
+pub const PARTS_RECORD_SCHEMA: u32 = 4;
 
 fn schema_one() -> u32 {
     1
@@ -63,7 +93,8 @@ pub struct DrainRecord {
     pub origin: String,
     /// Why it was drained.
     pub reason: String,
-    /// Who drained: [`SOURCE_CLI`], [`SOURCE_REBALANCE`] or [`SOURCE_HEALTH`].
+    /// Who drained: [`SOURCE_CLI`], [`SOURCE_REBALANCE`], [`SOURCE_HEALTH`] or
+    /// [`SOURCE_AUTOPILOT`]; with several parts, the latest part's (each part has its own).
     pub source: String,
     /// The operator or automation instance that drained it.
     pub by: String,
@@ -86,6 +117,11 @@ pub struct DrainRecord {
     /// regions whose `after` still lists the origin are shed, the others drained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shed: Option<ShedInfo>,
+    /// Each source's part, in the order taken (schema 4). In memory every record read has
+    /// at least one: an older record's is derived from its regions; a record with one part
+    /// is written without the field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Part>,
 }
 
 /// One region's value around the drain.
@@ -117,8 +153,26 @@ impl DrainedRegion {
 }
 
 impl DrainRecord {
+    /// A new record of `origin`, with no region and no part yet (the planner that makes
+    /// it takes the first part with [`DrainRecord::take_part`]).
+    pub fn new(origin: &str, source: &str, reason: &str, by: &str, at: &str) -> DrainRecord {
+        DrainRecord {
+            schema: DRAIN_RECORD_SCHEMA,
+            origin: origin.to_owned(),
+            reason: reason.to_owned(),
+            source: source.to_owned(),
+            by: by.to_owned(),
+            at: at.to_owned(),
+            regions: Default::default(),
+            stages: Default::default(),
+            predicted: None,
+            shed: None,
+            parts: Vec::new(),
+        }
+    }
+
     /// The record of `origin` as stored; a malformed one fails the command (only commands
-    /// about `origin` read it).
+    /// about `origin` read it). The record read has its parts (derived for schemas 1-3).
     pub fn parse(origin: &str, raw: &[u8]) -> Result<DrainRecord, Error> {
         let malformed = |why: String| {
             Error::Failed(format!(
@@ -127,15 +181,18 @@ impl DrainRecord {
                  `dwctl drain --repair {origin}`"
             ))
         };
-        let record: DrainRecord =
+        let mut record: DrainRecord =
             serde_json::from_slice(raw).map_err(|error| malformed(error.to_string()))?;
-        if record.schema == 0 || record.schema > SHED_RECORD_SCHEMA {
+        if record.schema == 0 || record.schema > PARTS_RECORD_SCHEMA {
             return Err(malformed(format!(
-                "schema {} is not one this dwctl reads (1 to {SHED_RECORD_SCHEMA}); a newer \
+                "schema {} is not one this dwctl reads (1 to {PARTS_RECORD_SCHEMA}); a newer \
                  dwctl wrote it",
                 record.schema
             )));
         }
+        let valid_percent = |shed: &ShedInfo| {
+            shed.percent.is_finite() && shed.percent > 0.0 && shed.percent <= 100.0
+        };
         if let Some(shed) = &record.shed {
             if record.schema < SHED_RECORD_SCHEMA {
                 return Err(malformed(format!(
@@ -143,7 +200,7 @@ impl DrainRecord {
                     record.schema
                 )));
             }
-            if !(shed.percent.is_finite() && shed.percent > 0.0 && shed.percent <= 100.0) {
+            if !valid_percent(shed) {
                 return Err(malformed(format!(
                     "its shed percent {} is not above 0 and at most 100",
                     shed.percent
@@ -156,12 +213,193 @@ impl DrainRecord {
                 record.origin
             )));
         }
+        if record.schema < PARTS_RECORD_SCHEMA {
+            if !record.parts.is_empty() {
+                return Err(malformed(format!(
+                    "it has `parts` but schema {}; parts are schema {PARTS_RECORD_SCHEMA}",
+                    record.schema
+                )));
+            }
+            record.parts = vec![record.derived_part()];
+            return Ok(record);
+        }
+        if record.parts.is_empty() || record.parts.len() > MAX_PARTS {
+            return Err(malformed(format!(
+                "schema {PARTS_RECORD_SCHEMA} needs 1 to {MAX_PARTS} parts, it has {}",
+                record.parts.len()
+            )));
+        }
+        let mut sources = BTreeSet::new();
+        for part in &record.parts {
+            if !sources.insert(part.source.as_str()) {
+                return Err(malformed(format!("two parts of source {:?}", part.source)));
+            }
+            if let Some((geo, _)) = part
+                .regions
+                .iter()
+                .find(|(geo, effect)| !effect.is_valid() || !record.regions.contains_key(*geo))
+            {
+                return Err(malformed(format!(
+                    "the part of {:?} in region {geo:?} is not one this dwctl reads (a \
+                     region the record does not name, or a factor not in [0, 1))",
+                    part.source
+                )));
+            }
+            if part.shed.as_ref().is_some_and(|shed| !valid_percent(shed)) {
+                return Err(malformed(format!(
+                    "the shed percent of {:?}'s part is not above 0 and at most 100",
+                    part.source
+                )));
+            }
+        }
         Ok(record)
     }
 
-    /// Compact JSON.
+    /// The one part of a record written without parts (schemas 1-3): its top-level who
+    /// and why, and each region's effect from its `before` to its `after`.
+    fn derived_part(&self) -> Part {
+        Part {
+            source: self.source.clone(),
+            reason: self.reason.clone(),
+            by: self.by.clone(),
+            at: self.at.clone(),
+            regions: self
+                .regions
+                .iter()
+                .map(|(geo, region)| {
+                    let effect =
+                        effect_between(&region.before, region.after.as_ref(), &self.origin);
+                    (geo.clone(), effect)
+                })
+                .collect(),
+            shed: self.shed.clone(),
+            predicted: self.predicted.clone(),
+        }
+    }
+
+    /// Compact JSON: with `parts` only when more than one source has one (schema 4).
     pub fn encode(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+        if self.parts.len() > 1 {
+            return serde_json::to_string(self).unwrap_or_default();
+        }
+        let single = DrainRecord {
+            parts: Vec::new(),
+            ..self.clone()
+        };
+        serde_json::to_string(&single).unwrap_or_default()
+    }
+}
+
+impl DrainRecord {
+    /// The part of `source`, if it has one.
+    pub fn part(&self, source: &str) -> Option<&Part> {
+        self.parts.iter().find(|part| part.source == source)
+    }
+
+    /// Whether `source` has a part in the record.
+    pub fn has_part(&self, source: &str) -> bool {
+        self.part(source).is_some()
+    }
+
+    /// The sources with a part, in the order taken.
+    pub fn sources(&self) -> Vec<&str> {
+        self.parts.iter().map(|part| part.source.as_str()).collect()
+    }
+
+    /// The first source with a part other than `source` (the autopilot's holds name it).
+    pub fn other_source(&self, source: &str) -> Option<&str> {
+        self.sources().into_iter().find(|name| *name != source)
+    }
+
+    /// The configured value of `geo` with every part's effect applied in order
+    /// ([`compose`]); `None` when the key would be deleted or the record does not name
+    /// `geo`.
+    pub fn composed(&self, geo: &str) -> Option<RegionValue> {
+        let region = self.regions.get(geo)?;
+        let effects: Vec<&Effect> = self
+            .parts
+            .iter()
+            .filter_map(|part| part.regions.get(geo))
+            .collect();
+        compose(&region.before, &self.origin, &effects)
+    }
+
+    /// The configured value of `geo` with the effects of every part but `without`'s
+    /// applied in order ([`compose`]); `None` when the key would be deleted, or when the
+    /// record does not name `geo`.
+    pub fn composed_without(&self, geo: &str, without: &str) -> Option<RegionValue> {
+        let region = self.regions.get(geo)?;
+        let effects: Vec<&Effect> = self
+            .parts
+            .iter()
+            .filter(|part| part.source != without)
+            .filter_map(|part| part.regions.get(geo))
+            .collect();
+        compose(&region.before, &self.origin, &effects)
+    }
+
+    /// Records an action of `source` ((why, who, when); its shed step if it shed) that wrote
+    /// the regions `geos` (their `after` already in the record): its part moves to the end
+    /// (a new part is added there), and its effect in each of `geos` is taken against the
+    /// other parts' composition ([`DrainRecord::refresh_effects`]).
+    pub fn take_part(
+        &mut self,
+        source: &str,
+        (reason, by, at): (&str, &str, &str),
+        geos: &[String],
+        step: Option<ShedStep>,
+    ) {
+        let mut part = match self.parts.iter().position(|part| part.source == source) {
+            Some(index) => self.parts.remove(index),
+            None => Part {
+                source: source.to_owned(),
+                reason: String::new(),
+                by: String::new(),
+                at: String::new(),
+                regions: BTreeMap::new(),
+                shed: None,
+                predicted: None,
+            },
+        };
+        part.reason = reason.to_owned();
+        part.by = by.to_owned();
+        part.at = at.to_owned();
+        if let Some(step) = step {
+            part.shed = Some(match part.shed.take() {
+                Some(info) => info.then(step),
+                None => ShedInfo {
+                    percent: step.percent,
+                    steps: vec![step],
+                },
+            });
+        }
+        self.parts.push(part);
+        self.refresh_effects(source, geos);
+    }
+
+    /// Sets the effect of `source`'s part in each of `geos` from the region's recorded
+    /// `after`, against the configured value with the other parts applied.
+    pub fn refresh_effects(&mut self, source: &str, geos: &[String]) {
+        for geo in geos {
+            let Some(region) = self.regions.get(geo) else {
+                continue;
+            };
+            let effect = match self.composed_without(geo, source) {
+                Some(target) => effect_between(&target, region.after.as_ref(), &self.origin),
+                None => Effect::drained(),
+            };
+            if let Some(part) = self.parts.iter_mut().find(|part| part.source == source) {
+                part.regions.insert(geo.clone(), effect);
+            }
+        }
+    }
+
+    /// Sets the predicted load of `source`'s part (and the record's).
+    pub fn set_predicted(&mut self, source: &str, predicted: serde_json::Value) {
+        if let Some(part) = self.parts.iter_mut().find(|part| part.source == source) {
+            part.predicted = Some(predicted.clone());
+        }
+        self.predicted = Some(predicted);
     }
 }
 
@@ -184,27 +422,79 @@ impl DrainRecord {
             .collect()
     }
 
-    /// Wholly the autopilot's: the record's source and every shed step's are `autopilot`,
-    /// and every region in it is shed, none drained. Only such a record is the
-    /// autopilot's to give back, and it does not count toward `health`'s fleet limit.
+    /// Wholly the autopilot's: its only part is the autopilot's, and every region in it is
+    /// shed, none drained.
     pub fn autopilot_only(&self) -> bool {
-        let steps_ours = self.shed.as_ref().is_some_and(|shed| {
-            shed.steps
-                .iter()
-                .all(|step| step.source == SOURCE_AUTOPILOT)
-        });
-        self.source == SOURCE_AUTOPILOT
-            && steps_ours
+        self.sources() == [SOURCE_AUTOPILOT]
+            && self.shed.is_some()
             && self.shed_regions().len() == self.regions.len()
     }
 
-    /// Sets the schema the record is written in: without shed regions the `shed` field
-    /// goes and it is a drain's (schema 2); with them schema 3.
+    /// Whether the record counts toward `health`'s fleet limit: it has a part of a source
+    /// other than the autopilot (the autopilot's part never counts, so that load it moved
+    /// never refuses a dead origin's drain).
+    pub fn counts_toward_fleet_limit(&self) -> bool {
+        self.other_source(SOURCE_AUTOPILOT).is_some()
+    }
+
+    /// Sets the record's top-level fields and schema from its parts: parts with no region
+    /// go (but the last), a part that sheds no region keeps no `shed`, the top-level who
+    /// and why are the latest part's, `shed` merges the parts' sheds while a region lists
+    /// the origin shed; schema 4 with more than one part, else 3 with shed regions and 2
+    /// without.
     pub fn settle_schema(&mut self) {
+        if self.parts.is_empty() {
+            self.parts = vec![self.derived_part()];
+        }
+        // A part keeps its shed while one of its effects is a shed, even where another
+        // part drains the origin over it: a restore of that part gives the shed back.
+        let shed_in = |part: &Part| part.regions.values().any(|effect| !effect.drains());
+        let keep_last = self.parts.last().cloned();
+        self.parts.retain(|part| !part.regions.is_empty());
+        if self.parts.is_empty() {
+            self.parts.extend(keep_last);
+        }
+        for part in &mut self.parts {
+            if !shed_in(part) {
+                part.shed = None;
+            }
+        }
+        if let Some(last) = self.parts.last() {
+            self.source = last.source.clone();
+            self.reason = last.reason.clone();
+            self.by = last.by.clone();
+            self.at = last.at.clone();
+            self.predicted = last.predicted.clone();
+        }
+        let sheds: Vec<&ShedInfo> = self
+            .parts
+            .iter()
+            .filter_map(|part| part.shed.as_ref())
+            .collect();
+        self.shed = if sheds.is_empty() {
+            None
+        } else {
+            let percent = sheds
+                .iter()
+                .fold(0.0, |total, shed| combined_percent(total, shed.percent));
+            let mut steps: Vec<ShedStep> = sheds
+                .iter()
+                .flat_map(|shed| shed.steps.iter().cloned())
+                .collect();
+            steps.sort_by(|a, b| a.at.cmp(&b.at));
+            let over = steps.len().saturating_sub(MAX_SHED_STEPS);
+            steps.drain(..over);
+            Some(ShedInfo {
+                percent: percent.min(100.0),
+                steps,
+            })
+        };
         if self.shed.is_some() && self.shed_regions().is_empty() {
             self.shed = None;
         }
-        self.schema = if self.shed.is_some() {
+        self.schema = if self.parts.len() > 1 {
+            PARTS_RECORD_SCHEMA
+        } else if self.shed.is_some() {
             SHED_RECORD_SCHEMA
         } else {
             DRAIN_RECORD_SCHEMA
@@ -212,10 +502,11 @@ impl DrainRecord {
     }
 
     /// What `status` and `origin list` call the origin: `drained`, `shed 40%`, or both
-    /// (`shed 40%, drained in 2 regions`).
+    /// (`shed 40%, drained in 2 regions`), and with several sources' parts, whose
+    /// (`shed 40%, drained in 2 region(s) [cli, autopilot]`).
     pub fn state_label(&self) -> String {
         let shed = self.shed_regions();
-        match &self.shed {
+        let label = match &self.shed {
             None => "drained".into(),
             Some(info) => {
                 let percent = crate::capacity::number_json((info.percent * 10.0).round() / 10.0);
@@ -226,8 +517,60 @@ impl DrainRecord {
                     format!("shed {percent}%, drained in {drained} region(s)")
                 }
             }
+        };
+        if self.parts.len() > 1 {
+            format!("{label} [{}]", self.sources().join(", "))
+        } else {
+            label
         }
     }
+
+    /// Each part in words, for `origin list` and `traffic`: `cli: drained in DE, FR (INC-1,
+    /// ops@host, 2026-…)`.
+    pub fn part_labels(&self) -> Vec<String> {
+        self.parts
+            .iter()
+            .map(|part| {
+                let geos = |drains: bool| -> Vec<&String> {
+                    part.regions
+                        .iter()
+                        .filter(|(_, effect)| effect.drains() == drains)
+                        .map(|(geo, _)| geo)
+                        .collect()
+                };
+                let (drained, shed) = (geos(true), geos(false));
+                let mut what = Vec::new();
+                if let Some(info) = &part.shed
+                    && !shed.is_empty()
+                {
+                    let percent =
+                        crate::capacity::number_json((info.percent * 10.0).round() / 10.0);
+                    what.push(format!("shed {percent}% in {}", joined(&shed)));
+                }
+                if !drained.is_empty() {
+                    what.push(format!("drained in {}", joined(&drained)));
+                }
+                if what.is_empty() {
+                    what.push("no region".into());
+                }
+                format!(
+                    "{}: {} ({}, {}, {})",
+                    part.source,
+                    what.join("; "),
+                    part.reason,
+                    part.by,
+                    part.at
+                )
+            })
+            .collect()
+    }
+}
+
+fn joined(geos: &[&String]) -> String {
+    geos.iter()
+        .map(|geo| geo.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What a record keeps of a region a drain or shed changes: the value before the
@@ -302,8 +645,9 @@ impl FleetLimit {
     /// takes an origin out (drains and sheds): `origin` may be newly taken out only while
     /// fewer than `max_drained` of the limit's *other* origins are drained or shed already
     /// (`drained`: the origins that have a drain record). `origin` itself never counts, and
-    /// an origin that has a record already (`already_out`: the change extends it) is never
-    /// refused, so that automation can always finish what it started. Origins outside
+    /// an origin that has a record already that counts (`already_out`: the change extends
+    /// it; the autopilot's part alone does not, [`DrainRecord::counts_toward_fleet_limit`])
+    /// is never refused, so that automation can always finish what it started. Origins outside
     /// `origins` do not count. The refusal is [`Error::Failed`] (exit 1), naming the
     /// drained origins and the limit.
     pub fn admit<'a>(

@@ -74,6 +74,9 @@ pub mod capacity;
 pub mod capacity_change;
 pub mod clock;
 pub mod drain;
+pub mod drain_parts;
+#[cfg(test)]
+mod drain_parts_tests;
 pub mod drain_record;
 mod error;
 #[cfg(test)]

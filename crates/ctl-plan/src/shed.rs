@@ -20,10 +20,10 @@ use dw_capacity::{RegionEdit, SpillRequest, Traffic};
 
 use crate::drain::{DrainRequest, check_origin_name, plan_drain};
 use crate::drain_record::record_region;
-use crate::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord, LimitedChange};
+use crate::drain_record::{DrainRecord, LimitedChange};
 use crate::model::{Changes, StageEdits, State};
 use crate::prediction::table;
-use crate::shed_record::{ShedInfo, ShedStep};
+use crate::shed_record::ShedStep;
 use crate::stage::open_stages;
 use crate::value::RegionValue;
 use crate::{Error, FieldError};
@@ -111,22 +111,15 @@ pub fn plan_shed(
         limit.admit(
             &crate::drain::fleet_limit_counts(state),
             origin,
-            existing.is_some(),
+            existing
+                .as_ref()
+                .is_some_and(DrainRecord::counts_toward_fleet_limit),
             LimitedChange::Shed,
         )?;
         changes.guard_drains = true;
     }
-    let mut record = existing.unwrap_or_else(|| DrainRecord {
-        schema: DRAIN_RECORD_SCHEMA,
-        origin: origin.to_string(),
-        reason: drain.reason.clone(),
-        source: drain.source.clone(),
-        by: drain.by.clone(),
-        at: drain.at.clone(),
-        regions: Default::default(),
-        stages: Default::default(),
-        predicted: None,
-        shed: None,
+    let mut record = existing.unwrap_or_else(|| {
+        DrainRecord::new(origin, &drain.source, &drain.reason, &drain.by, &drain.at)
     });
     for (geo, (current, after)) in &values {
         let entry = record_region(record.regions.get(geo), current, Some(after));
@@ -142,13 +135,13 @@ pub fn plan_shed(
         by: drain.by.clone(),
         at: drain.at.clone(),
     };
-    record.shed = Some(match record.shed.take() {
-        Some(info) => info.then(step),
-        None => ShedInfo {
-            percent: request.percent,
-            steps: vec![step],
-        },
-    });
+    let shed: Vec<String> = values.iter().map(|(geo, _)| geo.clone()).collect();
+    record.take_part(
+        &drain.source,
+        (&drain.reason, &drain.by, &drain.at),
+        &shed,
+        Some(step),
+    );
     record.settle_schema();
     changes.drains.insert(origin.to_string(), Some(record));
     if request.spill {
@@ -429,6 +422,10 @@ pub fn add_spill(
                 extra: Default::default(),
                 ..value.clone()
             });
+            // The spill is the acting source's (the last part): its effect keeps it.
+            if let Some(source) = record.parts.last().map(|part| part.source.clone()) {
+                record.refresh_effects(&source, std::slice::from_ref(&edit.geo));
+            }
         }
     }
     Ok(())
@@ -462,8 +459,8 @@ fn shown_number(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drain::plan_restore;
     use crate::drain::reconcile_drain_records;
+    use crate::drain::{Restoring, plan_restore};
     use crate::fixtures::state;
     use crate::model::Entry;
     use crate::shed_record::SHED_RECORD_SCHEMA;
@@ -560,7 +557,7 @@ mod tests {
         let took = 100.0 * (load(&before) - load(&shed)) / load(&before);
         assert!((took - achieved).abs() < 1e-6, "{took} vs {achieved}");
 
-        let restored = apply(&shed, &plan_restore(&shed, "a", None).unwrap());
+        let restored = apply(&shed, &plan_restore(&shed, "a", Restoring::All).unwrap());
         assert_eq!(weights(&restored, "DE"), weights(&before, "DE"));
         assert_eq!(weights(&restored, "FR"), weights(&before, "FR"));
         assert!(restored.drains.is_empty());
@@ -585,7 +582,7 @@ mod tests {
         assert!(record.regions.contains_key("DE") && record.regions.contains_key("FR"));
         assert_eq!(written.region("DE").unwrap().unwrap().weight_of("a"), 10);
         // Restore: FR exactly, DE gets a's share from before the shed (50 of 100).
-        let changes = plan_restore(&written, "a", None).unwrap();
+        let changes = plan_restore(&written, "a", Restoring::All).unwrap();
         assert!(
             changes
                 .notes
@@ -628,7 +625,10 @@ mod tests {
         let record = drained.drain_record("a").unwrap().unwrap();
         assert_eq!((record.schema, record.shed.is_none()), (2, true));
         assert!(!drained.region("DE").unwrap().unwrap().lists("a"));
-        let restored = apply(&drained, &plan_restore(&drained, "a", None).unwrap());
+        let restored = apply(
+            &drained,
+            &plan_restore(&drained, "a", Restoring::All).unwrap(),
+        );
         assert_eq!(weights(&restored, "DE"), weights(&before, "DE"));
         assert_eq!(weights(&restored, "FR"), weights(&before, "FR"));
     }
@@ -767,7 +767,10 @@ mod tests {
             ["b", "c"]
         );
         let drained = apply(&before, &changes);
-        let restored = apply(&drained, &plan_restore(&drained, "a", None).unwrap());
+        let restored = apply(
+            &drained,
+            &plan_restore(&drained, "a", Restoring::All).unwrap(),
+        );
         assert_eq!(weights(&restored, "DE"), weights(&before, "DE"));
     }
 

@@ -178,6 +178,9 @@ pub struct Drained {
     pub regions: Vec<String>,
     /// `drained`, or its shed (`shed 40%`).
     pub state: String,
+    /// Each source's part in words, in the order taken
+    /// ([`crate::drain_record::DrainRecord::part_labels`]).
+    pub parts: Vec<String>,
 }
 
 /// An open stage that routes to an origin.
@@ -354,6 +357,7 @@ fn origin_traffic(origin: &str, context: &OriginContext<'_>) -> OriginTraffic {
         source: record.source.clone(),
         regions: record.regions.keys().cloned().collect(),
         state: record.state_label(),
+        parts: record.part_labels(),
     });
     let malformed_drain = listing.malformed_drains.get(origin).cloned();
     let in_stages: Vec<StagedIn> = stages

@@ -198,15 +198,23 @@ Examples:
     /// Move about PERCENT % of an origin's predicted load to the other origins of its regions.
     #[command(after_help = SHED_HELP)]
     Shed(ShedArgs),
-    /// Reverse a recorded drain or shed.
+    /// Reverse a recorded drain or shed: a person's own part of it by default.
     #[command(after_help = "\
-Regions the drain or shed left untouched since get their exact previous weights back \
-(spill origins go with them). A region that changed since gets the origin re-added (or, \
-after a shed, set back) with its previous share, the others renormalised around it, and \
-the output says so.
+Each source that drained or shed an origin (a person with dwctl: cli; health; rebalance; \
+the autopilot) keeps its own part of the origin's record, and a restore undoes one part: \
+by default the person's (cli), with --source SOURCE another source's, with --all-sources \
+every part. The other parts stay: each region gets its configured weights with the other \
+parts re-applied (a drain wins over a shed, sheds multiply; docs/dwctl.md, \"restore\"). \
+An origin with no part of the source asked is refused, naming the parts it has.
 
-Example:
-  dwctl restore fra-a")]
+Regions the parts left untouched since get their exact weights back (spill origins go \
+with them). A region that changed since gets the origin re-added (or, after a shed, set \
+back) with its share, the others renormalised around it, and the output says so.
+
+Examples:
+  dwctl restore fra-a
+  dwctl restore fra-a --source health
+  dwctl restore fra-a --all-sources --dry-run")]
     Restore(RestoreArgs),
     /// Staged changes: a routing change served by a cohort of nodes first.
     #[command(
@@ -601,6 +609,13 @@ pub struct ShedArgs {
 pub struct RestoreArgs {
     /// The drained origin.
     pub origin: String,
+    /// Undo this source's part instead of the person's (`cli`): health, rebalance or
+    /// autopilot.
+    #[arg(long, value_parser = ["cli", "health", "rebalance", "autopilot"], conflicts_with = "all_sources")]
+    pub source: Option<String>,
+    /// Undo every source's part: the origin's configured weights come back whole.
+    #[arg(long)]
+    pub all_sources: bool,
     /// Show what would change, write nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -98,7 +98,7 @@ pub use crate::{
     output::{Outcome, OutputFormat, Reporter, Shown, escape, is_unsafe_char, terminal_safe},
     plan::apply::{Desired, DiffLine, FileFormat, parse_desired, plan_apply},
     plan::clock::{now_rfc3339, operator, rfc3339_from_unix},
-    plan::drain::{DrainRequest, FleetLimit, WEIGHT_TOTAL, plan_drain, plan_restore},
+    plan::drain::{DrainRequest, FleetLimit, Restoring, WEIGHT_TOTAL, plan_drain, plan_restore},
     plan::drain_record::{
         DRAIN_RECORD_SCHEMA, DrainRecord, DrainedRegion, SOURCE_CLI, SOURCE_HEALTH,
         SOURCE_REBALANCE,

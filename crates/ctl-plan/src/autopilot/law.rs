@@ -23,9 +23,36 @@ pub enum RecordOf {
     /// A record made (wholly or in part) by another source (`cli`, `health`,
     /// `rebalance`): the autopilot holds on the origin until it is gone.
     Other(String),
-    /// The autopilot's own record: the values of the regions it changed from before its
-    /// first shed, by geo.
+    /// The autopilot's own part, alone: the values its give back goes toward (the
+    /// regions it changed, as they were before its first shed), by geo.
     Own(Vec<RegionEdit>),
+    /// The autopilot's part beside another source's (named): it sheds no more of the
+    /// origin (a person's intent or a dead origin wins) and never sends it load, but gives
+    /// its own part back toward `own` (the configured values with the other parts applied).
+    Shared {
+        /// The values its give back goes toward, by geo.
+        own: Vec<RegionEdit>,
+        /// The other source.
+        other: String,
+    },
+}
+
+impl RecordOf {
+    /// The other source whose part makes the autopilot hold on the origin.
+    pub fn other(&self) -> Option<&str> {
+        match self {
+            RecordOf::Other(source) | RecordOf::Shared { other: source, .. } => Some(source),
+            RecordOf::Own(_) => None,
+        }
+    }
+
+    /// The autopilot's own part, as the values its give back goes toward.
+    pub fn own(&self) -> Option<&[RegionEdit]> {
+        match self {
+            RecordOf::Own(own) | RecordOf::Shared { own, .. } => Some(own),
+            RecordOf::Other(_) => None,
+        }
+    }
 }
 
 /// Which way an action moved an origin's load.
@@ -324,7 +351,16 @@ pub fn assess(
         }
     };
     let now = world.now;
-    for (origin, &load) in measured {
+    // An origin with a part of the autopilot's that another part drains everywhere
+    // answers nothing: it is measured at 0, so that its own part is still given back.
+    let mut loads: BTreeMap<&String, f64> =
+        measured.iter().map(|(name, load)| (name, *load)).collect();
+    for (origin, record) in world.records {
+        if record.own().is_some() {
+            loads.entry(origin).or_insert(0.0);
+        }
+    }
+    for (origin, load) in loads {
         let Some(&capacity) = world.capacities.get(origin) else {
             if load > 0.0 {
                 assessment.without_capacity.push(origin.clone());
@@ -355,10 +391,10 @@ pub fn assess(
         let record = world.records.get(origin);
         if over {
             assessment.over_target.push(origin.clone());
-            if let Some(RecordOf::Other(source)) = record {
+            if let Some(source) = record.and_then(RecordOf::other) {
                 assessment.holds.push(Hold {
                     origin: origin.clone(),
-                    reason: HoldReason::OtherSource(source.clone()),
+                    reason: HoldReason::OtherSource(source.to_owned()),
                 });
             } else if entry.over >= settings.over_for {
                 if cooling {
@@ -375,7 +411,7 @@ pub fn assess(
                     assessment.due.push((origin.clone(), Due::Relieve, figures));
                 }
             }
-        } else if let Some(RecordOf::Own(_)) = record
+        } else if record.and_then(RecordOf::own).is_some()
             && entry
                 .low_since
                 .is_some_and(|since| now >= since + settings.restore_after)
@@ -465,7 +501,7 @@ pub fn plan(
     let receivers: BTreeMap<String, f64> = world
         .capacities
         .iter()
-        .filter(|(name, _)| !matches!(world.records.get(*name), Some(RecordOf::Other(_))))
+        .filter(|(name, _)| world.records.get(*name).and_then(RecordOf::other).is_none())
         .map(|(name, capacity)| (name.clone(), *capacity))
         .collect();
     let no_home = BTreeSet::new();
@@ -561,7 +597,7 @@ pub fn plan(
                 });
             }
             Due::GiveBack => {
-                let Some(RecordOf::Own(before)) = world.records.get(&origin) else {
+                let Some(before) = world.records.get(&origin).and_then(RecordOf::own) else {
                     continue;
                 };
                 match give_back(settings, world, reading, &origin, &figures, before, budget)? {

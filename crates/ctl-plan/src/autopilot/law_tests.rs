@@ -222,6 +222,82 @@ fn another_sources_record_holds_the_origin() {
 }
 
 #[test]
+fn beside_another_sources_part_it_holds_but_gives_its_own_part_back() {
+    // Over target with the autopilot's part beside a person's: held, no relief.
+    let table = fleet();
+    let traffic = busy();
+    let mut run = Run::new(&[("a", 900.0), ("b", 1000.0), ("c", 1000.0)]);
+    run.records.insert(
+        "a".into(),
+        RecordOf::Shared {
+            own: Vec::new(),
+            other: "cli".into(),
+        },
+    );
+    run.eval(0, &table, Ok(&traffic));
+    let decision = run.eval(2, &table, Ok(&traffic));
+    assert!(decision.action.is_none());
+    assert_eq!(reasons(&decision), [("a", "other_source")]);
+
+    // Quiet, its part is given back toward the values the other part keeps.
+    let shed = crate::autopilot::law_tests::table(&[
+        (
+            "DE",
+            r#"{"shard":"eu","origins":["a","b"],"weight":{"a":1,"b":1}}"#,
+        ),
+        (
+            "continent/EU",
+            r#"{"shard":"eu","origins":["a","b","c"],"weight":{"a":100,"b":450,"c":450}}"#,
+        ),
+    ]);
+    let toward = vec![edit("continent/EU", &[("a", 2), ("b", 1), ("c", 1)])];
+    let quiet = crate::autopilot::law_tests::traffic(&[("DE", 100.0), ("AT", 200.0)]);
+    let mut back = Run::new(&[("a", 1000.0), ("b", 1000.0), ("c", 1000.0)]);
+    back.settings.max_moved_per_minute = 1.0;
+    back.records.insert(
+        "a".into(),
+        RecordOf::Shared {
+            own: toward.clone(),
+            other: "health".into(),
+        },
+    );
+    back.eval(0, &shed, Ok(&quiet));
+    let all = back
+        .eval(600, &shed, Ok(&quiet))
+        .action
+        .expect("given back");
+    assert_eq!(all.kind, ActionKind::GiveBackAll);
+    assert_eq!(all.edits, toward);
+
+    // Drained everywhere by the other part, a answers nothing and is in no load: it is
+    // measured at 0, and its part is given back all the same (no edit: the drain stays).
+    let drained = crate::autopilot::law_tests::table(&[
+        ("DE", r#"{"shard":"eu","origins":["b"],"weight":{"b":100}}"#),
+        (
+            "continent/EU",
+            r#"{"shard":"eu","origins":["b","c"],"weight":{"b":50,"c":50}}"#,
+        ),
+    ]);
+    let kept = vec![edit("continent/EU", &[("b", 50), ("c", 50)])];
+    let mut out = Run::new(&[("a", 1000.0), ("b", 1000.0), ("c", 1000.0)]);
+    out.settings.max_moved_per_minute = 1.0;
+    out.records.insert(
+        "a".into(),
+        RecordOf::Shared {
+            own: kept,
+            other: "cli".into(),
+        },
+    );
+    assert!(out.eval(0, &drained, Ok(&quiet)).action.is_none());
+    let given = out
+        .eval(600, &drained, Ok(&quiet))
+        .action
+        .expect("its part given back");
+    assert_eq!(given.kind, ActionKind::GiveBackAll);
+    assert!(given.edits.is_empty(), "{:?}", given.edits);
+}
+
+#[test]
 fn min_interval_and_the_per_minute_cap_hold() {
     let table = fleet();
     let traffic = busy();

@@ -16,17 +16,19 @@ use dw_capacity::RegionEdit;
 
 use super::SOURCE_AUTOPILOT;
 use super::law::{Action, ActionKind, RecordOf};
-use crate::drain::plan_restore;
-use crate::drain_record::{DRAIN_RECORD_SCHEMA, DrainRecord, record_region};
+use crate::drain::{Restoring, plan_restore};
+use crate::drain_record::{DrainRecord, record_region};
 use crate::model::{Changes, StageEdits, State};
-use crate::shed_record::{ShedInfo, ShedStep};
+use crate::shed_record::ShedStep;
 use crate::value::RegionValue;
 use crate::{Error, shown::Shown};
 
-/// Each origin's drain record as the law reads it: the autopilot's own (every step and the
-/// record itself of source `autopilot`) with the values from before its first shed, or
-/// another source's (a malformed record counts as another's: it is not the autopilot's to
-/// touch).
+/// Each origin's drain record as the law reads it: the autopilot's own part alone
+/// ([`RecordOf::Own`]), its part beside another source's ([`RecordOf::Shared`]), or only
+/// other sources' parts ([`RecordOf::Other`]; a malformed record counts as another's: it
+/// is not the autopilot's to touch). The autopilot's part is read as the values its give
+/// back goes toward: each region's configured value with the other parts applied (the
+/// composition rule, `crate::drain_parts`).
 pub fn records_of(state: &State) -> BTreeMap<String, RecordOf> {
     let mut records = BTreeMap::new();
     for origin in state.drains.keys() {
@@ -38,38 +40,32 @@ pub fn records_of(state: &State) -> BTreeMap<String, RecordOf> {
                 continue;
             }
         };
-        // A record another source wrote to (a health drain over the autopilot's shed,
-        // a person's shed step) is theirs until records are kept per source.
-        let other = (!record.autopilot_only()).then(|| {
-            std::iter::once(record.source.as_str())
-                .chain(
-                    record
-                        .shed
+        let other = record.other_source(SOURCE_AUTOPILOT).map(str::to_owned);
+        let Some(part) = record.part(SOURCE_AUTOPILOT) else {
+            let source = other.unwrap_or_else(|| "unknown".into());
+            records.insert(origin.clone(), RecordOf::Other(source));
+            continue;
+        };
+        let own: Vec<RegionEdit> = part
+            .regions
+            .keys()
+            .filter_map(|geo| {
+                let value = record.composed_without(geo, SOURCE_AUTOPILOT)?;
+                Some(RegionEdit {
+                    geo: geo.clone(),
+                    shard: value.shard.clone(),
+                    origins: value.origins.clone(),
+                    weight: value
+                        .origins
                         .iter()
-                        .flat_map(|shed| shed.steps.iter().map(|step| step.source.as_str())),
-                )
-                .find(|source| *source != SOURCE_AUTOPILOT)
-                .unwrap_or("mixed")
-        });
+                        .map(|name| (name.clone(), value.weight_of(name)))
+                        .collect(),
+                })
+            })
+            .collect();
         let value = match other {
-            Some(source) => RecordOf::Other(source.to_owned()),
-            None => RecordOf::Own(
-                record
-                    .regions
-                    .iter()
-                    .map(|(geo, region)| RegionEdit {
-                        geo: geo.clone(),
-                        shard: region.before.shard.clone(),
-                        origins: region.before.origins.clone(),
-                        weight: region
-                            .before
-                            .origins
-                            .iter()
-                            .map(|name| (name.clone(), region.before.weight_of(name)))
-                            .collect(),
-                    })
-                    .collect(),
-            ),
+            Some(other) => RecordOf::Shared { own, other },
+            None => RecordOf::Own(own),
         };
         records.insert(origin.clone(), value);
     }
@@ -95,15 +91,30 @@ pub fn plan_action(
 ) -> Result<Changes, Error> {
     let origin = action.origin.as_str();
     let existing = state.drain_record(origin)?;
-    if let Some(RecordOf::Other(source)) = records_of(state).get(origin) {
-        return Err(Error::Diverged(format!(
-            "{} has a record of source {} now: the autopilot leaves it alone",
-            Shown(origin),
-            Shown(source)
-        )));
+    let relief = matches!(
+        action.kind,
+        ActionKind::Relieve | ActionKind::RelieveAtCeiling
+    );
+    match records_of(state).get(origin) {
+        Some(RecordOf::Other(source)) => {
+            return Err(Error::Diverged(format!(
+                "{} has a record of source {} now: the autopilot leaves it alone",
+                Shown(origin),
+                Shown(source)
+            )));
+        }
+        // Beside another source's part the autopilot only gives its own part back.
+        Some(RecordOf::Shared { other, .. }) if relief => {
+            return Err(Error::Diverged(format!(
+                "{} has a part of source {} now: the autopilot sheds no more of it",
+                Shown(origin),
+                Shown(other)
+            )));
+        }
+        _ => {}
     }
     if action.kind == ActionKind::GiveBackAll {
-        let mut changes = plan_restore(state, origin, Some(SOURCE_AUTOPILOT))?;
+        let mut changes = plan_restore(state, origin, Restoring::Own(SOURCE_AUTOPILOT))?;
         check_read(state, action, read)?;
         changes.notes.push(action.reason());
         return Ok(changes);
@@ -114,17 +125,9 @@ pub fn plan_action(
         stage_edits: StageEdits::Direct,
         ..Changes::default()
     };
-    let mut record = existing.unwrap_or_else(|| DrainRecord {
-        schema: DRAIN_RECORD_SCHEMA,
-        origin: origin.to_owned(),
-        reason: action.reason(),
-        source: SOURCE_AUTOPILOT.into(),
-        by: author.by.to_owned(),
-        at: author.at.to_owned(),
-        regions: Default::default(),
-        stages: Default::default(),
-        predicted: None,
-        shed: None,
+    let reason = action.reason();
+    let mut record = existing.unwrap_or_else(|| {
+        DrainRecord::new(origin, SOURCE_AUTOPILOT, &reason, author.by, author.at)
     });
     for edit in &action.edits {
         let Some(Ok(current)) = state.region(&edit.geo) else {
@@ -149,34 +152,31 @@ pub fn plan_action(
     if changes.regions.is_empty() {
         return Ok(changes);
     }
-    if matches!(
-        action.kind,
-        ActionKind::Relieve | ActionKind::RelieveAtCeiling
-    ) {
+    let step = relief.then(|| {
         let measured = action.figures.measured;
         let percent = if measured > 0.0 {
             (100.0 * action.moved / measured).clamp(0.001, 100.0)
         } else {
             0.001
         };
-        let step = ShedStep {
+        ShedStep {
             percent,
             achieved: Some(percent),
             regions: action.edits.iter().map(|edit| edit.geo.clone()).collect(),
-            reason: action.reason(),
+            reason: reason.clone(),
             source: SOURCE_AUTOPILOT.into(),
             by: author.by.to_owned(),
             at: author.at.to_owned(),
-        };
-        record.shed = Some(match record.shed.take() {
-            Some(info) => info.then(step),
-            None => ShedInfo {
-                percent,
-                steps: vec![step],
-            },
-        });
-    }
-    record.reason = action.reason();
+        }
+    });
+    // A give-back step keeps the autopilot's part, its effect now the smaller one.
+    let written: Vec<String> = changes.regions.keys().cloned().collect();
+    record.take_part(
+        SOURCE_AUTOPILOT,
+        (&reason, author.by, author.at),
+        &written,
+        step,
+    );
     record.settle_schema();
     changes.drains.insert(origin.to_owned(), Some(record));
     changes.notes.push(action.reason());
@@ -348,8 +348,9 @@ mod tests {
         };
         plan_drain(&state, &drain).expect("the autopilot's shed does not count");
 
-        // health drains a over the autopilot's shed: the record is not the autopilot's
-        // any more (it must not give a dead origin's load back), and it counts.
+        // health drains a over the autopilot's shed: health's part beside the
+        // autopilot's (the autopilot sheds no more of it, but may give its own part back:
+        // health's drain stays), and it counts.
         let over = DrainRequest {
             origin: "a".into(),
             fleet_limit: None,
@@ -365,7 +366,14 @@ mod tests {
                 mod_revision: 11,
             },
         );
-        assert!(matches!(records_of(&state)["a"], RecordOf::Other(_)));
+        match &records_of(&state)["a"] {
+            RecordOf::Shared { own, other } => {
+                assert_eq!(other, "health");
+                // Its give back goes toward health's drain: a stays out of DE.
+                assert_eq!(own[0].origins, ["b"]);
+            }
+            other => panic!("{other:?}"),
+        }
         assert_eq!(fleet_limit_counts(&state), ["a"]);
     }
 }

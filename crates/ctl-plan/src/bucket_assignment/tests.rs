@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::apply::{Desired, plan_apply};
-use crate::drain::{plan_drain, plan_restore, reconcile_drain_records};
+use crate::drain::{Restoring, plan_drain, plan_restore, reconcile_drain_records};
 use crate::drain_record::DrainRequest;
 use crate::fixtures::state;
 use crate::model::Entry;
@@ -187,7 +187,7 @@ fn a_drain_and_its_restore_round_trip_on_a_default_assignment() {
     assert!(!record.regions["DE"].before.extra.contains_key("buckets"));
 
     let middle = committed(&start, &drained);
-    let restored = run(&middle, |state| plan_restore(state, "a", None));
+    let restored = run(&middle, |state| plan_restore(state, "a", Restoring::All));
     let after_restore = region_after(&restored, "DE");
     assert_eq!(after_restore.origins, ["a", "b"]);
     assert_eq!(stored_text(&after_restore), Some("0:512,1:512"));
@@ -570,7 +570,7 @@ fn plan_change(state: &State, change: &Change, spilled: &mut u32) -> Option<Chan
         }
         Change::Restore => {
             let origin = state.drains.keys().next()?.clone();
-            plan_restore(state, &origin, None).ok()
+            plan_restore(state, &origin, Restoring::All).ok()
         }
         Change::Shed(at, left) => {
             let origin = &current.origins[at % current.origins.len()];

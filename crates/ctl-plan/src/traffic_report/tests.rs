@@ -113,6 +113,7 @@ fn says_why_an_origin_gets_no_answers() {
             stages: BTreeMap::new(),
             predicted: None,
             shed: None,
+            parts: Vec::new(),
         },
     );
     let report = report(&readings(), &state(), &listing, &[]);

@@ -137,7 +137,7 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
             "ttl": ttl,
             "meta": live.map(|(value, _)| serde_json::from_slice::<Value>(value).unwrap_or_else(|_| Value::from(String::from_utf8_lossy(value).into_owned()))),
             "registered": listing.registered.contains(id),
-            "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>(), "state": record.state_label(), "shed_percent": record.shed.as_ref().map(|shed| shed.percent), "shed_regions": record.shed_regions()})),
+            "drained": drained.map(|record| json!({"reason": record.reason, "source": record.source, "by": record.by, "at": record.at, "regions": record.regions.keys().collect::<Vec<_>>(), "state": record.state_label(), "shed_percent": record.shed.as_ref().map(|shed| shed.percent), "shed_regions": record.shed_regions(), "parts": record.part_labels()})),
             "malformed_drain_record": listing.malformed_drains.get(id),
             "capacity": listing.capacities.get(id).map(|capacity| number_json(*capacity)),
             "home": listing.homes.get(id).map_or_else(Vec::new, |home| home.iter().cloned().collect()),
@@ -160,12 +160,24 @@ async fn list(context: &Context) -> Result<Outcome, Error> {
         let drained = match (&row["drained"], row["malformed_drain_record"].as_str()) {
             (_, Some(error)) => format!("  MALFORMED DRAIN RECORD: {}", Shown(error)),
             (Value::Null, None) => String::new(),
-            (record, None) => format!(
-                "  {} by {}: {}",
-                Shown(record["state"].as_str().unwrap_or("drained")),
-                Shown(record["source"].as_str().unwrap_or("?")),
-                Shown(record["reason"].as_str().unwrap_or("?"))
-            ),
+            (record, None) => match record["parts"].as_array() {
+                // Several sources' parts: each listed with its source.
+                Some(parts) if parts.len() > 1 => format!(
+                    "  {}: {}",
+                    Shown(record["state"].as_str().unwrap_or("drained")),
+                    parts
+                        .iter()
+                        .map(|part| Shown(part.as_str().unwrap_or("?")).to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                _ => format!(
+                    "  {} by {}: {}",
+                    Shown(record["state"].as_str().unwrap_or("drained")),
+                    Shown(record["source"].as_str().unwrap_or("?")),
+                    Shown(record["reason"].as_str().unwrap_or("?"))
+                ),
+            },
         };
         let capacity = match (&row["capacity"], row["malformed_capacity_record"].as_str()) {
             (_, Some(error)) => format!("  MALFORMED CAPACITY RECORD: {}", Shown(error)),

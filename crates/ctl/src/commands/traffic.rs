@@ -197,7 +197,12 @@ pub fn describe(report: &TrafficReport, source: &Source, autopilot: &AutopilotVi
                     .join(", ")
             ));
         }
-        if let Some(drain) = &etcd.drained {
+        if let Some(drain) = etcd.drained.as_ref().filter(|drain| drain.parts.len() > 1) {
+            out.push_str(&format!("  {}:\n", Shown(&drain.state)));
+            for part in &drain.parts {
+                out.push_str(&format!("    {}\n", Shown(part)));
+            }
+        } else if let Some(drain) = &etcd.drained {
             out.push_str(&format!(
                 "  {} by {} at {} ({}): {}\n",
                 Shown(&drain.state),

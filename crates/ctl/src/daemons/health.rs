@@ -218,7 +218,7 @@ async fn act(
     for origin in config.probes.keys() {
         if let Some(record) = state.drain_record(origin).ok().flatten() {
             known.drained.insert(origin.clone());
-            if record.source == SOURCE_HEALTH {
+            if record.has_part(SOURCE_HEALTH) {
                 known.ours.insert(origin.clone());
             }
         }
@@ -230,7 +230,7 @@ async fn act(
             .drain_record(origin)
             .ok()
             .flatten()
-            .is_some_and(|record| record.source == SOURCE_HEALTH);
+            .is_some_and(|record| record.has_part(SOURCE_HEALTH));
         if !ours {
             continue;
         }

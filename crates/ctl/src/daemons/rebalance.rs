@@ -112,7 +112,7 @@ async fn session(
             if listing
                 .drains
                 .get(id)
-                .is_some_and(|record| record.source == SOURCE_REBALANCE)
+                .is_some_and(|record| record.has_part(SOURCE_REBALANCE))
             {
                 restore(config, reporter, &mut client, id).await?;
             }

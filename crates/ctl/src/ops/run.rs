@@ -19,7 +19,7 @@ use crate::output::{Outcome, Shown};
 use crate::plan::apply::describe;
 use crate::plan::capacity::{DEFAULT_HEADROOM, home_text, number_json};
 use crate::plan::clock::{now_rfc3339, operator};
-use crate::plan::drain::{DrainRequest, plan_drain, plan_restore};
+use crate::plan::drain::{DrainRequest, Restoring, plan_drain, plan_restore};
 use crate::plan::drain_record::{SOURCE_HEALTH, SOURCE_REBALANCE};
 pub use crate::plan::guard::{ExemptReason, Guard, NoLoad, StatesGuard};
 use crate::plan::guard::{
@@ -379,15 +379,16 @@ pub async fn auto_drain(
         };
         let predicted = drain_prediction(state, &changes, &layout.prefix, &traffic);
         if let Some(Some(record)) = changes.drains.get_mut(&request.origin) {
-            record.predicted = Some(predicted);
+            record.set_predicted(&request.source, predicted);
         }
         Ok(changes)
     })
     .await
 }
 
-/// The restore of an automatic drain, exempt as the drain was: only a drain record of
-/// that daemon (its source, [`automatic_source`]) is given back. A plan's refusal (no such
+/// The restore of an automatic drain, exempt as the drain was: only that daemon's part of
+/// the drain record (its source, [`automatic_source`]) is given back; the other sources'
+/// parts stay. A plan's refusal (no such
 /// drain record) is returned as it is.
 pub async fn auto_restore(
     client: &mut etcd_client::Client,
@@ -398,7 +399,7 @@ pub async fn auto_restore(
 ) -> Result<Committed, Error> {
     let source = automatic_source(exempt)?;
     transact(client, layout, retry, &now_rfc3339(), |state| {
-        Ok(plan_restore(state, origin, Some(source))?)
+        Ok(plan_restore(state, origin, Restoring::Own(source))?)
     })
     .await
 }

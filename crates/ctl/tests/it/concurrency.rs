@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::common::{CONTROL, Etcd, PREFIX};
 use dwctl::{
-    Changes, DrainRecord, DrainRequest, Entry, RegionValue, State, plan_drain, plan_restore,
-    reconcile_drain_records,
+    Changes, DrainRecord, DrainRequest, Entry, RegionValue, Restoring, State, plan_drain,
+    plan_restore, reconcile_drain_records,
 };
 use etcd_client::GetOptions;
 use serde_json::Value;
@@ -81,7 +81,7 @@ impl Op {
                     fleet_limit: None,
                 },
             ),
-            Op::Restore(origin) => plan_restore(state, origin, None),
+            Op::Restore(origin) => plan_restore(state, origin, Restoring::All),
             Op::Set(geo, value) => Ok(Changes {
                 regions: [(
                     geo.to_string(),
@@ -190,6 +190,11 @@ fn comparable(state: &State) -> (BTreeMap<String, RegionValue>, BTreeMap<String,
             let mut record = DrainRecord::parse(origin, &entry.raw).unwrap();
             record.by.clear();
             record.at.clear();
+            // Each source's part has its who and when too.
+            for part in &mut record.parts {
+                part.by.clear();
+                part.at.clear();
+            }
             (origin.clone(), record)
         })
         .collect();
