@@ -5,7 +5,8 @@
 //! another source's record, fail static on a missing source and on a Prometheus that does
 //! not answer (with the metric the alert reads), a node with forged counts left out, and
 //! an origin's home geos (`dwctl origin home`) kept while a non-home region is relieved,
-//! and a person's drain over the autopilot's shed, each restore undoing only its own part.
+//! a person's drain over the autopilot's shed, each restore undoing only its own part, a
+//! region an open stage holds skipped and reported, and the status it publishes.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -506,6 +507,124 @@ async fn the_relief_takes_a_non_home_region_and_leaves_the_home_one() {
     }
 }
 
+/// Every region's listed weights.
+async fn all_weights(etcd: &Etcd) -> Vec<Vec<(String, u64)>> {
+    let mut all = Vec::new();
+    for geo in ["DE", "continent/EU", "FR"] {
+        all.push(listed_weights(
+            &etcd.get_json(&region_key(geo)).await.unwrap(),
+        ));
+    }
+    all
+}
+
+fn weight_of(weights: &[(String, u64)], origin: &str) -> Option<u64> {
+    weights
+        .iter()
+        .find(|(name, _)| name == origin)
+        .map(|(_, weight)| *weight)
+}
+
+/// Issue 42's proof, "an operator drains during an autopilot shed: each restore undoes only
+/// its own records": the autopilot sheds a, a person drains it; then (first round) the
+/// person's `dwctl restore` leaves the autopilot's shed and the autopilot's give back
+/// brings the configured weights back; (second round) the autopilot's give back leaves the
+/// person's drain and the person's restore brings the configured weights back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_and_the_autopilot_each_restore_only_their_own_part() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let configured = all_weights(&etcd).await;
+    let quick = ["--min-interval", "1", "--restore-after", "1"];
+    for person_first in [true, false] {
+        std::fs::write(&traffic, BUSY).unwrap();
+        let daemon = autopilot(&etcd, "shed", &traffic, &quick);
+        let record = eventually(Duration::from_secs(20), "a relieved", || async {
+            etcd.get_json(&drain_key("a")).await
+        })
+        .await;
+        assert_eq!(daemon.terminate().await, 0);
+        assert_eq!(record["source"], "autopilot", "{record}");
+        let shed = all_weights(&etcd).await;
+        let shed_a = weight_of(&shed[1], "a").expect("a still in the bucket");
+
+        // The person drains a everywhere: a record of two parts.
+        let run = etcd.dwctl(&["drain", "a", "--reason", "INC-42"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let both = etcd.get_json(&drain_key("a")).await.unwrap();
+        assert_eq!(both["schema"], 4, "{both}");
+        let sources: Vec<&str> = both["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|part| part["source"].as_str().unwrap())
+            .collect();
+        assert_eq!(sources, ["autopilot", "cli"], "{both}");
+        let drained = all_weights(&etcd).await;
+        assert!(
+            drained
+                .iter()
+                .all(|region| weight_of(region, "a").is_none())
+        );
+        let list = etcd.dwctl(&["origin", "list"]);
+        assert!(list.stdout.contains("autopilot: shed"), "{}", list.stdout);
+        assert!(list.stdout.contains("cli: drained in"), "{}", list.stdout);
+
+        if person_first {
+            // The person's restore: the autopilot's shed is left, exactly its share of a.
+            let run = etcd.dwctl(&["restore", "a"]);
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            let left = etcd.get_json(&drain_key("a")).await.unwrap();
+            assert_eq!(left["source"], "autopilot", "{left}");
+            assert!(left.get("parts").is_none(), "one part: {left}");
+            let now = all_weights(&etcd).await;
+            assert_eq!(weight_of(&now[1], "a"), Some(shed_a), "{now:?} vs {shed:?}");
+            assert_eq!(now[0], configured[0]);
+            assert_eq!(now[2], configured[2]);
+        }
+        // Quiet now: the autopilot gives its part back.
+        std::fs::write(&traffic, CALM).unwrap();
+        let daemon = autopilot(&etcd, "give-back", &traffic, &quick);
+        if person_first {
+            eventually(Duration::from_secs(30), "the shed given back", || async {
+                etcd.get(&drain_key("a")).await.is_none().then_some(())
+            })
+            .await;
+            assert_eq!(daemon.terminate().await, 0);
+        } else {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let left = loop {
+                let record = etcd.get_json(&drain_key("a")).await.unwrap();
+                if record.get("parts").is_none() {
+                    break record;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "its part not given back: {record}\n{}",
+                    daemon.log()
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            };
+            assert_eq!(daemon.terminate().await, 0);
+            assert_eq!(left["source"], "cli", "{left}");
+            // The person's drain stays, exactly as a drain of the configured weights.
+            let now = all_weights(&etcd).await;
+            let named = |pairs: &[(&str, u64)]| -> Vec<(String, u64)> {
+                pairs
+                    .iter()
+                    .map(|(name, w)| ((*name).to_owned(), *w))
+                    .collect()
+            };
+            assert_eq!(now[0], named(&[("b", 100)]));
+            assert_eq!(now[1], named(&[("b", 50), ("c", 50)]));
+            assert_eq!(now[2], named(&[("c", 100)]));
+            let run = etcd.dwctl(&["restore", "a"]);
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            assert!(etcd.get(&drain_key("a")).await.is_none());
+        }
+        assert_eq!(all_weights(&etcd).await, configured);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_region_an_open_stage_holds_is_skipped_and_the_skip_reported() {
     let (etcd, traffic) = fleet(BUSY).await;
@@ -680,121 +799,4 @@ async fn what_the_autopilot_holds_is_published_changes_and_vanishes_with_its_lea
         "{}",
         run.stdout
     );
-
-/// Every region's listed weights.
-async fn all_weights(etcd: &Etcd) -> Vec<Vec<(String, u64)>> {
-    let mut all = Vec::new();
-    for geo in ["DE", "continent/EU", "FR"] {
-        all.push(listed_weights(
-            &etcd.get_json(&region_key(geo)).await.unwrap(),
-        ));
-    }
-    all
-}
-
-fn weight_of(weights: &[(String, u64)], origin: &str) -> Option<u64> {
-    weights
-        .iter()
-        .find(|(name, _)| name == origin)
-        .map(|(_, weight)| *weight)
-}
-
-/// Issue 42's proof, "an operator drains during an autopilot shed: each restore undoes only
-/// its own records": the autopilot sheds a, a person drains it; then (first round) the
-/// person's `dwctl restore` leaves the autopilot's shed and the autopilot's give back
-/// brings the configured weights back; (second round) the autopilot's give back leaves the
-/// person's drain and the person's restore brings the configured weights back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_person_and_the_autopilot_each_restore_only_their_own_part() {
-    let (etcd, traffic) = fleet(BUSY).await;
-    let configured = all_weights(&etcd).await;
-    let quick = ["--min-interval", "1", "--restore-after", "1"];
-    for person_first in [true, false] {
-        std::fs::write(&traffic, BUSY).unwrap();
-        let daemon = autopilot(&etcd, "shed", &traffic, &quick);
-        let record = eventually(Duration::from_secs(20), "a relieved", || async {
-            etcd.get_json(&drain_key("a")).await
-        })
-        .await;
-        assert_eq!(daemon.terminate().await, 0);
-        assert_eq!(record["source"], "autopilot", "{record}");
-        let shed = all_weights(&etcd).await;
-        let shed_a = weight_of(&shed[1], "a").expect("a still in the bucket");
-
-        // The person drains a everywhere: a record of two parts.
-        let run = etcd.dwctl(&["drain", "a", "--reason", "INC-42"]);
-        assert_eq!(run.code, 0, "{}", run.stderr);
-        let both = etcd.get_json(&drain_key("a")).await.unwrap();
-        assert_eq!(both["schema"], 4, "{both}");
-        let sources: Vec<&str> = both["parts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|part| part["source"].as_str().unwrap())
-            .collect();
-        assert_eq!(sources, ["autopilot", "cli"], "{both}");
-        let drained = all_weights(&etcd).await;
-        assert!(
-            drained
-                .iter()
-                .all(|region| weight_of(region, "a").is_none())
-        );
-        let list = etcd.dwctl(&["origin", "list"]);
-        assert!(list.stdout.contains("autopilot: shed"), "{}", list.stdout);
-        assert!(list.stdout.contains("cli: drained in"), "{}", list.stdout);
-
-        if person_first {
-            // The person's restore: the autopilot's shed is left, exactly its share of a.
-            let run = etcd.dwctl(&["restore", "a"]);
-            assert_eq!(run.code, 0, "{}", run.stderr);
-            let left = etcd.get_json(&drain_key("a")).await.unwrap();
-            assert_eq!(left["source"], "autopilot", "{left}");
-            assert!(left.get("parts").is_none(), "one part: {left}");
-            let now = all_weights(&etcd).await;
-            assert_eq!(weight_of(&now[1], "a"), Some(shed_a), "{now:?} vs {shed:?}");
-            assert_eq!(now[0], configured[0]);
-            assert_eq!(now[2], configured[2]);
-        }
-        // Quiet now: the autopilot gives its part back.
-        std::fs::write(&traffic, CALM).unwrap();
-        let daemon = autopilot(&etcd, "give-back", &traffic, &quick);
-        if person_first {
-            eventually(Duration::from_secs(30), "the shed given back", || async {
-                etcd.get(&drain_key("a")).await.is_none().then_some(())
-            })
-            .await;
-            assert_eq!(daemon.terminate().await, 0);
-        } else {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            let left = loop {
-                let record = etcd.get_json(&drain_key("a")).await.unwrap();
-                if record.get("parts").is_none() {
-                    break record;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "its part not given back: {record}\n{}",
-                    daemon.log()
-                );
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            };
-            assert_eq!(daemon.terminate().await, 0);
-            assert_eq!(left["source"], "cli", "{left}");
-            // The person's drain stays, exactly as a drain of the configured weights.
-            let now = all_weights(&etcd).await;
-            let named = |pairs: &[(&str, u64)]| -> Vec<(String, u64)> {
-                pairs
-                    .iter()
-                    .map(|(name, w)| ((*name).to_owned(), *w))
-                    .collect()
-            };
-            assert_eq!(now[0], named(&[("b", 100)]));
-            assert_eq!(now[1], named(&[("b", 50), ("c", 50)]));
-            assert_eq!(now[2], named(&[("c", 100)]));
-            let run = etcd.dwctl(&["restore", "a"]);
-            assert_eq!(run.code, 0, "{}", run.stderr);
-            assert!(etcd.get(&drain_key("a")).await.is_none());
-        }
-        assert_eq!(all_weights(&etcd).await, configured);
-    }
 }
