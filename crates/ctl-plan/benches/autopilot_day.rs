@@ -22,6 +22,7 @@ use dw_capacity::{
 };
 use dw_ctl_plan::autopilot::Settings;
 use dw_ctl_plan::autopilot::law::{ActionKind, Memory, Reading, RecordOf, World, assess, plan};
+use dw_ctl_plan::autopilot::trend::TREND_SPAN;
 use dw_routing::{Table, builtin_table};
 
 const DAY: u64 = 86_400;
@@ -350,6 +351,11 @@ impl Outcome {
 }
 
 fn run(fleet: &Fleet, operator: Operator) -> Outcome {
+    // DW_DAY_TRACE=1 prints every action and each episode's peak (stderr).
+    let trace = std::env::var_os("DW_DAY_TRACE").is_some();
+    if trace {
+        eprintln!("run\t{}", operator.name());
+    }
     let settings = Settings::default();
     let mut memory = Memory::default();
     let mut values = fleet.values.clone();
@@ -415,6 +421,22 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
                     let assessment = assess(&settings, &mut memory, &world, Ok(&measured));
                     if !assessment.due.is_empty() {
                         let started = Instant::now();
+                        // The readings of the last evaluations, for the trend: the daemon
+                        // keeps each one; here they are built only when a plan is due.
+                        for back in (1..=TREND_SPAN / EVALUATION).rev() {
+                            let at = t.saturating_sub(back * EVALUATION);
+                            if at < t {
+                                let (factor, flash) = seen(at);
+                                memory.readings.observe(
+                                    at,
+                                    &traffic_of(
+                                        &fleet.base,
+                                        factor,
+                                        Some((&fleet.flash_geo, flash)),
+                                    ),
+                                );
+                            }
+                        }
                         let traffic =
                             traffic_of(&fleet.base, factor, Some((&fleet.flash_geo, flash)));
                         let predicted = predict(&table, &traffic);
@@ -434,6 +456,17 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
                         }
                         if let Some(action) = decision.action {
                             outcome.actions += 1;
+                            if trace {
+                                eprintln!(
+                                    "action\t{t}\t{}\t{:?}\t{:.1}\t{:.1}\t{:.1}\t{:.1}",
+                                    action.origin,
+                                    action.kind,
+                                    action.figures.measured,
+                                    action.figures.target,
+                                    action.figures.capacity,
+                                    action.moved
+                                );
+                            }
                             let up = matches!(
                                 action.kind,
                                 ActionKind::GiveBackStep | ActionKind::GiveBackAll
@@ -537,9 +570,15 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
                 let peak = episode_peak.entry(name.clone()).or_insert(0.0);
                 *peak = peak.max(load - target);
             } else if let Some(peak) = episode_peak.remove(name) {
+                if trace {
+                    eprintln!("episode\t{t}\t{name}\t{peak:.1}\t{target:.1}");
+                }
                 outcome.episodes_min += peak;
             }
             if *load > capacity {
+                if trace {
+                    eprintln!("above-capacity\t{t}\t{name}\t{load:.1}\t{capacity:.1}");
+                }
                 outcome.capacity_seconds += 1.0;
             }
         }
@@ -569,7 +608,12 @@ fn main() {
         fleet.drained_origin
     );
     let mut minimum = 0.0;
+    // DW_DAY_SKIP_PERSON=1 leaves the person's run out (while working on the law).
+    let skip_person = std::env::var_os("DW_DAY_SKIP_PERSON").is_some();
     for operator in [Operator::Nobody, Operator::Person, Operator::Autopilot] {
+        if skip_person && operator == Operator::Person {
+            continue;
+        }
         let run_started = Instant::now();
         let outcome = run(&fleet, operator);
         if operator == Operator::Nobody {

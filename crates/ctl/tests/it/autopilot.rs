@@ -504,3 +504,37 @@ async fn the_relief_takes_a_non_home_region_and_leaves_the_home_one() {
         assert_eq!(daemon.terminate().await, 0);
     }
 }
+
+#[test]
+fn a_setting_out_of_its_bounds_is_a_usage_error() {
+    // Usage errors are found before any connection: nothing listens on port 9.
+    for (args, want) in [
+        (vec!["--trend-horizon", "601"], "--trend-horizon 601s"),
+        (vec!["--band", "0.6"], "--band 0.6"),
+        (vec!["--for", "0"], "--for 0"),
+    ] {
+        let run = crate::common::run({
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dwctl"));
+            command
+                .env("DWCTL_ENDPOINTS", "http://127.0.0.1:9")
+                .args(["autopilot", "--traffic", "/nonexistent"])
+                .args(&args);
+            command
+        });
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(want), "{args:?}: {}", run.stderr);
+    }
+    // At the bound itself the flags pass the check (then the missing etcd fails it, not 2).
+    let run = crate::common::run({
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dwctl"));
+        command.env("DWCTL_ENDPOINTS", "http://127.0.0.1:9").args([
+            "autopilot",
+            "--traffic",
+            "/nonexistent",
+            "--trend-horizon",
+            "600",
+        ]);
+        command
+    });
+    assert_ne!(run.code, 2, "{}", run.stderr);
+}
