@@ -356,7 +356,14 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
     if trace {
         eprintln!("run\t{}", operator.name());
     }
-    let settings = Settings::default();
+    let mut settings = Settings::default();
+    // DW_DAY_TREND=SECONDS sets the trend horizon (0: off), to measure what it does.
+    if let Some(horizon) = std::env::var("DW_DAY_TREND")
+        .ok()
+        .and_then(|text| text.parse().ok())
+    {
+        settings.trend_horizon = horizon;
+    }
     let mut memory = Memory::default();
     let mut values = fleet.values.clone();
     // The table the loop reads (etcd), and the one the nodes run (after propagation).
@@ -378,7 +385,16 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
             values.insert(edit.geo.clone(), edit.to_json());
         }
     };
-    for t in 0..DAY {
+    // DW_DAY_SPAN=FROM,TO runs only those seconds (while working on the law; the table's
+    // figures are for the whole day).
+    let (from, to) = std::env::var("DW_DAY_SPAN")
+        .ok()
+        .and_then(|span| {
+            let (from, to) = span.split_once(',')?;
+            Some((from.parse().ok()?, to.parse().ok()?))
+        })
+        .unwrap_or((0, DAY));
+    for t in from..to {
         // The health drain and its restore, as the `health` daemon writes them.
         let mut changed = false;
         if t == DRAIN_START {

@@ -12,7 +12,9 @@
 //! current table ([`dw_capacity::predict`]), so a relief, a give back or a drain by
 //! anyone is never read as the load rising or falling. It is the least-squares slope over
 //! the readings of the last [`TREND_SPAN`] seconds and now, when there are at least
-//! [`TREND_MIN_READINGS`] of them.
+//! [`TREND_MIN_READINGS`] of them, and a rise counts only while it goes on: the slope of
+//! the last [`RECENT_SPAN`] seconds must be at least half of it (a step seen through the
+//! window looks like a ramp as long as the window, then stops rising).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -21,6 +23,9 @@ use dw_routing::Table;
 
 /// Seconds of earlier readings a slope is taken over.
 pub const TREND_SPAN: u64 = 8;
+/// Seconds of the latest readings whose slope must be at least half the whole span's for
+/// a rise to count (a step seen through the window rises for one window, then stops).
+pub const RECENT_SPAN: u64 = 4;
 /// The fewest readings (now included) a slope is taken from.
 pub const TREND_MIN_READINGS: usize = 3;
 /// The most a trend adds to a relief's aim, a fraction of the origin's target.
@@ -70,7 +75,22 @@ impl Readings {
                     .map(|(at, then)| (*at, then.of(origin)))
                     .collect();
                 points.push((now as f64, *load));
-                slope(&points).map(|slope| (origin.clone(), slope))
+                let whole = slope(&points)?;
+                // A rise that stopped (a step seen through the window: a ramp as long as
+                // the window, then flat) is no trend: the latest readings' slope must be
+                // at least half the whole span's.
+                let recent: Vec<(f64, f64)> = points
+                    .iter()
+                    .copied()
+                    .filter(|(at, _)| *at + RECENT_SPAN as f64 >= now as f64)
+                    .collect();
+                let latest = slope(&recent).unwrap_or(whole);
+                let slope = if whole > 0.0 && latest < 0.5 * whole {
+                    latest.min(0.0)
+                } else {
+                    whole
+                };
+                Some((origin.clone(), slope))
             })
             .collect()
     }
@@ -120,6 +140,48 @@ mod tests {
         assert!((slope(&falling).unwrap() + 1.0).abs() < 1e-12);
         assert_eq!(slope(&line[..2]), None, "two points are not enough");
         assert_eq!(slope(&[(3.0, 1.0), (3.0, 2.0), (3.0, 3.0)]), None);
+    }
+
+    fn traffic(rate: f64) -> Traffic {
+        Traffic::parse(format!(r#"{{"geos":{{"DE":{{"sticky":{rate}}}}}}}"#).as_bytes()).unwrap()
+    }
+
+    fn table() -> Table {
+        Table::parse(
+            br#"{"format":1,"revision":1,"prefix":"/dw/routing/","kvs":{"/dw/routing/region/DE":"{\"shard\":\"eu\",\"origins\":[\"a\",\"b\"],\"weight\":{\"a\":1,\"b\":1}}","/dw/routing/policy/global":"{\"pick\":\"rendezvous\"}"}}"#,
+        )
+        .unwrap()
+    }
+
+    /// The slope of `a` at the last of `rates` (one reading every 2 s).
+    fn slope_after(rates: &[f64]) -> Option<f64> {
+        let table = table();
+        let mut readings = Readings::default();
+        let last = 2 * (rates.len() as u64 - 1);
+        for (index, rate) in rates[..rates.len() - 1].iter().enumerate() {
+            readings.observe(2 * index as u64, &traffic(*rate));
+        }
+        let now = predict(&table, &traffic(rates[rates.len() - 1]));
+        readings.slopes(&table, last, &now).get("a").copied()
+    }
+
+    #[test]
+    fn a_ramp_is_a_trend_and_a_step_seen_through_the_window_is_not() {
+        // DE's answers rising 1/s, half of them a's: a's slope is 0.5/s.
+        let ramp = slope_after(&[100.0, 102.0, 104.0, 106.0, 108.0]).unwrap();
+        assert!((ramp - 0.5).abs() < 1e-9, "{ramp}");
+        // A step through a window: it rose, then stopped; no trend (not a negative one).
+        assert_eq!(slope_after(&[100.0, 140.0, 180.0, 200.0, 200.0]), Some(0.0));
+        // Falling stays falling.
+        assert!(slope_after(&[108.0, 106.0, 104.0]).unwrap() < 0.0);
+        // Two readings are too few.
+        assert_eq!(slope_after(&[100.0, 102.0]), None);
+        // Only the last TREND_SPAN seconds count: older readings are forgotten.
+        let mut readings = Readings::default();
+        for at in [0, 2, 4, 20] {
+            readings.observe(at, &traffic(1.0));
+        }
+        assert_eq!(readings.len(), 1);
     }
 
     #[test]
