@@ -44,6 +44,9 @@ const DRAIN_START: u64 = 43_200;
 const DRAIN_SECONDS: u64 = 3_600;
 /// The alert's `for`, then the person's delay.
 const ALERT_FOR: u64 = 60;
+/// After a step (the flash crowd, the drain), the seconds no operator can act within: the
+/// scrape lag, a window, an evaluation and the propagation of its first change.
+const REACTION_FLOOR: u64 = SCRAPE_LAG + WINDOW + EVALUATION + PROPAGATION;
 const PERSON_DELAY: u64 = 180;
 
 struct Rng(u64);
@@ -315,6 +318,10 @@ impl Operator {
 struct Outcome {
     overload_seconds: f64,
     capacity_seconds: f64,
+    /// Of `capacity_seconds`, those within [`REACTION_FLOOR`] of a step.
+    capacity_floor_seconds: f64,
+    /// The band-inclusive minimum: each episode's peak above `target × (1 − band)`.
+    episodes_min_band: f64,
     moved_off: f64,
     moved_back: f64,
     actions: u32,
@@ -379,6 +386,8 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
     let mut drained_before: Vec<RegionEdit> = Vec::new();
     // No-action episodes: the peak above target per episode.
     let mut episode_peak: BTreeMap<String, f64> = BTreeMap::new();
+    let mut band_peak: BTreeMap<String, f64> = BTreeMap::new();
+    let band_goal = 1.0 - settings.band;
 
     let apply = |values: &mut BTreeMap<String, String>, edits: &[RegionEdit]| {
         for edit in edits {
@@ -591,7 +600,19 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
                 }
                 outcome.episodes_min += peak;
             }
+            if *load > target * band_goal {
+                let peak = band_peak.entry(name.clone()).or_insert(0.0);
+                *peak = peak.max(load - target * band_goal);
+            } else if let Some(peak) = band_peak.remove(name) {
+                outcome.episodes_min_band += peak;
+            }
             if *load > capacity {
+                if [DRAIN_START, FLASH_START]
+                    .iter()
+                    .any(|step| (*step..step + REACTION_FLOOR).contains(&t))
+                {
+                    outcome.capacity_floor_seconds += 1.0;
+                }
                 if trace {
                     eprintln!("above-capacity\t{t}\t{name}\t{load:.1}\t{capacity:.1}");
                 }
@@ -600,6 +621,7 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
         }
     }
     outcome.episodes_min += episode_peak.values().sum::<f64>();
+    outcome.episodes_min_band += band_peak.values().sum::<f64>();
     for origin in memory.origins.values() {
         outcome.direction_changes += origin.direction_changes;
         outcome.most_changes = outcome.most_changes.max(origin.direction_changes);
@@ -623,7 +645,7 @@ fn main() {
         fleet.flash_geo,
         fleet.drained_origin
     );
-    let mut minimum = 0.0;
+    let (mut minimum, mut minimum_band) = (0.0, 0.0);
     // DW_DAY_SKIP_PERSON=1 leaves the person's run out (while working on the law).
     let skip_person = std::env::var_os("DW_DAY_SKIP_PERSON").is_some();
     for operator in [Operator::Nobody, Operator::Person, Operator::Autopilot] {
@@ -634,6 +656,7 @@ fn main() {
         let outcome = run(&fleet, operator);
         if operator == Operator::Nobody {
             minimum = outcome.episodes_min;
+            minimum_band = outcome.episodes_min_band;
         }
         eprintln!(
             "{}: holds in evaluations that planned {:?}",
@@ -645,7 +668,7 @@ fn main() {
         let median = plan_ms.get(plan_ms.len() / 2).copied().unwrap_or(0.0);
         let slowest = plan_ms.last().copied().unwrap_or(0.0);
         println!(
-            "autopilot-day\t{}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}",
+            "autopilot-day\t{}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.0}\t{:.0}",
             operator.name(),
             outcome.overload_seconds,
             outcome.capacity_seconds,
@@ -660,7 +683,9 @@ fn main() {
             plan_ms.len(),
             median,
             slowest,
-            run_started.elapsed().as_secs_f64()
+            run_started.elapsed().as_secs_f64(),
+            outcome.capacity_floor_seconds,
+            minimum_band
         );
     }
     eprintln!("simulated day: {:.1} s", started.elapsed().as_secs_f64());
