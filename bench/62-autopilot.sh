@@ -70,11 +70,14 @@ END {
 cat <<'TAIL'
 
 Read with care: the flash crowd and the drain are *steps* (5× in one second, a whole
-origin's load at once), so the seconds between the step and the first relief reaching the
-nodes (2 evaluations over target, the window, the propagation) are above capacity for any
-operator; the autopilot's remaining seconds above capacity come from the drain at the
-day's peak, where its shard has little room and `--min-interval` spaces the steps. Moved
-load is larger than the minimum by the band (a relief aims 5 % below target) and by the
-day's second reliefs after give-backs. A full `health` drain is exempt and not the
-autopilot's to undo: it holds on the drained origin (another source's record).
+origin's load at once). The seconds above capacity within a step's reaction floor are there
+for any operator (the no-action row shows them too); the autopilot relieves an origin
+measured above capacity at the first evaluation, without waiting for `--min-interval`, so
+what it leaves beyond the floor is what the fleet had no room for. Moved load against the
+issue's minimum: a relief aims 5 % below target, so an episode whose peak is less than 20 %
+of target above it needs more than 1.25× its minimum by the band alone (the band-inclusive
+minimum counts that part; docs/autopilot.md decomposes the day). A full `health` drain is
+exempt and not the autopilot's to undo: it holds on the drained origin (another source's
+record). `DW_DAY_TRACE=1` prints every action, episode and second above capacity;
+`DW_DAY_TREND=SECONDS` sets the trend horizon (0: off) to measure what it does.
 TAIL
