@@ -524,17 +524,7 @@ fn a_setting_out_of_its_bounds_is_a_usage_error() {
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains(want), "{args:?}: {}", run.stderr);
     }
-    // At the bound itself the flags pass the check (then the missing etcd fails it, not 2).
-    let run = crate::common::run({
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dwctl"));
-        command.env("DWCTL_ENDPOINTS", "http://127.0.0.1:9").args([
-            "autopilot",
-            "--traffic",
-            "/nonexistent",
-            "--trend-horizon",
-            "600",
-        ]);
-        command
-    });
-    assert_ne!(run.code, 2, "{}", run.stderr);
+    // At the bound itself (600) the check passes: the law's table test
+    // (`autopilot::tests::the_defaults_pass_and_each_bound_is_checked_at_its_edge`); here
+    // the daemon would then run.
 }
