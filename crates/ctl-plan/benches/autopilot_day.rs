@@ -22,6 +22,7 @@ use dw_capacity::{
 };
 use dw_ctl_plan::autopilot::Settings;
 use dw_ctl_plan::autopilot::law::{ActionKind, Memory, Reading, RecordOf, World, assess, plan};
+use dw_ctl_plan::autopilot::trend::TREND_SPAN;
 use dw_routing::{Table, builtin_table};
 
 const DAY: u64 = 86_400;
@@ -43,6 +44,9 @@ const DRAIN_START: u64 = 43_200;
 const DRAIN_SECONDS: u64 = 3_600;
 /// The alert's `for`, then the person's delay.
 const ALERT_FOR: u64 = 60;
+/// After a step (the flash crowd, the drain), the seconds no operator can act within: the
+/// scrape lag, a window, an evaluation and the propagation of its first change.
+const REACTION_FLOOR: u64 = SCRAPE_LAG + WINDOW + EVALUATION + PROPAGATION;
 const PERSON_DELAY: u64 = 180;
 
 struct Rng(u64);
@@ -314,6 +318,10 @@ impl Operator {
 struct Outcome {
     overload_seconds: f64,
     capacity_seconds: f64,
+    /// Of `capacity_seconds`, those within [`REACTION_FLOOR`] of a step.
+    capacity_floor_seconds: f64,
+    /// The band-inclusive minimum: each episode's peak above `target × (1 − band)`.
+    episodes_min_band: f64,
     moved_off: f64,
     moved_back: f64,
     actions: u32,
@@ -350,7 +358,19 @@ impl Outcome {
 }
 
 fn run(fleet: &Fleet, operator: Operator) -> Outcome {
-    let settings = Settings::default();
+    // DW_DAY_TRACE=1 prints every action and each episode's peak (stderr).
+    let trace = std::env::var_os("DW_DAY_TRACE").is_some();
+    if trace {
+        eprintln!("run\t{}", operator.name());
+    }
+    let mut settings = Settings::default();
+    // DW_DAY_TREND=SECONDS sets the trend horizon (0: off), to measure what it does.
+    if let Some(horizon) = std::env::var("DW_DAY_TREND")
+        .ok()
+        .and_then(|text| text.parse().ok())
+    {
+        settings.trend_horizon = horizon;
+    }
     let mut memory = Memory::default();
     let mut values = fleet.values.clone();
     // The table the loop reads (etcd), and the one the nodes run (after propagation).
@@ -366,13 +386,24 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
     let mut drained_before: Vec<RegionEdit> = Vec::new();
     // No-action episodes: the peak above target per episode.
     let mut episode_peak: BTreeMap<String, f64> = BTreeMap::new();
+    let mut band_peak: BTreeMap<String, f64> = BTreeMap::new();
+    let band_goal = 1.0 - settings.band;
 
     let apply = |values: &mut BTreeMap<String, String>, edits: &[RegionEdit]| {
         for edit in edits {
             values.insert(edit.geo.clone(), edit.to_json());
         }
     };
-    for t in 0..DAY {
+    // DW_DAY_SPAN=FROM,TO runs only those seconds (while working on the law; the table's
+    // figures are for the whole day).
+    let (from, to) = std::env::var("DW_DAY_SPAN")
+        .ok()
+        .and_then(|span| {
+            let (from, to) = span.split_once(',')?;
+            Some((from.parse().ok()?, to.parse().ok()?))
+        })
+        .unwrap_or((0, DAY));
+    for t in from..to {
         // The health drain and its restore, as the `health` daemon writes them.
         let mut changed = false;
         if t == DRAIN_START {
@@ -415,6 +446,22 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
                     let assessment = assess(&settings, &mut memory, &world, Ok(&measured));
                     if !assessment.due.is_empty() {
                         let started = Instant::now();
+                        // The readings of the last evaluations, for the trend: the daemon
+                        // keeps each one; here they are built only when a plan is due.
+                        for back in (1..=TREND_SPAN / EVALUATION).rev() {
+                            let at = t.saturating_sub(back * EVALUATION);
+                            if at < t {
+                                let (factor, flash) = seen(at);
+                                memory.readings.observe(
+                                    at,
+                                    &traffic_of(
+                                        &fleet.base,
+                                        factor,
+                                        Some((&fleet.flash_geo, flash)),
+                                    ),
+                                );
+                            }
+                        }
                         let traffic =
                             traffic_of(&fleet.base, factor, Some((&fleet.flash_geo, flash)));
                         let predicted = predict(&table, &traffic);
@@ -434,6 +481,17 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
                         }
                         if let Some(action) = decision.action {
                             outcome.actions += 1;
+                            if trace {
+                                eprintln!(
+                                    "action\t{t}\t{}\t{:?}\t{:.1}\t{:.1}\t{:.1}\t{:.1}",
+                                    action.origin,
+                                    action.kind,
+                                    action.figures.measured,
+                                    action.figures.target,
+                                    action.figures.capacity,
+                                    action.moved
+                                );
+                            }
                             let up = matches!(
                                 action.kind,
                                 ActionKind::GiveBackStep | ActionKind::GiveBackAll
@@ -537,14 +595,33 @@ fn run(fleet: &Fleet, operator: Operator) -> Outcome {
                 let peak = episode_peak.entry(name.clone()).or_insert(0.0);
                 *peak = peak.max(load - target);
             } else if let Some(peak) = episode_peak.remove(name) {
+                if trace {
+                    eprintln!("episode\t{t}\t{name}\t{peak:.1}\t{target:.1}");
+                }
                 outcome.episodes_min += peak;
             }
+            if *load > target * band_goal {
+                let peak = band_peak.entry(name.clone()).or_insert(0.0);
+                *peak = peak.max(load - target * band_goal);
+            } else if let Some(peak) = band_peak.remove(name) {
+                outcome.episodes_min_band += peak;
+            }
             if *load > capacity {
+                if [DRAIN_START, FLASH_START]
+                    .iter()
+                    .any(|step| (*step..step + REACTION_FLOOR).contains(&t))
+                {
+                    outcome.capacity_floor_seconds += 1.0;
+                }
+                if trace {
+                    eprintln!("above-capacity\t{t}\t{name}\t{load:.1}\t{capacity:.1}");
+                }
                 outcome.capacity_seconds += 1.0;
             }
         }
     }
     outcome.episodes_min += episode_peak.values().sum::<f64>();
+    outcome.episodes_min_band += band_peak.values().sum::<f64>();
     for origin in memory.origins.values() {
         outcome.direction_changes += origin.direction_changes;
         outcome.most_changes = outcome.most_changes.max(origin.direction_changes);
@@ -568,12 +645,18 @@ fn main() {
         fleet.flash_geo,
         fleet.drained_origin
     );
-    let mut minimum = 0.0;
+    let (mut minimum, mut minimum_band) = (0.0, 0.0);
+    // DW_DAY_SKIP_PERSON=1 leaves the person's run out (while working on the law).
+    let skip_person = std::env::var_os("DW_DAY_SKIP_PERSON").is_some();
     for operator in [Operator::Nobody, Operator::Person, Operator::Autopilot] {
+        if skip_person && operator == Operator::Person {
+            continue;
+        }
         let run_started = Instant::now();
         let outcome = run(&fleet, operator);
         if operator == Operator::Nobody {
             minimum = outcome.episodes_min;
+            minimum_band = outcome.episodes_min_band;
         }
         eprintln!(
             "{}: holds in evaluations that planned {:?}",
@@ -585,7 +668,7 @@ fn main() {
         let median = plan_ms.get(plan_ms.len() / 2).copied().unwrap_or(0.0);
         let slowest = plan_ms.last().copied().unwrap_or(0.0);
         println!(
-            "autopilot-day\t{}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}",
+            "autopilot-day\t{}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.0}\t{:.0}",
             operator.name(),
             outcome.overload_seconds,
             outcome.capacity_seconds,
@@ -600,7 +683,9 @@ fn main() {
             plan_ms.len(),
             median,
             slowest,
-            run_started.elapsed().as_secs_f64()
+            run_started.elapsed().as_secs_f64(),
+            outcome.capacity_floor_seconds,
+            minimum_band
         );
     }
     eprintln!("simulated day: {:.1} s", started.elapsed().as_secs_f64());

@@ -10,10 +10,12 @@
 //!   moves, nothing is counted), another source holds a record on the origin, it has no
 //!   capacity, it acted less than `min_interval` ago, the fleet's per-minute cap on moved
 //!   load is spent, or nothing fits;
-//! - **relieve**: measured above target for `over_for` evaluations in a row. The plan
+//! - **relieve**: measured above target for `over_for` evaluations in a row, or above
+//!   **capacity** once (an emergency: no streak, no `min_interval`). The plan
 //!   ([`relief::plan_relief`]) is the smallest shed bringing the origin's predicted load to
-//!   `target × (1 − band)`, taken in least-harm order ([`harm`]), going only to origins
-//!   that stay at or below their targets, with a spill within the shard where needed;
+//!   `target × (1 − band)`, ahead of a rising load by its trend ([`trend::lead`]), taken in
+//!   least-harm order ([`harm`]), going only to origins that stay at or below their
+//!   targets, with a spill within the shard where needed;
 //! - **everyone over target**: when no relief fits the receivers' targets, the law moves
 //!   only what lowers the highest utilisation: a relief whose receivers stay at or below
 //!   `ceiling × capacity` (the stated, audited ceiling between target and capacity, never
@@ -24,7 +26,7 @@
 //!   below `low_watermark × target` for `restore_after` gets part of its shed back: the
 //!   whole of it when the prediction keeps it at or below `target × (1 − band)`, else a
 //!   `give_back_step` of what remains when that keeps it at or below target
-//!   ([`give_back::step_back`]), else it holds.
+//!   ([`give_back::step_back`]), else it holds. No give back while the load rises.
 //!
 //! One action per evaluation (the most utilised origin's first), so that no two plans are
 //! made on a table the other changes. The caller turns an action into one guarded,
@@ -36,6 +38,7 @@ pub mod harm;
 pub mod law;
 pub mod relief;
 pub mod status;
+pub mod trend;
 pub mod write;
 
 use crate::Error;
@@ -63,6 +66,9 @@ pub struct Settings {
     pub ceiling: f64,
     /// The part of the remaining shed one give back returns: default 0.25.
     pub give_back_step: f64,
+    /// Seconds ahead a relief of a rising load aims ([`trend::lead`]): the window's lag,
+    /// `min_interval` and the propagation; 0 turns the trend off. Default 40.
+    pub trend_horizon: u64,
 }
 
 impl Default for Settings {
@@ -76,6 +82,7 @@ impl Default for Settings {
             max_moved_per_minute: 0.1,
             ceiling: 0.9,
             give_back_step: 0.25,
+            trend_horizon: 40,
         }
     }
 }
@@ -84,6 +91,8 @@ impl Default for Settings {
 pub const MAX_OVER_FOR: u32 = 1000;
 /// The longest `restore_after` and `min_interval`, seconds (a day).
 pub const MAX_SECONDS: u64 = 86_400;
+/// The longest `trend_horizon`, seconds.
+pub const MAX_TREND_HORIZON: u64 = 600;
 
 impl Settings {
     /// Checks every setting against its bound; `headroom` is the guard's (the ceiling must
@@ -128,6 +137,12 @@ impl Settings {
                     "{name} {value}s: at most {MAX_SECONDS}s"
                 )));
             }
+        }
+        if self.trend_horizon > MAX_TREND_HORIZON {
+            return Err(Error::Usage(format!(
+                "--trend-horizon {}s: 0 (off) to {MAX_TREND_HORIZON}s",
+                self.trend_horizon
+            )));
         }
         Ok(())
     }
@@ -253,6 +268,22 @@ mod tests {
         assert!(
             Settings {
                 max_moved_per_minute: 1.5,
+                ..settings.clone()
+            }
+            .check(0.8)
+            .is_err()
+        );
+        for horizon in [0, MAX_TREND_HORIZON] {
+            Settings {
+                trend_horizon: horizon,
+                ..settings.clone()
+            }
+            .check(0.8)
+            .unwrap();
+        }
+        assert!(
+            Settings {
+                trend_horizon: MAX_TREND_HORIZON + 1,
                 ..settings
             }
             .check(0.8)

@@ -283,8 +283,9 @@ Examples:
     #[command(after_help = "\
 Every --interval the answer rates of a short --window (Prometheus, or --traffic FILE) are \
 read with the state; an origin measured above its target (headroom x capacity) for --for \
-evaluations is shed, least harmed traffic first, onto origins that stay within their \
-targets; a relieved origin below --low-watermark of target for --restore-after gets its \
+evaluations (above its capacity: at once) is shed, least harmed traffic first, onto origins \
+that stay within their targets, aiming --trend-horizon ahead of a rising load; a relieved \
+origin below --low-watermark of target for --restore-after gets its \
 shed back in steps. One instance acts (a leader key on a --lease-ttl lease); every write is \
 fenced on it and recorded with source `autopilot`. A missing or implausible source moves \
 nothing. --dry-run logs each decision and writes nothing. /usr/share/doc/dwctl/autopilot.md

@@ -12,6 +12,7 @@ use super::Settings;
 use super::give_back::step_back;
 use super::harm::{Harm, harm_order, load_by_region};
 use super::relief::{ReliefAsk, plan_relief, rising_over};
+use super::trend::{Readings, lead};
 use crate::Error;
 
 /// The window the per-minute cap on moved load looks back over, seconds.
@@ -91,6 +92,10 @@ pub struct Memory {
     pub origins: BTreeMap<String, OriginMemory>,
     /// The actions of the last [`CAP_WINDOW`] seconds: when, and answers per second moved.
     pub moved: VecDeque<(u64, f64)>,
+    /// The last few readings' answer rates, for each load's trend
+    /// ([`super::trend`]); [`decide`] keeps them, a caller of [`plan`] alone calls
+    /// [`Readings::observe`] itself.
+    pub readings: Readings,
 }
 
 impl Memory {
@@ -155,6 +160,8 @@ pub enum HoldReason {
     NoRoom,
     /// A give back would put the origin over target.
     GiveBackWouldOverload,
+    /// The origin's load is rising: no give back now.
+    Rising,
 }
 
 impl HoldReason {
@@ -167,6 +174,7 @@ impl HoldReason {
             HoldReason::RateCap => "rate_cap",
             HoldReason::NoRoom => "no_room",
             HoldReason::GiveBackWouldOverload => "give_back_would_overload",
+            HoldReason::Rising => "rising",
         }
     }
 }
@@ -184,6 +192,7 @@ impl fmt::Display for HoldReason {
             HoldReason::GiveBackWouldOverload => {
                 f.write_str("giving back would put it over target")
             }
+            HoldReason::Rising => f.write_str("its load is rising: nothing given back"),
         }
     }
 }
@@ -268,6 +277,9 @@ pub struct Action {
     pub skipped_staged: Vec<String>,
     /// Each origin whose load changes: before and after.
     pub changed: Vec<(String, f64, f64)>,
+    /// What the load's trend added to a relief's aim (answers per second): its slope ×
+    /// the trend horizon, bounded ([`super::trend::lead`]); 0 for a flat or falling load.
+    pub ahead: f64,
 }
 
 impl Action {
@@ -286,6 +298,15 @@ impl Action {
              predicted {:.1}/s after moving {:.1}/s",
             self.origin, f.measured, f.target, f.capacity, self.predicted, self.moved
         );
+        if self.ahead > 0.0 {
+            text.push_str(&format!(
+                ", aimed {:.1}/s ahead of a rising load",
+                self.ahead
+            ));
+        }
+        if f.measured > f.capacity {
+            text.push_str(", above capacity: acted at once");
+        }
         if !self.harms.is_empty() {
             let harms: Vec<&str> = self.harms.iter().map(|harm| harm.word()).collect();
             text.push_str(&format!(" from {} regions", harms.join("+")));
@@ -385,9 +406,14 @@ pub fn assess(
         } else {
             entry.low_since = None;
         }
-        let cooling = entry
-            .last_action
-            .is_some_and(|at| now < at + settings.min_interval);
+        // Above capacity is an emergency: acted on at the first evaluation over, without
+        // waiting for --min-interval (the per-minute cap and one action an evaluation
+        // still hold; a plan that found nothing is retried after --min-interval).
+        let emergency = load > capacity;
+        let cooling = !emergency
+            && entry
+                .last_action
+                .is_some_and(|at| now < at + settings.min_interval);
         let record = world.records.get(origin);
         if over {
             assessment.over_target.push(origin.clone());
@@ -396,7 +422,7 @@ pub fn assess(
                     origin: origin.clone(),
                     reason: HoldReason::OtherSource(source.to_owned()),
                 });
-            } else if entry.over >= settings.over_for {
+            } else if entry.over >= settings.over_for || emergency {
                 if cooling {
                     assessment.holds.push(Hold {
                         origin: origin.clone(),
@@ -505,13 +531,26 @@ pub fn plan(
         .map(|(name, capacity)| (name.clone(), *capacity))
         .collect();
     let no_home = BTreeSet::new();
+    // Each origin's trend under the table now (a few predictions: only when a plan is due).
+    let slopes = if settings.trend_horizon > 0 {
+        memory.readings.slopes(reading.table, now, reading.loads)
+    } else {
+        BTreeMap::new()
+    };
     for (origin, due, figures) in assessment.due {
+        let slope = slopes.get(&origin).copied();
+        let ahead = match due {
+            Due::Relieve => lead(slope, settings.trend_horizon, figures.target),
+            Due::GiveBack => 0.0,
+        };
         if decision.action.is_some() {
             break;
         }
         // A budget under a tenth of what is wanted is spent: a sliver moves nothing useful.
         let wanted = match due {
-            Due::Relieve => reading.loads.of(&origin) - figures.target * (1.0 - settings.band),
+            Due::Relieve => {
+                reading.loads.of(&origin) - figures.target * (1.0 - settings.band) + ahead
+            }
             Due::GiveBack => 0.0,
         };
         if budget <= 0.0 || budget < 0.1 * wanted {
@@ -532,7 +571,7 @@ pub fn plan(
                 }
                 let by_region = load_by_region(reading.table, reading.traffic, &origin);
                 let goal = figures.target * (1.0 - settings.band);
-                let want = (reading.loads.of(&origin) - goal).min(budget);
+                let want = (reading.loads.of(&origin) - goal + ahead).min(budget);
                 let mut ask = ReliefAsk {
                     origin: &origin,
                     want,
@@ -594,12 +633,23 @@ pub fn plan(
                     harms: relief.harms,
                     spilled: relief.spilled,
                     skipped_staged: order.skipped_staged,
+                    ahead,
                 });
             }
             Due::GiveBack => {
                 let Some(before) = world.records.get(&origin).and_then(RecordOf::own) else {
                     continue;
                 };
+                // A rising load is not given more: what it would rise by over the trend
+                // horizon eats the band (the load it would come back to relieve).
+                if rising(slope, settings, &figures) {
+                    memory.held(now, &origin, &HoldReason::Rising);
+                    decision.holds.push(Hold {
+                        origin,
+                        reason: HoldReason::Rising,
+                    });
+                    continue;
+                }
                 match give_back(settings, world, reading, &origin, &figures, before, budget)? {
                     Ok((kind, edits, after)) => {
                         let moved = after.of(&origin) - reading.loads.of(&origin);
@@ -616,6 +666,7 @@ pub fn plan(
                             harms: Vec::new(),
                             spilled: Vec::new(),
                             skipped_staged: Vec::new(),
+                            ahead: 0.0,
                         });
                     }
                     Err(reason) => {
@@ -627,6 +678,14 @@ pub fn plan(
         }
     }
     Ok(decision)
+}
+
+/// Whether a load's trend is rising for a give back: it would rise by more than the band
+/// (`band × target`) within the trend horizon.
+fn rising(slope: Option<f64>, settings: &Settings, figures: &Figures) -> bool {
+    slope.is_some_and(|slope| {
+        slope > 0.0 && slope * settings.trend_horizon as f64 > settings.band * figures.target
+    })
 }
 
 type GiveBack = (ActionKind, Vec<RegionEdit>, Load);
@@ -715,7 +774,9 @@ pub fn decide(
         }
         Ok(reading) => {
             let assessment = assess(settings, memory, world, Ok(&reading.loads.origins));
-            plan(settings, memory, world, assessment, &reading)
+            let decision = plan(settings, memory, world, assessment, &reading);
+            memory.readings.observe(world.now, reading.traffic);
+            decision
         }
     }
 }

@@ -471,3 +471,177 @@ fn direction_changes_are_counted() {
     assert_eq!(memory.origins["a"].direction_changes, 0);
     assert_eq!(memory.origins["a"].last_direction, Some(Direction::Down));
 }
+
+/// `busy()` × `factor`: a's load is 800 × factor.
+fn busy_times(factor: f64) -> Traffic {
+    traffic(&[
+        ("DE", 400.0 * factor),
+        ("FR", 400.0 * factor),
+        ("AT", 800.0 * factor),
+    ])
+}
+
+/// a's capacity `capacity`, b and c 1,000; `--for` 3, `trend_horizon` as given; a's
+/// load 800 × each factor at t = 0, 2, 4: the action at 4 (none before).
+fn relief_after(capacity: f64, horizon: u64, factors: [f64; 3]) -> super::law::Action {
+    let table = fleet();
+    let mut run = Run::new(&[("a", capacity), ("b", 1000.0), ("c", 1000.0)]);
+    run.settings.over_for = 3;
+    run.settings.trend_horizon = horizon;
+    run.settings.max_moved_per_minute = 1.0;
+    for (now, factor) in [(0, factors[0]), (2, factors[1])] {
+        let decision = run.eval(now, &table, Ok(&busy_times(factor)));
+        assert!(decision.action.is_none(), "not before --for 3");
+    }
+    run.eval(4, &table, Ok(&busy_times(factors[2])))
+        .action
+        .expect("relieved at the third evaluation")
+}
+
+#[test]
+fn a_rising_load_is_relieved_ahead_by_its_slope_within_the_bound() {
+    // Flat (slope 0): the plain aim, target × 0.95 = 684, nothing ahead.
+    let flat = relief_after(900.0, 4, [1.1, 1.1, 1.1]);
+    assert_eq!(flat.ahead, 0.0);
+    assert!(
+        (flat.predicted - 684.0).abs() < 0.02 * 720.0,
+        "{}",
+        flat.predicted
+    );
+    // Rising 20/s (800, 840, 880) with a 4 s horizon: 80/s further down.
+    let rising = relief_after(900.0, 4, [1.0, 1.05, 1.1]);
+    assert!((rising.ahead - 80.0).abs() < 1e-6, "{}", rising.ahead);
+    assert!(
+        (rising.predicted - (684.0 - 80.0)).abs() < 0.02 * 720.0,
+        "{}",
+        rising.predicted
+    );
+    assert!(
+        rising
+            .reason()
+            .contains("aimed 80.0/s ahead of a rising load")
+    );
+    // A 40 s horizon would be 800/s ahead: bounded at a quarter of the target (180/s).
+    let bounded = relief_after(900.0, 40, [1.0, 1.05, 1.1]);
+    assert!(
+        (bounded.ahead - 0.25 * 720.0).abs() < 1e-6,
+        "{}",
+        bounded.ahead
+    );
+    assert!(
+        (bounded.predicted - (684.0 - 180.0)).abs() < 0.02 * 720.0,
+        "{}",
+        bounded.predicted
+    );
+    // Falling (960, 920, 880 against a target of 800): nothing ahead, the plain aim 760.
+    let falling = relief_after(1000.0, 40, [1.2, 1.15, 1.1]);
+    assert_eq!(falling.ahead, 0.0);
+    assert!(
+        (falling.predicted - 760.0).abs() < 0.02 * 800.0,
+        "{}",
+        falling.predicted
+    );
+    // Horizon 0: the trend is off.
+    let off = relief_after(900.0, 0, [1.0, 1.05, 1.1]);
+    assert_eq!(off.ahead, 0.0);
+}
+
+#[test]
+fn a_relief_changing_the_table_is_not_read_as_a_trend() {
+    // The same traffic at 0, 2 and 4, but the table changed in between: the slope is taken
+    // under the table now, so it is 0 (a's measured load fell only by the table).
+    let table = fleet();
+    let shed = table_with_eu_weights(1, 2, 2);
+    let mut run = Run::new(&[("a", 900.0), ("b", 1000.0), ("c", 1000.0)]);
+    run.settings.over_for = 3;
+    run.settings.max_moved_per_minute = 1.0;
+    let traffic = busy();
+    run.eval(0, &shed, Ok(&traffic));
+    run.eval(2, &shed, Ok(&traffic));
+    // a under `shed`: 200 + 200 + 800 × 1/5 = 560 (not over); under `fleet`: 800.
+    let decision = run.eval(4, &table, Ok(&traffic));
+    assert!(decision.action.is_none(), "the streak starts at 4");
+    run.eval(6, &table, Ok(&traffic));
+    let action = run.eval(8, &table, Ok(&traffic)).action.expect("relieved");
+    assert_eq!(action.ahead, 0.0, "no slope from a table change");
+}
+
+fn table_with_eu_weights(a: u32, b: u32, c: u32) -> Table {
+    let eu =
+        format!(r#"{{"shard":"eu","origins":["a","b","c"],"weight":{{"a":{a},"b":{b},"c":{c}}}}}"#);
+    table(&[
+        (
+            "DE",
+            r#"{"shard":"eu","origins":["a","b"],"weight":{"a":1,"b":1}}"#,
+        ),
+        (
+            "FR",
+            r#"{"shard":"eu","origins":["a","c"],"weight":{"a":1,"c":1}}"#,
+        ),
+        ("continent/EU", &eu),
+    ])
+}
+
+#[test]
+fn above_capacity_is_acted_on_at_once_and_without_min_interval() {
+    let table = fleet();
+    let traffic = busy();
+    // a: 800/s against a capacity of 780: relieved at the first evaluation (--for 2).
+    let mut run = Run::new(&[("a", 780.0), ("b", 1000.0), ("c", 1000.0)]);
+    run.settings.max_moved_per_minute = 1.0;
+    let first = run.eval(0, &table, Ok(&traffic));
+    let action = first.action.expect("an emergency acts at once");
+    assert!(action.reason().contains("above capacity: acted at once"));
+    // The table is not changed here: still above capacity 2 s later, it acts again,
+    // --min-interval (30 s) notwithstanding.
+    assert!(run.eval(2, &table, Ok(&traffic)).action.is_some());
+    // Exactly at capacity is not above it: the streak and --min-interval hold as ever.
+    let mut at = Run::new(&[("a", 800.0), ("b", 1000.0), ("c", 1000.0)]);
+    at.settings.max_moved_per_minute = 1.0;
+    assert!(at.eval(0, &table, Ok(&traffic)).action.is_none());
+    assert!(at.eval(2, &table, Ok(&traffic)).action.is_some());
+    at.eval(4, &table, Ok(&traffic));
+    let cooling = at.eval(6, &table, Ok(&traffic));
+    assert_eq!(reasons(&cooling), [("a", "min_interval")]);
+}
+
+#[test]
+fn no_give_back_while_the_load_rises_past_the_band() {
+    // a shed to 100/1000 of the bucket (its record: 2:1:1 before), capacity 1,000 (target
+    // 800, band 40/s over the 40 s horizon: rising means more than 1/s).
+    let shed = table(&[
+        (
+            "DE",
+            r#"{"shard":"eu","origins":["a","b"],"weight":{"a":1,"b":1}}"#,
+        ),
+        (
+            "continent/EU",
+            r#"{"shard":"eu","origins":["a","b","c"],"weight":{"a":100,"b":450,"c":450}}"#,
+        ),
+    ]);
+    let before = vec![edit("continent/EU", &[("a", 2), ("b", 1), ("c", 1)])];
+    let at = |rate: f64| traffic(&[("DE", 100.0), ("AT", rate)]);
+    let run_with = |rates: [f64; 3]| {
+        let mut run = Run::new(&[("a", 1000.0), ("b", 1000.0), ("c", 1000.0)]);
+        run.settings.max_moved_per_minute = 1.0;
+        run.records
+            .insert("a".into(), RecordOf::Own(before.clone()));
+        run.eval(0, &shed, Ok(&at(rates[0])));
+        run.eval(596, &shed, Ok(&at(rates[0])));
+        run.eval(598, &shed, Ok(&at(rates[1])));
+        run.eval(600, &shed, Ok(&at(rates[2])))
+    };
+    // a: 50 + AT / 10: 70, 90, 110 (10/s): rising, held.
+    let held = run_with([200.0, 400.0, 600.0]);
+    assert!(held.action.is_none());
+    assert_eq!(reasons(&held), [("a", "rising")]);
+    // 70, 71, 72 (0.5/s: 20/s over the horizon, under the band's 40): given back.
+    let slow = run_with([200.0, 210.0, 220.0]);
+    assert_eq!(
+        slow.action.expect("given back").kind,
+        ActionKind::GiveBackAll
+    );
+    // Falling: given back.
+    let falling = run_with([600.0, 400.0, 200.0]);
+    assert!(falling.action.is_some());
+}

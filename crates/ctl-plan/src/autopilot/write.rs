@@ -237,6 +237,7 @@ mod tests {
             spilled: Vec::new(),
             skipped_staged: Vec::new(),
             changed: vec![("a".into(), 1000.0, 760.0), ("b".into(), 500.0, 740.0)],
+            ahead: 0.0,
         }
     }
 

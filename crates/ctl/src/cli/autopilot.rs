@@ -43,6 +43,11 @@ pub struct AutopilotArgs {
     /// The part of the remaining shed one give back returns (0 to 1).
     #[arg(long, default_value_t = 0.25)]
     pub give_back_step: f64,
+    /// Seconds ahead a relief of a rising load aims: the load's slope over the last 8 s
+    /// (under the table now) × this, at most a quarter of the target; 0 turns it off, at
+    /// most 600. About --window / 2 + --min-interval + the propagation.
+    #[arg(long, default_value_t = 40, value_name = "SECONDS")]
+    pub trend_horizon: u64,
     /// The leader lease's TTL in seconds: a standby takes over within it.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i64).range(2..=300))]
     pub lease_ttl: i64,

@@ -35,6 +35,7 @@ pub async fn command(
         max_moved_per_minute: args.max_moved_per_minute,
         ceiling: args.ceiling,
         give_back_step: args.give_back_step,
+        trend_horizon: args.trend_horizon,
     };
     // The ceiling is checked against the default headroom here and against the stored
     // headroom at each evaluation (a lower stored one only widens the room).

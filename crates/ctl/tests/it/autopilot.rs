@@ -800,3 +800,27 @@ async fn what_the_autopilot_holds_is_published_changes_and_vanishes_with_its_lea
         run.stdout
     );
 }
+
+#[test]
+fn a_setting_out_of_its_bounds_is_a_usage_error() {
+    // Usage errors are found before any connection: nothing listens on port 9.
+    for (args, want) in [
+        (vec!["--trend-horizon", "601"], "--trend-horizon 601s"),
+        (vec!["--band", "0.6"], "--band 0.6"),
+        (vec!["--for", "0"], "--for 0"),
+    ] {
+        let run = crate::common::run({
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dwctl"));
+            command
+                .env("DWCTL_ENDPOINTS", "http://127.0.0.1:9")
+                .args(["autopilot", "--traffic", "/nonexistent"])
+                .args(&args);
+            command
+        });
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(want), "{args:?}: {}", run.stderr);
+    }
+    // At the bound itself (600) the check passes: the law's table test
+    // (`autopilot::tests::the_defaults_pass_and_each_bound_is_checked_at_its_edge`); here
+    // the daemon would then run.
+}
