@@ -152,6 +152,7 @@ fn relief(state: &State, regions: &[String]) -> Action {
         spilled: Vec::new(),
         skipped_staged: Vec::new(),
         changed: Vec::new(),
+        ahead: 0.0,
     }
 }
 
