@@ -290,6 +290,21 @@ async fn a_prometheus_that_does_not_answer_holds_and_says_so_on_metrics() {
     )
     .await;
     assert!(body.contains("dwctl_autopilot_dry_run 0"), "{body}");
+    // Every kind of decision has its series from the start, at 0 (the dashboard's
+    // annotation sees a first action as a change).
+    for kind in [
+        "relieve",
+        "relieve_at_ceiling",
+        "give_back_step",
+        "give_back_all",
+    ] {
+        assert!(
+            body.contains(&format!(
+                "dwctl_autopilot_decisions_total{{kind=\"{kind}\"}} 0\n"
+            )),
+            "{kind}: {body}"
+        );
+    }
     assert!(
         !body.contains("dwctl_autopilot_origin_load{"),
         "no load without a source"
