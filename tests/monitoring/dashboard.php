@@ -4,7 +4,12 @@
 // through /api/v1/label/LABEL/values, and its values substituted the way Grafana does for
 // a multi-value selection (regex-escaped, `(a|b)`); $__rate_interval becomes RATE_INTERVAL.
 // Then every panel target's expr goes to /api/v1/query; it must parse and return at least
-// one series. One line per check ("  ok   ..." or "  FAIL ..."), counted by tests/monitoring/run.
+// one series. Then every annotation query (annotations.list) goes to /api/v1/query_range,
+// as Grafana runs one: over the last ANNOTATION_RANGE (10m) at the annotation's step; it
+// must parse and return at least one sample, and every label its titleFormat, textFormat
+// and tagKeys name must be on each series it returns. Grafana's built-in annotation (no
+// query) is named and not counted; any other annotation without a Prometheus expr fails.
+// One line per check ("  ok   ..." or "  FAIL ..."), counted by tests/monitoring/run.
 //
 //   php tests/monitoring/dashboard.php DASHBOARD.json http://127.0.0.1:PORT [RATE_INTERVAL]
 
@@ -124,4 +129,60 @@ foreach ($panels as $panel) {
         }
         ok("$what: $series series");
     }
+}
+
+// Every annotation, evaluated as Grafana does: a range query at its step.
+const ANNOTATION_RANGE = 600;
+$annotations = $dashboard['annotations']['list'] ?? [];
+foreach ($annotations as $annotation) {
+    $name = (string) ($annotation['name'] ?? '(unnamed)');
+    $what = "annotation \"$name\"";
+    if (!empty($annotation['builtIn'])) {
+        echo "  --   $what: Grafana's built-in (alerts and annotations stored in Grafana), no query\n";
+        continue;
+    }
+    $expr = (string) ($annotation['expr'] ?? ($annotation['target']['expr'] ?? ''));
+    if ($expr === '') {
+        fail($what, 'no Prometheus expr to evaluate (the checker reads expr or target.expr)');
+        continue;
+    }
+    $expr = substitute($expr, $values, $rateInterval);
+    if (preg_match('/\$\w+/', $expr, $left)) {
+        fail($what, "unknown variable {$left[0]} in: $expr");
+        continue;
+    }
+    $step = (string) ($annotation['step'] ?? '60s');
+    // Now to the millisecond: a sample scraped in this second is inside the range.
+    $end = round(microtime(true), 3);
+    $answer = api($prometheus, '/api/v1/query_range', [
+        'query' => $expr, 'start' => sprintf('%.3f', $end - ANNOTATION_RANGE),
+        'end' => sprintf('%.3f', $end), 'step' => $step,
+    ]);
+    if (is_string($answer)) {
+        fail($what, "$answer\n       query: $expr");
+        continue;
+    }
+    $series = $answer['data']['result'] ?? [];
+    $samples = array_sum(array_map(fn($one) => count($one['values'] ?? []), $series));
+    if ($samples === 0) {
+        fail($what, "no samples over the last " . ANNOTATION_RANGE . " s (step $step) for: $expr");
+        continue;
+    }
+    // The labels its title, text and tags read ({{label}}, tagKeys "a,b").
+    preg_match_all('/\{\{\s*(\w+)\s*\}\}/', ($annotation['titleFormat'] ?? '') . ' ' . ($annotation['textFormat'] ?? ''), $m);
+    $labels = array_merge($m[1], array_filter(array_map('trim', explode(',', (string) ($annotation['tagKeys'] ?? '')))));
+    $missing = [];
+    foreach ($series as $one) {
+        foreach ($labels as $label) {
+            if (!isset($one['metric'][$label])) {
+                $missing[$label] = true;
+            }
+        }
+    }
+    if ($missing !== []) {
+        fail($what, 'labels its title, text or tags read are not on its series: ' . implode(', ', array_keys($missing)) . "\n       query: $expr");
+        continue;
+    }
+    $shown = implode(', ', array_map(fn($one) => json_encode($one['metric'] ?? []), $series));
+    ok("$what: " . count($series) . " series, $samples samples ($shown)");
 }

@@ -6,7 +6,11 @@
 # counting half), a FIXTURE target (tests/traffic-ops/fixture.php under `php -S`, known
 # rates, the two agents' node ids) serves them in job dw-agent; Prometheus loads the rules
 # file, so the recording rule the top-k panel reads has values. A dry-run dwctl autopilot
-# (its rates from a traffic file) serves the autopilot panel's series in job dw-autopilot.
+# (its rates from a traffic file) serves the autopilot panel's series in job dw-autopilot;
+# once Prometheus has scraped its decision counters at 0, fra-a's capacity is lowered below
+# its load, so that the dry run decides a relief and the annotation "Autopilot actions"
+# (changes() of those counters) has an event to show. Every annotation query is evaluated
+# as a range query (dashboard.php).
 DASHBOARD=packaging/monitoring/dw-router-dashboard.json
 # shellcheck source=scripts/stack
 source scripts/stack
@@ -88,15 +92,19 @@ fi
 if stack_until "4 targets up" prom_at_least 'count(up{job=~"dw-agent|dw-fleet"} == 1)' 4 &&
   stack_until "2 nodes current" prom_at_least 'max(dw_fleet_nodes{status="current"})' 2 &&
   stack_until "5 s of samples" prom_at_least 'min(count_over_time(up[10s]))' 5 &&
-  stack_until "the autopilot's loads" prom_at_least 'count(dwctl_autopilot_origin_load)' 2; then
-  check "dashboard: Prometheus scrapes 2 agents and the fleet exporter" true
+  stack_until "the autopilot's loads" prom_at_least 'count(dwctl_autopilot_origin_load)' 2 &&
+  stack_until "the autopilot's decision counters at 0" prom_at_least 'count(dwctl_autopilot_decisions_total == 0)' 4 &&
+  stack_dwctl origin capacity fra-a 5 >>"$STACK_DIR/logs/apply.log" 2>&1 &&
+  stack_until "a dry-run decision scraped" prom_at_least 'sum(dwctl_autopilot_decisions_total)' 1; then
+  check "dashboard: Prometheus scrapes 2 agents, the fleet exporter and the autopilot" true
   php tests/monitoring/dashboard.php "$DASHBOARD" "$PROMETHEUS" 10s >"$STACK_DIR/dashboard.out" 2>&1
   cat "$STACK_DIR/dashboard.out"
   passed=$((passed + $(grep -c '^  ok ' "$STACK_DIR/dashboard.out")))
   failed=$((failed + $(grep -c '^  FAIL ' "$STACK_DIR/dashboard.out")))
   grep -q '^  ok .*panel' "$STACK_DIR/dashboard.out" || check "dashboard: at least one panel query evaluated" false
+  grep -q '^  ok .*annotation' "$STACK_DIR/dashboard.out" || check "dashboard: at least one annotation query evaluated" false
 else
-  check "dashboard: Prometheus scrapes 2 agents and the fleet exporter" false
+  check "dashboard: Prometheus scrapes 2 agents, the fleet exporter and the autopilot" false
   # What the summary shows first: the wait that gave up is above (stack: gave up ...), then
   # which processes are gone (one that could not bind its port exits at once).
   for name in etcd agent1 agent2 exporter autopilot fixture prometheus; do
@@ -104,7 +112,7 @@ else
   done
   echo "       up: $(prom_value 'count(up == 1)') of $(prom_value 'count(up)') targets," \
     "current nodes: $(prom_value 'max(dw_fleet_nodes{status="current"})')"
-  for log in prometheus exporter autopilot agent1 agent2 fixture etcd; do tail -n 12 "$STACK_DIR/logs/$log.log"; done
+  for log in prometheus exporter autopilot apply agent1 agent2 fixture etcd; do tail -n 12 "$STACK_DIR/logs/$log.log"; done
 fi
 # php/status.php on a real agent's heartbeat (the userland twin: php -n): 200 while the
 # agent watches, 503 once etcd is gone (the agent's heartbeat says stale within a second).

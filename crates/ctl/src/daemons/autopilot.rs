@@ -95,6 +95,14 @@ pub async fn run(
 ) -> Result<(), Error> {
     let metrics = Metrics::new();
     metrics.dry_run.set(i64::from(config.dry_run));
+    // Every kind's series at 0 from the start: an instance's first action is then a change
+    // that `changes()` and `increase()` see (the dashboard's annotation "Autopilot
+    // actions"), not a series that appears at 1.
+    for kind in ACTION_KINDS {
+        let _ = metrics
+            .decisions
+            .get_or_create(&Metrics::label("kind", kind_label(kind)));
+    }
     if let Some(addr) = config.metrics {
         let bound = metrics::serve(addr, metrics.clone()).await?;
         reporter.event(
@@ -514,6 +522,14 @@ fn report_holds(reporter: &Reporter, decision: &Decision, last: &mut String) {
         *last = text;
     }
 }
+
+/// Every kind of action (`dwctl_autopilot_decisions_total` has a series for each).
+const ACTION_KINDS: [ActionKind; 4] = [
+    ActionKind::Relieve,
+    ActionKind::RelieveAtCeiling,
+    ActionKind::GiveBackStep,
+    ActionKind::GiveBackAll,
+];
 
 fn kind_label(kind: ActionKind) -> &'static str {
     match kind {

@@ -6,7 +6,8 @@
 //! not answer (with the metric the alert reads), a node with forged counts left out, and
 //! an origin's home geos (`dwctl origin home`) kept while a non-home region is relieved,
 //! a person's drain over the autopilot's shed, each restore undoing only its own part, a
-//! region an open stage holds skipped and reported, and the status it publishes.
+//! region an open stage holds skipped and reported, and the status the leader publishes,
+//! as `dwctl origin list` and `dwctl traffic` (its rates from the fake Prometheus) show it.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -292,6 +293,21 @@ async fn a_prometheus_that_does_not_answer_holds_and_says_so_on_metrics() {
     )
     .await;
     assert!(body.contains("dwctl_autopilot_dry_run 0"), "{body}");
+    // Every kind of decision has its series from the start, at 0 (the dashboard's
+    // annotation sees a first action as a change).
+    for kind in [
+        "relieve",
+        "relieve_at_ceiling",
+        "give_back_step",
+        "give_back_all",
+    ] {
+        assert!(
+            body.contains(&format!(
+                "dwctl_autopilot_decisions_total{{kind=\"{kind}\"}} 0\n"
+            )),
+            "{kind}: {body}"
+        );
+    }
     assert!(
         !body.contains("dwctl_autopilot_origin_load{"),
         "no load without a source"
@@ -701,6 +717,124 @@ async fn a_region_an_open_stage_holds_is_skipped_and_the_skip_reported() {
 async fn status_of(etcd: &Etcd) -> Option<(serde_json::Value, i64)> {
     let (raw, revision) = etcd.get(&format!("{CONTROL}autopilot/status")).await?;
     Some((serde_json::from_str(&raw).expect("status JSON"), revision))
+}
+
+/// `origin`'s section of `dwctl traffic`'s text: its first line and the indented lines under
+/// it.
+fn traffic_section<'a>(text: &'a str, origin: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|line| !line.starts_with(&format!("{origin}  ")))
+        .take_while(|line| !line.is_empty())
+        .collect()
+}
+
+const NO_LEADER: &str =
+    "autopilot: no instance leads (no autopilot/leader key): no origin is relieved automatically";
+
+/// `dwctl traffic` (its answer rates from the fake Prometheus) beside the autopilot's
+/// keys: with no leader key, the "no instance leads" line and no origin line; while an
+/// instance leads and holds `a` (a person's drain record is on it), the published status
+/// (its leader, and under `a` the hold, its reason and since when, as the status says);
+/// with a leader key and no status key, "no status published yet"; once the instance
+/// stops (its lease revoked, both keys gone), "no instance leads" again.
+/// (The fake's counters carry no origin label: `traffic` lists their answers under an
+/// unnamed origin and a, b and c with none; the autopilot's rates come from the traffic
+/// file. What is checked here is the autopilot's lines.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traffic_shows_the_published_hold_under_its_origin_and_when_no_instance_leads() {
+    let (etcd, traffic) = fleet(BUSY).await;
+    let prometheus = fake_prometheus(vec![
+        FakeNode::steady("n1", "500"),
+        FakeNode::steady("n2", "500"),
+    ])
+    .await;
+    let report = || {
+        let run = etcd.dwctl(&["traffic", "--prometheus", &prometheus]);
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        run.stdout
+    };
+    let text = report();
+    assert!(text.lines().any(|line| line == NO_LEADER), "{text}");
+    assert!(
+        !text.lines().any(|line| line.starts_with("  autopilot: ")),
+        "no origin line without a status: {text}"
+    );
+    let (code, json, _) = etcd.dwctl_json(&["traffic", "--prometheus", &prometheus]);
+    assert_eq!(code, 0);
+    assert_eq!(json["autopilot"]["state"], "no_leader", "{json}");
+
+    // A person drained a from FR: the autopilot holds a (over target, another source's
+    // record on it) and publishes the hold.
+    let run = etcd.dwctl(&["drain", "a", "--region", "FR", "--reason", "maintenance"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let daemon = autopilot(&etcd, "held", &traffic, &[]);
+    let (status, _) = eventually(Duration::from_secs(20), "a's hold published", || async {
+        status_of(&etcd)
+            .await
+            .filter(|(status, _)| status["origins"]["a"]["holding"].is_object())
+    })
+    .await;
+    let a = &status["origins"]["a"];
+    assert_eq!(a["hold_reason"], "other_source", "{status}");
+    let why = a["holding"]["why"].as_str().unwrap();
+    assert_eq!(why, "a record of source cli is on it", "{status}");
+    let text = report();
+    let leader = status["leader"].as_str().unwrap();
+    let since = status["leading_since"].as_str().unwrap();
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with(&format!("autopilot: {leader} leads since {since}"))),
+        "{text}"
+    );
+    // Under a, and only there: the hold as published.
+    let held = format!(
+        "  autopilot: holding ({why}) since {}",
+        a["holding"]["since"].as_str().unwrap()
+    );
+    let section = traffic_section(&text, "a");
+    assert!(
+        section.iter().any(|line| line.starts_with(&held)),
+        "{held:?} under a: {section:#?}\n{text}"
+    );
+    for other in ["b", "c"] {
+        let section = traffic_section(&text, other);
+        assert!(!section.is_empty(), "{other} listed: {text}");
+        assert!(
+            !section.iter().any(|line| line.starts_with("  autopilot: ")),
+            "nothing held on {other}: {section:#?}"
+        );
+    }
+    let (code, json, _) = etcd.dwctl_json(&["traffic", "--prometheus", &prometheus]);
+    assert_eq!(code, 0);
+    assert_eq!(json["autopilot"]["state"], "leading", "{json}");
+    assert_eq!(
+        json["autopilot"]["status"]["origins"]["a"]["holding"], a["holding"],
+        "{json}"
+    );
+    assert_eq!(daemon.terminate().await, 0);
+
+    // Resigning took both keys: nothing leads.
+    assert!(status_of(&etcd).await.is_none());
+    let text = report();
+    assert!(text.lines().any(|line| line == NO_LEADER), "{text}");
+    assert!(
+        !text.lines().any(|line| line.starts_with("  autopilot: ")),
+        "{text}"
+    );
+
+    // A leader key without its status (an instance that has not evaluated yet).
+    etcd.put(&format!("{CONTROL}autopilot/leader"), "starting")
+        .await;
+    let text = report();
+    assert!(
+        text.lines()
+            .any(|line| line == "autopilot: starting leads; no status published yet"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|line| line.starts_with("  autopilot: ")),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
