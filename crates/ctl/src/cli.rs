@@ -204,7 +204,7 @@ Each source that drained or shed an origin (a person with dwctl: cli; health; re
 the autopilot) keeps its own part of the origin's record, and a restore undoes one part: \
 by default the person's (cli), with --source SOURCE another source's, with --all-sources \
 every part. The other parts stay: each region gets its configured weights with the other \
-parts re-applied (a drain wins over a shed, sheds multiply; docs/dwctl.md, \"restore\"). \
+parts re-applied (a drain wins over a shed, sheds multiply; /usr/share/doc/dwctl/dwctl.md, \"After the incident: restore\"). \
 An origin with no part of the source asked is refused, naming the parts it has.
 
 Regions the parts left untouched since get their exact weights back (spill origins go \
