@@ -455,8 +455,7 @@ pub fn plan_restore(state: &State, origin: &str, which: Restoring<'_>) -> Result
         return Ok(changes);
     }
     // The other parts stay: the record keeps them, the regions only they changed, and
-    // what this restore wrote as their `after`.
-    changes.stage_edits = StageEdits::Direct;
+    // what this restore wrote as their `after` (the staged values: `crate::stage`).
     record.parts.retain(|part| remaining.contains(&part.source));
     record.regions.retain(|geo, _| {
         record

@@ -554,3 +554,112 @@ fn a_record_holds_at_most_max_parts() {
         "{error}"
     );
 }
+
+/// What dwctl's commit does with a plan (`ops::commit`): the follow-ups that keep drain
+/// records and open stages in step, then everything written, stages too.
+fn committed(state: &State, mut changes: Changes) -> State {
+    crate::bucket_assignment::assign_buckets(state, &mut changes).unwrap();
+    crate::drain::reconcile_drain_records(state, &mut changes).unwrap();
+    crate::stage::reconcile_stages(state, &mut changes).unwrap();
+    crate::bucket_assignment::assign_buckets(state, &mut changes).unwrap();
+    let mut next = apply(state, &changes);
+    for (id, stage) in &changes.stages {
+        match stage {
+            Some(stage) => {
+                next.stages.insert(
+                    id.clone(),
+                    Entry {
+                        raw: stage.to_json().into_bytes(),
+                        mod_revision: next.revision,
+                    },
+                );
+            }
+            None => {
+                next.stages.remove(id);
+            }
+        }
+    }
+    next
+}
+
+/// The staged value of `region/DE` in stage `s1` (`None`: the key left the stage).
+fn staged_de(state: &State) -> Option<crate::value::RegionValue> {
+    let stage = crate::stage::parse_stage("s1", state.stages.get("s1")?).unwrap();
+    let raw = stage.kvs.get("region/DE")?.as_ref()?;
+    Some(crate::value::RegionValue::from_stored(raw.as_bytes()).unwrap())
+}
+
+#[test]
+fn a_staged_value_gets_the_other_part_back_and_the_last_restore_the_value_itself() {
+    // An open stage holds DE at other weights. A person drains a in DE (the stage's value
+    // loses a too); health drains a everywhere (its part joins in DE; a shed would not
+    // join a drained region). The person's restore gives the staged value health's part
+    // re-applied, not the staged value whole, and the record keeps `stages`; health's
+    // restore, the last, brings the staged value back exactly.
+    use dw_routing::stage::{Cohort, STAGE_SCHEMA, Stage};
+    let staged_text = r#"{"shard":"eu","origins":["a","b","c"],"weight":{"a":60,"b":20,"c":20}}"#;
+    let staged = crate::value::RegionValue::from_stored(staged_text.as_bytes()).unwrap();
+    let stage = Stage {
+        schema: STAGE_SCHEMA,
+        id: "s1".into(),
+        cohort: Cohort {
+            points: 500,
+            ..Cohort::default()
+        },
+        kvs: [("region/DE".to_string(), Some(staged_text.to_string()))].into(),
+        base: [("region/DE".to_string(), 1)].into(),
+        created_by: "t".into(),
+        created_at: "t".into(),
+        reason: "t".into(),
+    };
+    let mut start = configured();
+    start.stages.insert(
+        "s1".into(),
+        Entry {
+            raw: stage.to_json().into_bytes(),
+            mod_revision: 1,
+        },
+    );
+
+    let drained = committed(&start, act(&start, SOURCE_CLI, None).unwrap());
+    assert!(!staged_de(&drained).unwrap().lists("a"));
+    assert!(record(&drained).unwrap().stages["s1"].contains_key("DE"));
+    let both = committed(
+        &drained,
+        plan_drain(&drained, &request(SOURCE_HEALTH, &[])).unwrap(),
+    );
+    let record_both = record(&both).unwrap();
+    assert_eq!(record_both.sources(), [SOURCE_CLI, SOURCE_HEALTH]);
+    assert!(record_both.stages["s1"].contains_key("DE"));
+    assert_eq!(
+        staged_de(&both),
+        staged_de(&drained),
+        "a join leaves the stage"
+    );
+
+    // The person's part goes: the staged value with health's part re-applied.
+    let health_de = record_both.part(SOURCE_HEALTH).unwrap().regions["DE"].clone();
+    let expected = crate::drain_parts::compose(&staged, "a", &[&health_de]).unwrap();
+    let person_restored = committed(
+        &both,
+        plan_restore(&both, "a", Restoring::Part(SOURCE_CLI)).unwrap(),
+    );
+    let staged_now = staged_de(&person_restored).expect("DE stays staged");
+    assert_eq!(staged_now.listed_weights(), expected.listed_weights());
+    assert_ne!(staged_now.listed_weights(), staged.listed_weights());
+    let record_health = record(&person_restored).unwrap();
+    assert_eq!(record_health.sources(), [SOURCE_HEALTH]);
+    assert!(record_health.stages["s1"].contains_key("DE"), "stages kept");
+
+    // The last part goes: the staged value exactly, and the record with it.
+    let all_restored = committed(
+        &person_restored,
+        plan_restore(&person_restored, "a", Restoring::Own(SOURCE_HEALTH)).unwrap(),
+    );
+    assert_eq!(
+        staged_de(&all_restored).unwrap().listed_weights(),
+        staged.listed_weights()
+    );
+    assert!(record(&all_restored).is_none());
+    assert_eq!(weights(&all_restored), weights(&configured()));
+}

@@ -11,7 +11,9 @@
 //! - a drain takes the origin out of every staged region value that lists it too (a
 //!   staged value it would empty leaves the stage instead), and the drain record keeps
 //!   what it took from each stage;
-//! - a restore gives the stages back what its record says was taken from them.
+//! - a restore gives the stages back what its record says was taken from them; a restore
+//!   of one part of several gives each staged value the other parts re-applied, and the
+//!   record keeps its `stages` until the last part goes.
 //!
 //! Promote is guarded on the revisions a stage was made from ([`promote_conflicts`]): a
 //! staged key whose `mod_revision` is neither its base revision nor the revision the
@@ -26,6 +28,7 @@ use dw_routing::stage::{COHORT_POINTS, Cohort, Stage};
 
 use crate::Error;
 use crate::drain::{plan_drain, readd};
+use crate::drain_parts::{Effect, compose};
 use crate::drain_record::DrainRequest;
 use crate::drain_record::DrainedRegion;
 use crate::keys::Layout;
@@ -278,6 +281,13 @@ fn restore_stages(state: &State, changes: &mut Changes, origin: &str) -> Result<
     let Some(record) = state.drain_record(origin)? else {
         return Ok(());
     };
+    // A restore of some parts: the record that stays with the other parts. Each staged
+    // value gets those parts re-applied (the composition rule, `crate::drain_parts`), and
+    // the record keeps what it still took from the stage, for the last restore.
+    let mut kept = match changes.drains.get(origin) {
+        Some(Some(kept)) => Some(kept.clone()),
+        _ => None,
+    };
     for (id, geos) in &record.stages {
         let Some(Ok(mut stage)) = state.stages.get(id).map(|entry| parse_stage(id, entry)) else {
             changes.notes.push(format!(
@@ -289,14 +299,23 @@ fn restore_stages(state: &State, changes: &mut Changes, origin: &str) -> Result<
         let mut edited = false;
         for (geo, drained) in geos {
             let key = format!("region/{geo}");
+            let others: Vec<Effect> = kept
+                .iter()
+                .flat_map(|kept| kept.parts.iter())
+                .filter_map(|part| part.regions.get(geo).cloned())
+                .collect();
+            // The staged value without the undone parts; `None`: the other parts drain its
+            // last origin, so the staged value is left as it is.
+            let effects: Vec<&Effect> = others.iter().collect();
+            let Some(target) = compose(&drained.before, origin, &effects) else {
+                continue;
+            };
             let current = match stage.kvs.get(&key) {
                 Some(Some(raw)) => RegionValue::from_stored(raw.as_bytes()).ok(),
                 _ => None,
             };
             let restored = match current {
-                None if drained.after.is_none() && stage.kvs.contains_key(&key) => {
-                    drained.before.clone()
-                }
+                None if drained.after.is_none() && stage.kvs.contains_key(&key) => target,
                 None => continue,
                 Some(current) if current.lists(origin) => continue,
                 Some(current)
@@ -306,18 +325,35 @@ fn restore_stages(state: &State, changes: &mut Changes, origin: &str) -> Result<
                         .is_some_and(|after| after.same_routing(&current)) =>
                 {
                     RegionValue {
-                        origins: drained.before.origins.clone(),
-                        weight: drained.before.weight.clone(),
+                        origins: target.origins.clone(),
+                        weight: target.weight.clone(),
                         ..current
                     }
                 }
-                Some(current) => readd(&current, &drained.before, origin).0,
+                Some(current) if target.lists(origin) => readd(&current, &target, origin).0,
+                Some(_) => continue,
+            };
+            if let Some(kept) = kept.as_mut() {
+                let taken = kept.stages.entry(id.clone()).or_default();
+                if others.is_empty() {
+                    taken.remove(geo);
+                } else if let Some(region) = taken.get_mut(geo) {
+                    region.after = Some(restored.clone());
+                }
+                if taken.is_empty() {
+                    kept.stages.remove(id);
+                }
+            }
+            let back = if restored.lists(origin) {
+                "is back in"
+            } else {
+                "stays out of (another part drains it)"
             };
             stage
                 .kvs
                 .insert(key, Some(restored.encode(&crate::clock::now_rfc3339())));
             changes.notes.push(format!(
-                "stage {}: {origin} is back in its staged region/{geo}",
+                "stage {}: {origin} {back} its staged region/{geo}",
                 shown(id)
             ));
             edited = true;
@@ -325,6 +361,9 @@ fn restore_stages(state: &State, changes: &mut Changes, origin: &str) -> Result<
         if edited {
             changes.stages.insert(id.clone(), Some(stage));
         }
+    }
+    if let Some(kept) = kept {
+        changes.drains.insert(origin.to_string(), Some(kept));
     }
     Ok(())
 }
