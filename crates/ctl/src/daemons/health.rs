@@ -265,7 +265,13 @@ async fn act(
     }
     let probed: BTreeSet<String> = config.probes.keys().cloned().collect();
     for origin in failing {
-        if state.drains.contains_key(origin) {
+        // Health's own part is there already (or the record does not read): nothing to
+        // do. Another source's drain or shed is joined: health's part joins it, so that
+        // the origin is drained everywhere and that source's restore leaves it drained.
+        let ours_or_unread = state.drain_record(origin).map_or(true, |record| {
+            record.is_some_and(|r| r.has_part(SOURCE_HEALTH))
+        });
+        if ours_or_unread {
             continue;
         }
         let last_error = streaks

@@ -543,3 +543,111 @@ async fn origin_forget_is_previewed_audited_and_in_history() {
     );
     assert_eq!(etcd.revision().await, before);
 }
+
+/// The sources of a drain record's parts, in order (a one-part record: its `source`).
+fn part_sources(record: &Value) -> Vec<String> {
+    match record["parts"].as_array() {
+        Some(parts) => parts
+            .iter()
+            .map(|part| part["source"].as_str().unwrap_or_default().to_owned())
+            .collect(),
+        None => vec![record["source"].as_str().unwrap_or_default().to_owned()],
+    }
+}
+
+/// Issue 42, the join path with the real daemon: a person drains a in DE; `dwctl health`
+/// then drains a (its part joins in DE without writing it, and drains FR); the probes
+/// pass again and health's restore removes only its own part: the person's drain stays
+/// exactly; the person's `dwctl restore` brings the configured weights back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_joins_a_persons_drain_and_its_restore_leaves_the_persons_part() {
+    let etcd = Etcd::start().await;
+    let regions = [
+        (
+            "DE",
+            r#"{"shard":"eu-1","origins":["a","b","c"],"weight":{"a":50,"b":30,"c":20}}"#,
+        ),
+        (
+            "FR",
+            r#"{"shard":"eu-2","origins":["a","b"],"weight":{"a":40,"b":60}}"#,
+        ),
+    ];
+    for (geo, value) in regions {
+        assert_eq!(etcd.dwctl(&["region", "set", geo, value]).code, 0);
+    }
+    let weights = |geo: &'static str| {
+        let etcd = &etcd;
+        async move { listed_weights(&etcd.get_json(&region_key(geo)).await.unwrap()) }
+    };
+    let (de_configured, fr_configured) = (weights("DE").await, weights("FR").await);
+
+    let run = etcd.dwctl(&["drain", "a", "--region", "DE", "--reason", "INC-42"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let de_person = weights("DE").await;
+    assert!(!de_person.iter().any(|(name, _)| name == "a"));
+    let (_, de_revision) = etcd.get(&region_key("DE")).await.unwrap();
+
+    let mut switches = Vec::new();
+    let mut args = vec![
+        "health".to_owned(),
+        "--interval".into(),
+        "0.2".into(),
+        "--probe-timeout".into(),
+        "1".into(),
+        "--fail-after".into(),
+        "2".into(),
+        "--recover-after".into(),
+        "2".into(),
+        "--max-drained-fraction".into(),
+        "0.5".into(),
+    ];
+    for origin in ["a", "b", "c"] {
+        let healthy = Arc::new(AtomicBool::new(true));
+        let url = health_server(healthy.clone()).await;
+        args.extend(["--probe".to_owned(), format!("{origin}={url}")]);
+        switches.push(healthy);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let health = Daemon::start(&etcd, "health-join", &args);
+
+    // a fails its probes: health's part joins the person's.
+    switches[0].store(false, Ordering::SeqCst);
+    let record = eventually(
+        Duration::from_secs(15),
+        "health joins a's drain",
+        || async {
+            drain_record(&etcd, "a")
+                .await
+                .filter(|record| part_sources(record) == ["cli", "health"])
+        },
+    )
+    .await;
+    assert!(!lists(&etcd, "FR", "a").await, "{record}");
+    let (_, joined_revision) = etcd.get(&region_key("DE")).await.unwrap();
+    assert_eq!(joined_revision, de_revision, "the join wrote DE: {record}");
+    assert_eq!(weights("DE").await, de_person);
+
+    // The probes pass again: health restores its part only.
+    switches[0].store(true, Ordering::SeqCst);
+    let record = eventually(
+        Duration::from_secs(15),
+        "health's part is restored",
+        || async {
+            drain_record(&etcd, "a")
+                .await
+                .filter(|record| part_sources(record) == ["cli"])
+        },
+    )
+    .await;
+    assert_eq!(record["reason"], "INC-42", "{record}");
+    assert_eq!(weights("DE").await, de_person, "the person's drain stays");
+    assert_eq!(weights("FR").await, fr_configured);
+    let log = health.log();
+    assert_eq!(health.terminate().await, 0, "log:\n{log}");
+
+    let run = etcd.dwctl(&["restore", "a"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(drain_record(&etcd, "a").await.is_none());
+    assert_eq!(weights("DE").await, de_configured);
+    assert_eq!(weights("FR").await, fr_configured);
+}
