@@ -597,7 +597,6 @@ mod tests {
     use super::*;
     use crate::fixtures::named;
     use crate::fixtures::state;
-    use crate::model::Entry;
 
     fn request(origin: &str) -> DrainRequest {
         DrainRequest {
@@ -615,40 +614,7 @@ mod tests {
 
     /// Applies `changes` to `state` as etcd would (drain records included).
     fn apply(state: &State, changes: &Changes) -> State {
-        let mut next = state.clone();
-        for (geo, value) in &changes.regions {
-            match value {
-                Some(value) => {
-                    next.regions.insert(
-                        geo.clone(),
-                        Entry {
-                            raw: value.encode("t").into_bytes(),
-                            mod_revision: 11,
-                        },
-                    );
-                }
-                None => {
-                    next.regions.remove(geo);
-                }
-            }
-        }
-        for (origin, record) in &changes.drains {
-            match record {
-                Some(record) => {
-                    next.drains.insert(
-                        origin.clone(),
-                        Entry {
-                            raw: record.encode().into_bytes(),
-                            mod_revision: 11,
-                        },
-                    );
-                }
-                None => {
-                    next.drains.remove(origin);
-                }
-            }
-        }
-        next
+        state.with_written(changes, 11)
     }
 
     fn weights(state: &State, geo: &str) -> Vec<(String, u32)> {

@@ -53,40 +53,7 @@ fn configured() -> State {
 fn apply(state: &State, changes: &Changes) -> State {
     let mut next = state.clone();
     next.revision += 1;
-    let revision = next.revision;
-    for (geo, value) in &changes.regions {
-        match value {
-            Some(value) => {
-                next.regions.insert(
-                    geo.clone(),
-                    Entry {
-                        raw: value.encode("t").into_bytes(),
-                        mod_revision: revision,
-                    },
-                );
-            }
-            None => {
-                next.regions.remove(geo);
-            }
-        }
-    }
-    for (origin, record) in &changes.drains {
-        match record {
-            Some(record) => {
-                next.drains.insert(
-                    origin.clone(),
-                    Entry {
-                        raw: record.encode().into_bytes(),
-                        mod_revision: revision,
-                    },
-                );
-            }
-            None => {
-                next.drains.remove(origin);
-            }
-        }
-    }
-    next
+    next.with_written(changes, next.revision)
 }
 
 fn request(source: &str, regions: &[String]) -> DrainRequest {

@@ -208,6 +208,40 @@ pub enum StageEdits {
 }
 
 #[cfg(test)]
+impl State {
+    /// This state with `changes`' regions and drain records written as the transaction
+    /// writes them, each written key at `mod_revision` (planner tests).
+    pub(crate) fn with_written(&self, changes: &Changes, mod_revision: i64) -> State {
+        let mut next = self.clone();
+        for (geo, value) in &changes.regions {
+            match value {
+                Some(value) => {
+                    let raw = value.encode("t").into_bytes();
+                    next.regions
+                        .insert(geo.clone(), Entry { raw, mod_revision });
+                }
+                None => {
+                    next.regions.remove(geo);
+                }
+            }
+        }
+        for (origin, record) in &changes.drains {
+            match record {
+                Some(record) => {
+                    let raw = record.encode().into_bytes();
+                    next.drains
+                        .insert(origin.clone(), Entry { raw, mod_revision });
+                }
+                None => {
+                    next.drains.remove(origin);
+                }
+            }
+        }
+        next
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use crate::fixtures::state;
 

@@ -489,36 +489,7 @@ mod tests {
     fn apply(state: &State, changes: &Changes) -> State {
         let mut changes = changes.clone();
         reconcile_drain_records(state, &mut changes).unwrap();
-        let mut next = state.clone();
-        for (geo, value) in &changes.regions {
-            match value {
-                Some(value) => {
-                    let entry = Entry {
-                        raw: value.encode("t").into_bytes(),
-                        mod_revision: 11,
-                    };
-                    next.regions.insert(geo.clone(), entry);
-                }
-                None => {
-                    next.regions.remove(geo);
-                }
-            }
-        }
-        for (origin, record) in &changes.drains {
-            match record {
-                Some(record) => {
-                    let entry = Entry {
-                        raw: record.encode().into_bytes(),
-                        mod_revision: 11,
-                    };
-                    next.drains.insert(origin.clone(), entry);
-                }
-                None => {
-                    next.drains.remove(origin);
-                }
-            }
-        }
-        next
+        state.with_written(&changes, 11)
     }
 
     fn weights(state: &State, geo: &str) -> Vec<(String, u32)> {
