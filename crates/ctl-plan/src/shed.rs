@@ -347,19 +347,7 @@ pub fn add_spill(
     let edits: Vec<RegionEdit> = changes
         .regions
         .iter()
-        .filter_map(|(geo, value)| {
-            let value = value.as_ref()?;
-            Some(RegionEdit {
-                geo: geo.clone(),
-                shard: value.shard.clone(),
-                origins: value.origins.clone(),
-                weight: value
-                    .origins
-                    .iter()
-                    .map(|name| (name.clone(), value.weight_of(name)))
-                    .collect(),
-            })
-        })
+        .filter_map(|(geo, value)| Some(value.as_ref()?.as_edit(geo)))
         .collect();
     if edits.is_empty() {
         return Ok(());

@@ -76,6 +76,18 @@ impl RegionValue {
         self.weight.get(origin).copied().unwrap_or(0)
     }
 
+    /// This value as the capacity crate's edit of region `geo`: its shard, its origins and
+    /// their weights in list order (what a prediction of the value, or a shed from it,
+    /// starts from).
+    pub fn as_edit(&self, geo: &str) -> dw_capacity::RegionEdit {
+        dw_capacity::RegionEdit {
+            geo: geo.to_string(),
+            shard: self.shard.clone(),
+            origins: self.origins.clone(),
+            weight: self.listed_weights(),
+        }
+    }
+
     /// The listed origins with their weights, in list order.
     pub fn listed_weights(&self) -> Vec<(String, u32)> {
         self.origins

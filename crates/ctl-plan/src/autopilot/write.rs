@@ -49,19 +49,7 @@ pub fn records_of(state: &State) -> BTreeMap<String, RecordOf> {
         let own: Vec<RegionEdit> = part
             .regions
             .keys()
-            .filter_map(|geo| {
-                let value = record.composed_without(geo, SOURCE_AUTOPILOT)?;
-                Some(RegionEdit {
-                    geo: geo.clone(),
-                    shard: value.shard.clone(),
-                    origins: value.origins.clone(),
-                    weight: value
-                        .origins
-                        .iter()
-                        .map(|name| (name.clone(), value.weight_of(name)))
-                        .collect(),
-                })
-            })
+            .filter_map(|geo| Some(record.composed_without(geo, SOURCE_AUTOPILOT)?.as_edit(geo)))
             .collect();
         let value = match other {
             Some(other) => RecordOf::Shared { own, other },
